@@ -1,0 +1,109 @@
+// tessera_backend: the per-node daemon. Owns the node's devices, starts one
+// proxy process per gpulet of the plan the frontend sends, and executes
+// batches on them.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "backend/backend_service.h"
+#include "common/termination_signals.h"
+#include "common/text_proto.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:8101",
+          "host:port to serve on; port 0 picks a free port.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, the chosen port is written to this file once serving.");
+ABSL_FLAG(std::string, config, "",
+          "BackendConfig text file; default: one cpu device with every core "
+          "this process may use.");
+ABSL_FLAG(std::string, id, "backend0",
+          "Backend id when --config is not given.");
+ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
+ABSL_FLAG(std::string, proxy_binary, "",
+          "Path of tessera_proxy; default: next to this binary.");
+ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
+ABSL_FLAG(int, max_message_mb, 512, "Largest gRPC message accepted (MiB).");
+
+namespace {
+
+std::string DefaultProxyBinary() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "tessera_proxy").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Tessera backend daemon: runs one proxy process per gpulet of the plan "
+      "the frontend sends and executes batches on them.\n"
+      "Example: tessera_backend --listen=127.0.0.1:8101 "
+      "--model_repository=models");
+  absl::ParseCommandLine(argc, argv);
+  tessera::BlockTerminationSignals();
+  spdlog::set_pattern("[%H:%M:%S.%e] [backend] [%l] %v");
+
+  tessera::BackendServiceImpl::Options options;
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (!config_path.empty()) {
+    absl::Status s = tessera::ReadTextProto(config_path, &options.config);
+    if (!s.ok()) {
+      spdlog::error("{}", s.ToString());
+      return 2;
+    }
+  } else {
+    options.config.set_id(absl::GetFlag(FLAGS_id));
+    tessera::DeviceConfig* cpu = options.config.add_devices();
+    cpu->set_id("cpu0");
+    cpu->set_kind(tessera::DEVICE_KIND_CPU);
+  }
+  options.model_repository = absl::GetFlag(FLAGS_model_repository);
+  options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
+  if (options.proxy_binary.empty()) options.proxy_binary = DefaultProxyBinary();
+  options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  if (access(options.proxy_binary.c_str(), X_OK) != 0) {
+    spdlog::error("proxy binary '{}' is not executable",
+                  options.proxy_binary);
+    return 2;
+  }
+  auto service = tessera::BackendServiceImpl::Create(options);
+  if (!service.ok()) {
+    spdlog::error("{}", service.status().ToString());
+    return 2;
+  }
+
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
+                           grpc::InsecureServerCredentials(), &port);
+  const int max_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  builder.RegisterService(service->get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    spdlog::error("cannot listen on {}", absl::GetFlag(FLAGS_listen));
+    return 2;
+  }
+  spdlog::info("backend '{}' listening on port {}", options.config.id(), port);
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_port_file);
+    std::ofstream(path + ".tmp") << port << "\n";
+    std::filesystem::rename(path + ".tmp", path);
+  }
+
+  tessera::WaitForTerminationSignal();
+  spdlog::info("shutting down");
+  (*service)->StopProxies();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return 0;
+}

@@ -1,0 +1,340 @@
+#include "backend/proxy_handle.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
+#include "common/data_type.h"
+#include "common/grpc_status_util.h"
+#include "proxy.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kChildControlFd = 3;
+constexpr int kChildShmFd = 4;
+
+size_t AlignUp64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+size_t TensorBytesAtBatch(const TensorConfig& t, int batch) {
+  int64_t n = DataTypeSize(t.data_type()) * batch;
+  for (int i = 1; i < t.dims_size(); ++i) n *= t.dims(i);
+  return static_cast<size_t>(n);
+}
+
+size_t InputBytes(const ModelConfig& config, int batch) {
+  size_t n = 0;
+  for (const TensorConfig& t : config.input()) {
+    n = AlignUp64(n) + TensorBytesAtBatch(t, batch);
+  }
+  return AlignUp64(n);
+}
+
+}  // namespace
+
+size_t SlotBytesFor(const std::vector<ModelConfig>& models) {
+  size_t slot = 4096;
+  for (const ModelConfig& m : models) {
+    size_t n = InputBytes(m, m.max_batch_size());
+    for (const TensorConfig& t : m.output()) {
+      n = AlignUp64(n) + TensorBytesAtBatch(t, m.max_batch_size());
+    }
+    slot = std::max(slot, AlignUp64(n) + 64);
+  }
+  return AlignUp64(slot);
+}
+
+ProxyHandle::ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
+                         std::unique_ptr<SeqPacketChannel> channel,
+                         std::unique_ptr<SharedMemoryRegion> region,
+                         size_t slot_bytes,
+                         std::vector<MeasuredLatency> warmup)
+    : options_(std::move(options)),
+      process_(std::move(process)),
+      channel_(std::move(channel)),
+      region_(std::move(region)),
+      slot_bytes_(slot_bytes),
+      warmup_(std::move(warmup)) {
+  for (const ModelConfig& m : options_.models) configs_[m.name()] = m;
+  for (int s = options_.num_slots - 1; s >= 0; --s) free_slots_.push_back(s);
+  reader_ = std::thread([this] { ReaderLoop(); });
+}
+
+ProxyHandle::~ProxyHandle() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
+    const Options& options) {
+  if (options.models.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpulet '", options.gpulet_id, "' has no models"));
+  }
+  const size_t slot_bytes = SlotBytesFor(options.models);
+  auto region = SharedMemoryRegion::Create(
+      ("tessera-" + options.gpulet_id).c_str(),
+      slot_bytes * std::max(1, options.num_slots));
+  if (!region.ok()) return region.status();
+  auto pair = SeqPacketChannel::CreatePair();
+  if (!pair.ok()) return pair.status();
+  std::unique_ptr<SeqPacketChannel> ours = std::move(pair->first);
+  std::unique_ptr<SeqPacketChannel> theirs = std::move(pair->second);
+
+  std::string model_list;
+  for (const ModelConfig& m : options.models) {
+    if (!model_list.empty()) model_list += ",";
+    model_list += m.name();
+  }
+  Subprocess::Options spawn;
+  spawn.argv = {options.proxy_binary,
+                absl::StrCat("--control_fd=", kChildControlFd),
+                absl::StrCat("--shm_fd=", kChildShmFd),
+                "--model_repository=" + options.model_repository,
+                "--models=" + model_list,
+                "--device=" + options.device_kind,
+                "--cores=" + FormatCoreList(options.cpu_cores),
+                absl::StrCat("--threads=", options.threads),
+                "--gpulet_id=" + options.gpulet_id};
+  spawn.env = options.extra_env;
+  spawn.inherit_fds = {{kChildControlFd, theirs->fd()},
+                       {kChildShmFd, (*region)->fd()}};
+  auto process = Subprocess::Spawn(spawn);
+  if (!process.ok()) return process.status();
+  theirs.reset();  // the child holds its end now
+
+  ProxyEvent event;
+  absl::Status status = ours->Receive(&event, options.startup_timeout);
+  if (!status.ok() || !event.has_ready()) {
+    (*process)->Stop(absl::Seconds(2));
+    return absl::UnavailableError(absl::StrCat(
+        "proxy for gpulet '", options.gpulet_id, "' did not become ready: ",
+        status.ok() ? "unexpected message" : status.ToString()));
+  }
+  status = FromStatusProto(event.ready().status());
+  if (!status.ok()) {
+    (*process)->Stop(absl::Seconds(2));
+    return absl::Status(status.code(),
+                        absl::StrCat("proxy for gpulet '", options.gpulet_id,
+                                     "' failed to start: ", status.message()));
+  }
+  std::vector<MeasuredLatency> warmup(event.ready().warmup().begin(),
+                                      event.ready().warmup().end());
+  spdlog::info("gpulet {} on {}: proxy pid {} ready", options.gpulet_id,
+               options.device_id, (*process)->pid());
+  return std::unique_ptr<ProxyHandle>(new ProxyHandle(
+      options, std::move(*process), std::move(ours), std::move(*region),
+      slot_bytes, std::move(warmup)));
+}
+
+void ProxyHandle::Execute(const BatchRequest& batch, DoneCallback done) {
+  Pending p{batch, std::move(done), absl::Now()};
+  int slot = -1;
+  bool dead = false;
+  {
+    absl::MutexLock lock(&mu_);
+    dead = dead_;
+    if (!dead) {
+      if (free_slots_.empty()) {
+        waiting_.push_back(std::move(p));
+        return;
+      }
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+  }
+  if (dead) {
+    BatchResponse response;
+    response.set_batch_id(batch.batch_id());
+    ToStatusProto(absl::UnavailableError(absl::StrCat(
+                      "proxy of gpulet '", options_.gpulet_id, "' is down")),
+                  response.mutable_status());
+    p.done(std::move(response));
+    return;
+  }
+  Launch(std::move(p), slot);
+}
+
+void ProxyHandle::Launch(Pending p, int slot) {
+  absl::Status status;
+  ProxyCommand command;
+  ExecuteCommand* cmd = command.mutable_execute();
+  cmd->set_model(p.batch.model());
+  auto cit = configs_.find(p.batch.model());
+  if (cit == configs_.end()) {
+    status = absl::NotFoundError(absl::StrCat(
+        "model '", p.batch.model(), "' is not served by gpulet '",
+        options_.gpulet_id, "'"));
+  }
+  const size_t base = static_cast<size_t>(slot) * slot_bytes_;
+  size_t offset = 0;
+  for (int i = 0; status.ok() && i < p.batch.inputs_size(); ++i) {
+    const Tensor& t = p.batch.inputs(i);
+    offset = AlignUp64(offset);
+    if (offset + t.data().size() > slot_bytes_) {
+      status = absl::ResourceExhaustedError(
+          absl::StrCat("batch for model '", p.batch.model(),
+                       "' exceeds the proxy's slot of ", slot_bytes_,
+                       " bytes"));
+      break;
+    }
+    std::memcpy(region_->data() + base + offset, t.data().data(),
+                t.data().size());
+    ShmTensor* st = cmd->add_inputs();
+    st->set_name(t.name());
+    st->set_data_type(t.data_type());
+    *st->mutable_shape() = t.shape();
+    st->set_offset(base + offset);
+    st->set_size_bytes(t.data().size());
+    offset += t.data().size();
+  }
+  offset = AlignUp64(offset);
+  cmd->set_output_offset(base + offset);
+  cmd->set_output_capacity_bytes(slot_bytes_ - offset);
+
+  uint64_t id = 0;
+  if (status.ok()) {
+    absl::MutexLock lock(&mu_);
+    id = next_request_id_++;
+    cmd->set_request_id(id);
+    running_[id] =
+        Running{std::move(p.done), slot, p.received, p.batch.batch_id()};
+  }
+  if (status.ok()) {
+    status = channel_->Send(command);
+    if (!status.ok()) {
+      absl::MutexLock lock(&mu_);
+      auto it = running_.find(id);
+      if (it == running_.end()) return;  // FailAll already answered it
+      p.done = std::move(it->second.done);
+      running_.erase(it);
+    }
+  }
+  if (!status.ok()) {
+    BatchResponse response;
+    response.set_batch_id(p.batch.batch_id());
+    ToStatusProto(status, response.mutable_status());
+    p.done(std::move(response));
+    Pending next;
+    bool launch_next = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!waiting_.empty() && !dead_) {
+        next = std::move(waiting_.front());
+        waiting_.pop_front();
+        launch_next = true;
+      } else {
+        free_slots_.push_back(slot);
+      }
+    }
+    if (launch_next) Launch(std::move(next), slot);
+    return;
+  }
+}
+
+void ProxyHandle::ReaderLoop() {
+  while (true) {
+    ProxyEvent event;
+    absl::Status status = channel_->Receive(&event);
+    if (!status.ok()) {
+      FailAll(absl::UnavailableError(
+          absl::StrCat("proxy of gpulet '", options_.gpulet_id,
+                       "' exited or closed its channel: ",
+                       status.message())));
+      return;
+    }
+    if (!event.has_result()) continue;
+    const ExecuteResult& result = event.result();
+    Running running;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = running_.find(result.request_id());
+      if (it == running_.end()) continue;
+      running = std::move(it->second);
+      running_.erase(it);
+    }
+    BatchResponse response;
+    response.set_batch_id(running.batch_id);
+    *response.mutable_status() = result.status();
+    response.set_exec_time_us(result.exec_time_us());
+    for (const ShmTensor& t : result.outputs()) {
+      if (t.offset() + t.size_bytes() > region_->size()) {
+        ToStatusProto(absl::InternalError("proxy output outside the region"),
+                      response.mutable_status());
+        response.clear_outputs();
+        break;
+      }
+      Tensor* out = response.add_outputs();
+      out->set_name(t.name());
+      out->set_data_type(t.data_type());
+      *out->mutable_shape() = t.shape();
+      out->set_data(region_->data() + t.offset(), t.size_bytes());
+    }
+    response.set_backend_time_us(
+        absl::ToInt64Microseconds(absl::Now() - running.received));
+    // The slot is free once the outputs are copied out.
+    Pending next;
+    bool launch_next = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!waiting_.empty()) {
+        next = std::move(waiting_.front());
+        waiting_.pop_front();
+        launch_next = true;
+      } else {
+        free_slots_.push_back(running.slot);
+      }
+    }
+    if (launch_next) Launch(std::move(next), running.slot);
+    running.done(std::move(response));
+  }
+}
+
+void ProxyHandle::FailAll(const absl::Status& status) {
+  std::vector<DoneCallback> callbacks;
+  std::vector<uint64_t> batch_ids;
+  {
+    absl::MutexLock lock(&mu_);
+    dead_ = true;
+    for (auto& [id, r] : running_) {
+      callbacks.push_back(std::move(r.done));
+      batch_ids.push_back(r.batch_id);
+    }
+    running_.clear();
+    for (auto& p : waiting_) {
+      callbacks.push_back(std::move(p.done));
+      batch_ids.push_back(p.batch.batch_id());
+    }
+    waiting_.clear();
+  }
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    BatchResponse response;
+    response.set_batch_id(batch_ids[i]);
+    ToStatusProto(status, response.mutable_status());
+    callbacks[i](std::move(response));
+  }
+}
+
+bool ProxyHandle::Drain(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return dead_ || (running_.empty() && waiting_.empty());
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
+void ProxyHandle::Stop(absl::Duration grace) {
+  if (reader_.joinable()) {
+    ProxyCommand command;
+    command.set_shutdown(true);
+    (void)channel_->Send(command);
+    process_->Stop(grace);
+    channel_->Shutdown();
+    reader_.join();  // FailAll() answers anything still pending
+  }
+}
+
+bool ProxyHandle::alive() const {
+  absl::MutexLock lock(&mu_);
+  return !dead_;
+}
+
+}  // namespace tessera

@@ -1,0 +1,116 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "backend.pb.h"
+#include "common/seqpacket_channel.h"
+#include "common/shared_memory_region.h"
+#include "common/subprocess.h"
+
+namespace tessera {
+
+// The backend's side of one proxy process: spawns it, owns its control
+// channel and shared-memory region, and runs batches on it. Batch inputs are
+// copied once into a free slot of the region; the proxy reads them in place
+// and writes its outputs after them; the handle copies the outputs into the
+// response. Thread-safe.
+class ProxyHandle {
+ public:
+  struct Options {
+    std::string proxy_binary;
+    std::string model_repository;
+    std::string gpulet_id;
+    std::string device_id;
+    std::string device_kind = "cpu";
+    std::vector<ModelConfig> models;
+    std::vector<int> cpu_cores;  // empty = not pinned
+    int threads = 1;
+    // Batches that may sit in the proxy at once (each needs a slot).
+    int num_slots = 4;
+    absl::Duration startup_timeout = absl::Seconds(120);
+    std::map<std::string, std::string> extra_env;
+  };
+  using DoneCallback = std::function<void(BatchResponse)>;
+
+  // Starts the proxy and waits until it reports ready (models loaded and
+  // warmed up) or fails.
+  static absl::StatusOr<std::unique_ptr<ProxyHandle>> Start(
+      const Options& options);
+  // Stops the proxy (see Stop()).
+  ~ProxyHandle();
+
+  // Runs `batch` on the proxy; `done` is called exactly once, from another
+  // thread, with the outputs or a failure status. Never blocks on the
+  // device: batches beyond the free slots wait in a queue.
+  void Execute(const BatchRequest& batch, DoneCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Waits up to `timeout` for in-flight and queued batches to finish.
+  bool Drain(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the proxy to exit, then kills it if it has not after `grace`;
+  // fails batches still pending with UNAVAILABLE.
+  void Stop(absl::Duration grace = absl::Seconds(5)) ABSL_LOCKS_EXCLUDED(mu_);
+
+  pid_t pid() const { return process_->pid(); }
+  const Options& options() const { return options_; }
+  const std::vector<MeasuredLatency>& warmup() const { return warmup_; }
+  bool alive() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Pending {
+    BatchRequest batch;
+    DoneCallback done;
+    absl::Time received;
+  };
+  struct Running {
+    DoneCallback done;
+    int slot;
+    absl::Time received;
+    uint64_t batch_id;
+  };
+
+  ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
+              std::unique_ptr<SeqPacketChannel> channel,
+              std::unique_ptr<SharedMemoryRegion> region, size_t slot_bytes,
+              std::vector<MeasuredLatency> warmup);
+
+  // Copies `p`'s inputs into `slot` and sends the command. On failure calls
+  // the callback with the error and frees the slot.
+  void Launch(Pending p, int slot) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReaderLoop();
+  void FailAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const Options options_;
+  std::unique_ptr<Subprocess> process_;
+  std::unique_ptr<SeqPacketChannel> channel_;
+  std::unique_ptr<SharedMemoryRegion> region_;
+  const size_t slot_bytes_;
+  const std::vector<MeasuredLatency> warmup_;
+  std::map<std::string, ModelConfig> configs_;
+
+  mutable absl::Mutex mu_;
+  bool dead_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<int> free_slots_ ABSL_GUARDED_BY(mu_);
+  std::deque<Pending> waiting_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::thread reader_;
+};
+
+// Bytes one slot needs for the largest batch of any of `models`: inputs and
+// outputs at max batch size, each 64-byte aligned.
+size_t SlotBytesFor(const std::vector<ModelConfig>& models);
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+#include "common/grpc_status_util.h"
+
+#include <string>
+
+namespace tessera {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+void ToStatusProto(const absl::Status& status, StatusProto* proto) {
+  proto->set_code(static_cast<int>(status.code()));
+  proto->set_message(std::string(status.message()));
+}
+
+absl::Status FromStatusProto(const StatusProto& proto) {
+  if (proto.code() == 0) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(proto.code()),
+                      proto.message());
+}
+
+}  // namespace tessera

@@ -1,0 +1,167 @@
+#include "common/model_repository.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/data_type.h"
+#include "common/text_proto.h"
+
+namespace tessera {
+namespace fs = std::filesystem;
+
+namespace {
+
+absl::Status ValidateTensors(const ModelConfig& config,
+                             const google::protobuf::RepeatedPtrField<
+                                 TensorConfig>& tensors,
+                             const char* kind) {
+  if (tensors.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", config.name(), "' declares no ", kind, "s"));
+  }
+  std::set<std::string> names;
+  for (const TensorConfig& t : tensors) {
+    const std::string where =
+        absl::StrCat("model '", config.name(), "' ", kind, " '", t.name(),
+                     "'");
+    if (t.name().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", config.name(), "' has an unnamed ", kind));
+    }
+    if (!names.insert(t.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " is repeated"));
+    }
+    if (DataTypeSize(t.data_type()) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has no valid data_type"));
+    }
+    if (t.dims_size() < 1 || t.dims(0) != -1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " must have -1 (the batch dimension) as its first dim"));
+    }
+    for (int i = 1; i < t.dims_size(); ++i) {
+      if (t.dims(i) <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " has non-positive dim ", i, "; only the batch dimension ",
+            "may vary"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ModelRepository::Validate(const ModelConfig& config) {
+  if (config.name().empty()) {
+    return absl::InvalidArgumentError("model config has no name");
+  }
+  if (config.platform() != "torchscript") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", config.name(), "': platform '",
+                     config.platform(), "' is not supported (torchscript)"));
+  }
+  if (config.max_batch_size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.name(), "': max_batch_size must be >= 1"));
+  }
+  if (!(config.slo_ms() > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", config.name(), "': slo_ms must be > 0"));
+  }
+  absl::Status status = ValidateTensors(config, config.input(), "input");
+  if (!status.ok()) return status;
+  return ValidateTensors(config, config.output(), "output");
+}
+
+absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
+    const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("model repository '", root, "' is not a directory"));
+  }
+  auto repo = std::unique_ptr<ModelRepository>(new ModelRepository(root));
+  for (const auto& dir : fs::directory_iterator(root)) {
+    if (!dir.is_directory()) continue;
+    const fs::path config_path = dir.path() / "config.pbtxt";
+    if (!fs::exists(config_path)) continue;
+    Entry entry;
+    absl::Status status = ReadTextProto(config_path.string(), &entry.config);
+    if (!status.ok()) return status;
+    if (entry.config.platform().empty()) {
+      entry.config.set_platform("torchscript");
+    }
+    const std::string dir_name = dir.path().filename().string();
+    if (entry.config.name() != dir_name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(config_path.string(), ": name '", entry.config.name(),
+                       "' differs from its directory '", dir_name, "'"));
+    }
+    status = Validate(entry.config);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(config_path.string(), ": ", status.message()));
+    }
+    for (const auto& sub : fs::directory_iterator(dir.path())) {
+      int64_t version;
+      if (sub.is_directory() &&
+          absl::SimpleAtoi(sub.path().filename().string(), &version) &&
+          fs::exists(sub.path() / "model.pt")) {
+        entry.versions.push_back(version);
+      }
+    }
+    std::sort(entry.versions.begin(), entry.versions.end());
+    repo->models_.emplace(dir_name, std::move(entry));
+  }
+  return repo;
+}
+
+const ModelRepository::Entry* ModelRepository::Find(
+    const std::string& name) const {
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ModelRepository::ModelNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : models_) names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<int64_t> ModelRepository::ResolveVersion(
+    const std::string& name, const std::string& version) const {
+  const Entry* entry = Find(name);
+  if (entry == nullptr) {
+    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  }
+  if (entry->versions.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "model '", name, "' has no version with a model.pt in ", root_));
+  }
+  std::string wanted =
+      version.empty() ? entry->config.default_version() : version;
+  if (wanted.empty()) return entry->versions.back();
+  int64_t v;
+  if (absl::SimpleAtoi(wanted, &v) &&
+      std::find(entry->versions.begin(), entry->versions.end(), v) !=
+          entry->versions.end()) {
+    return v;
+  }
+  return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '",
+                                          wanted, "' (versions: ",
+                                          absl::StrJoin(entry->versions, ", "),
+                                          ")"));
+}
+
+std::string ModelRepository::ModelPath(const std::string& name,
+                                       int64_t version) const {
+  return (fs::path(root_) / name / std::to_string(version) / "model.pt")
+      .string();
+}
+
+}  // namespace tessera

@@ -1,0 +1,81 @@
+// tessera_frontend: the cluster's only client-facing process. Serves the
+// KServe v2 gRPC inference protocol, places models on the backends' devices
+// with the configured scheduling policy and batches requests to them.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_join.h"
+#include "common/termination_signals.h"
+#include "common/text_proto.h"
+#include "frontend/frontend_server.h"
+#include "scheduler/policy_registry.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:8100",
+          "host:port of the KServe v2 gRPC service; port 0 picks one.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, the chosen port is written to this file once serving.");
+ABSL_FLAG(std::string, config, "",
+          "FrontendConfig text file (backends, policy, static plan). "
+          "Required.");
+ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
+ABSL_FLAG(std::string, policy, "",
+          "Scheduling policy; overrides the config's (names: see the usage "
+          "text above).");
+ABSL_FLAG(int, max_message_mb, 64,
+          "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Tessera frontend: KServe v2 gRPC inference server that places models "
+      "on GPU partitions (gpulets) with a scheduling policy.\n"
+      "Scheduling policies: " +
+      absl::StrJoin(tessera::PolicyRegistry::Names(), ", ") +
+      "\nExample: tessera_frontend --config=configs/local_cpu.pbtxt "
+      "--model_repository=models");
+  absl::ParseCommandLine(argc, argv);
+  tessera::BlockTerminationSignals();
+  spdlog::set_pattern("[%H:%M:%S.%e] [frontend] [%l] %v");
+
+  tessera::FrontendServer::Options options;
+  if (absl::GetFlag(FLAGS_config).empty()) {
+    spdlog::error("--config is required (see --help)");
+    return 2;
+  }
+  absl::Status s =
+      tessera::ReadTextProto(absl::GetFlag(FLAGS_config), &options.config);
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_policy).empty()) {
+    options.config.set_policy(absl::GetFlag(FLAGS_policy));
+  }
+  options.model_repository = absl::GetFlag(FLAGS_model_repository);
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+
+  auto server = tessera::FrontendServer::Create(options);
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 2;
+  }
+  s = (*server)->Start();
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_port_file);
+    std::ofstream(path + ".tmp") << (*server)->port() << "\n";
+    std::filesystem::rename(path + ".tmp", path);
+  }
+  tessera::WaitForTerminationSignal();
+  spdlog::info("shutting down");
+  (*server)->Shutdown();
+  return 0;
+}

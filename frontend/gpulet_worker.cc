@@ -1,0 +1,208 @@
+#include "frontend/gpulet_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/data_type.h"
+#include "common/grpc_status_util.h"
+#include "frontend/request_codec.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+namespace {
+
+std::vector<Dispatcher::ModelSlot> Slots(const GpuletPlan& gpulet) {
+  std::vector<Dispatcher::ModelSlot> slots;
+  for (const ModelAssignment& a : gpulet.models()) {
+    slots.push_back({a.model(), std::max(1, a.batch_size())});
+  }
+  return slots;
+}
+
+}  // namespace
+
+void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
+  if (status.ok()) {
+    call->response->set_model_name(call->config->name());
+    call->response->set_model_version(call->version);
+    call->response->set_id(call->request->id());
+  }
+  call->reactor->Finish(ToGrpcStatus(status));
+}
+
+GpuletWorker::GpuletWorker(Options options, BackendClient* backend,
+                           const Clock* clock, LatencyEstimator estimator)
+    : options_(std::move(options)),
+      backend_(backend),
+      clock_(clock),
+      estimator_(std::move(estimator)),
+      dispatcher_(Slots(options_.gpulet), &estimator_, clock,
+                  options_.dispatch) {
+  for (int i = 0; i < options_.gpulet.models_size(); ++i) {
+    const std::string& name = options_.gpulet.models(i).model();
+    model_index_[name] = i;
+    model_configs_.push_back(options_.configs.at(name));
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+GpuletWorker::~GpuletWorker() { Stop(); }
+
+void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      DispatchRequest r;
+      r.id = next_call_id_++;
+      r.model = model_index_.at(call->config->name());
+      r.items = call->decoded.items;
+      r.arrival = call->arrival;
+      r.deadline = call->deadline;
+      calls_[r.id] = std::move(call);
+      dispatcher_.Enqueue(r);
+      dirty_ = true;
+      return;
+    }
+  }
+  FinishCall(std::move(call),
+             absl::UnavailableError(absl::StrCat(
+                 "gpulet '", gpulet_id(), "' is being replaced; retry")));
+}
+
+size_t GpuletWorker::queued() const {
+  absl::MutexLock lock(&mu_);
+  return dispatcher_.queued();
+}
+
+void GpuletWorker::Loop() {
+  absl::Time wake_at = absl::InfiniteFuture();
+  while (true) {
+    std::vector<std::pair<FormedBatch, std::vector<std::unique_ptr<InferCall>>>>
+        to_send;
+    std::vector<std::unique_ptr<InferCall>> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return dirty_ || stopping_;
+      };
+      if (wake_at == absl::InfiniteFuture()) {
+        mu_.Await(absl::Condition(&wake));
+      } else {
+        // Wall-clock wait; the clock only decides what is due.
+        mu_.AwaitWithDeadline(absl::Condition(&wake), wake_at);
+      }
+      if (stopping_) return;
+      dirty_ = false;
+      Dispatcher::Decision decision = dispatcher_.Poll();
+      wake_at = decision.wake_at;
+      for (const DispatchRequest& r : decision.expired) {
+        auto it = calls_.find(r.id);
+        expired.push_back(std::move(it->second));
+        calls_.erase(it);
+      }
+      for (FormedBatch& b : decision.batches) {
+        std::vector<std::unique_ptr<InferCall>> calls;
+        for (const DispatchRequest& r : b.requests) {
+          auto it = calls_.find(r.id);
+          calls.push_back(std::move(it->second));
+          calls_.erase(it);
+        }
+        to_send.emplace_back(std::move(b), std::move(calls));
+      }
+    }
+    for (auto& call : expired) {
+      const std::string model = call->config->name();
+      FinishCall(std::move(call),
+                 absl::DeadlineExceededError(absl::StrCat(
+                     "request for model '", model,
+                     "' cannot meet its deadline (SLO or client deadline) on "
+                     "gpulet '", gpulet_id(), "'; rejected before execution")));
+    }
+    for (auto& [batch, calls] : to_send) SendBatch(batch, std::move(calls));
+  }
+}
+
+void GpuletWorker::SendBatch(const FormedBatch& batch,
+                             std::vector<std::unique_ptr<InferCall>> calls) {
+  const ModelConfig& config = *model_configs_[batch.model];
+  BatchRequest request;
+  request.set_epoch(options_.epoch);
+  request.set_gpulet_id(gpulet_id());
+  request.set_model(config.name());
+  for (int i = 0; i < config.input_size(); ++i) {
+    const TensorConfig& tc = config.input(i);
+    Tensor* t = request.add_inputs();
+    t->set_name(tc.name());
+    t->set_data_type(tc.data_type());
+    t->add_shape(batch.items);
+    size_t bytes = 0;
+    for (const auto& c : calls) bytes += c->decoded.inputs[i].size();
+    for (int d = 1; d < tc.dims_size(); ++d) t->add_shape(tc.dims(d));
+    std::string* data = t->mutable_data();
+    data->reserve(bytes);
+    for (const auto& c : calls) {
+      data->append(c->decoded.inputs[i].data(), c->decoded.inputs[i].size());
+    }
+  }
+  const absl::Time sent = clock_->Now();
+  const uint64_t batch_id = batch.batch_id;
+  // The callback owns the calls; std::function needs a copyable callable.
+  auto shared_calls =
+      std::make_shared<std::vector<std::unique_ptr<InferCall>>>(
+          std::move(calls));
+  backend_->Send(std::move(request),
+                 [this, batch_id, sent, shared_calls](
+                     absl::Status status, BatchResponse response) {
+                   OnBatchResponse(batch_id, sent, std::move(*shared_calls),
+                                   std::move(status), response);
+                 });
+}
+
+void GpuletWorker::OnBatchResponse(
+    uint64_t batch_id, absl::Time sent,
+    std::vector<std::unique_ptr<InferCall>> calls, absl::Status status,
+    const BatchResponse& response) {
+  const absl::Duration round_trip = clock_->Now() - sent;
+  int row = 0;
+  for (auto& call : calls) {
+    absl::Status s = status;
+    if (s.ok()) {
+      s = RequestCodec::EncodeOutputs(response, row, call->decoded.items,
+                                      call->decoded, *call->config,
+                                      call->response);
+    }
+    row += call->decoded.items;
+    FinishCall(std::move(call), s);
+  }
+  absl::MutexLock lock(&mu_);
+  dispatcher_.OnBatchDone(batch_id, absl::Microseconds(response.exec_time_us()),
+                          round_trip, status.ok());
+  dirty_ = true;
+}
+
+void GpuletWorker::Stop() {
+  std::vector<std::unique_ptr<InferCall>> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (const DispatchRequest& r : dispatcher_.TakeAll()) {
+      queued.push_back(std::move(calls_[r.id]));
+      calls_.erase(r.id);
+    }
+  }
+  if (thread_.joinable()) thread_.join();
+  for (auto& call : queued) {
+    FinishCall(std::move(call),
+               absl::UnavailableError(absl::StrCat(
+                   "gpulet '", gpulet_id(), "' stopped before serving")));
+  }
+}
+
+bool GpuletWorker::WaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return dispatcher_.inflight() == 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
+}  // namespace tessera

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "frontend/backend_client.h"
+#include "frontend/infer_call.h"
+#include "plan.pb.h"
+#include "scheduler/dispatcher.h"
+#include "scheduler/latency_estimator.h"
+
+namespace tessera {
+
+// Serves one gpulet of the plan from the frontend: queues the calls routed
+// to it, lets the Dispatcher form batches, sends them on the backend's
+// stream, and splits each batch's outputs back into the calls' responses.
+// Every accepted call is finished exactly once: with outputs, with the
+// backend's error, with DEADLINE_EXCEEDED when it expires in the queue, or
+// with UNAVAILABLE at Stop(). Thread-safe.
+class GpuletWorker {
+ public:
+  struct Options {
+    std::string backend_id;
+    std::string device_id;
+    GpuletPlan gpulet;
+    int64_t epoch = 0;
+    // Configs of the gpulet's models (must outlive the worker).
+    std::map<std::string, const ModelConfig*> configs;
+    Dispatcher::Options dispatch;
+  };
+
+  // `backend` and `clock` must outlive the worker. `estimator` is seeded
+  // by the caller (profiles, warm-up latencies).
+  GpuletWorker(Options options, BackendClient* backend, const Clock* clock,
+               LatencyEstimator estimator);
+  ~GpuletWorker();
+
+  // Queues `call` (its model must be on this gpulet).
+  void Submit(std::unique_ptr<InferCall> call) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops dispatching and finishes queued calls with UNAVAILABLE. Batches in
+  // flight still complete through the backend client's callbacks, so the
+  // worker must outlive them: see WaitIdle() and BackendClient::Shutdown().
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits up to `timeout` until no batch is in flight.
+  bool WaitIdle(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const Options& options() const { return options_; }
+  const std::string& gpulet_id() const { return options_.gpulet.gpulet_id(); }
+  size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Loop();
+  void SendBatch(const FormedBatch& batch,
+                 std::vector<std::unique_ptr<InferCall>> calls);
+  void OnBatchResponse(uint64_t batch_id, absl::Time sent,
+                       std::vector<std::unique_ptr<InferCall>> calls,
+                       absl::Status status, const BatchResponse& response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  const Options options_;
+  BackendClient* backend_;
+  const Clock* clock_;
+  std::map<std::string, int> model_index_;
+  std::vector<const ModelConfig*> model_configs_;  // by dispatcher index
+
+  mutable absl::Mutex mu_;
+  LatencyEstimator estimator_ ABSL_GUARDED_BY(mu_);
+  Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::unique_ptr<InferCall>> calls_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_call_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// Finishes `call` with `status` (and its response filled on OK).
+void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status);
+
+}  // namespace tessera

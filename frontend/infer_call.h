@@ -1,0 +1,38 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpc_service.pb.h"
+#include "grpcpp/support/server_callback.h"
+#include "model_config.pb.h"
+
+namespace tessera {
+
+// A ModelInfer request after validation: per configured input (config
+// order) the request's bytes, either viewing the request's raw contents or
+// owned after converting typed contents.
+struct DecodedRequest {
+  int items = 0;  // leading (batch) dimension
+  std::vector<absl::string_view> inputs;
+  std::vector<std::string> owned;  // storage for converted typed contents
+  // Indices (config order) of the outputs to return.
+  std::vector<int> outputs;
+};
+
+// One accepted ModelInfer call, from acceptance until it is finished. The
+// request and response belong to gRPC and stay valid until Finish().
+struct InferCall {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  const inference::ModelInferRequest* request = nullptr;
+  inference::ModelInferResponse* response = nullptr;
+  const ModelConfig* config = nullptr;
+  std::string version;
+  DecodedRequest decoded;
+  absl::Time arrival;
+  absl::Time deadline;
+};
+
+}  // namespace tessera

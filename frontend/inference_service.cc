@@ -1,0 +1,161 @@
+#include "frontend/inference_service.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/data_type.h"
+#include "common/grpc_status_util.h"
+#include "frontend/gpulet_worker.h"
+#include "frontend/request_codec.h"
+
+namespace tessera {
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+void FillTensorMetadata(
+    const TensorConfig& t,
+    inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(t.name());
+  out->set_datatype(DataTypeWireName(t.data_type()));
+  for (int64_t d : t.dims()) out->add_shape(d);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* InferenceService::ServerLive(
+    grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
+    inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerReady(
+    grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
+    inference::ServerReadyResponse* response) {
+  response->set_ready(router_->HasPlan());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelReady(
+    grpc::CallbackServerContext* context,
+    const inference::ModelReadyRequest* request,
+    inference::ModelReadyResponse* response) {
+  auto version = repository_->ResolveVersion(request->name(),
+                                             request->version());
+  if (!version.ok()) return Done(context, version.status());
+  response->set_ready(router_->Serves(request->name()));
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
+    grpc::CallbackServerContext* context,
+    const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  response->set_name("tessera");
+  response->set_version(server_version_);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
+    grpc::CallbackServerContext* context,
+    const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  auto version = repository_->ResolveVersion(request->name(),
+                                             request->version());
+  if (!version.ok()) return Done(context, version.status());
+  const ModelRepository::Entry* entry = repository_->Find(request->name());
+  response->set_name(entry->config.name());
+  for (int64_t v : entry->versions) response->add_versions(absl::StrCat(v));
+  response->set_platform("pytorch_torchscript");
+  for (const auto& t : entry->config.input()) {
+    FillTensorMetadata(t, response->add_inputs());
+  }
+  for (const auto& t : entry->config.output()) {
+    FillTensorMetadata(t, response->add_outputs());
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(
+    grpc::CallbackServerContext* context,
+    const inference::ModelInferRequest* request,
+    inference::ModelInferResponse* response) {
+  const absl::Time arrival = clock_->Now();
+  auto version =
+      repository_->ResolveVersion(request->model_name(),
+                                  request->model_version());
+  if (!version.ok()) return Done(context, version.status());
+  const ModelRepository::Entry* entry =
+      repository_->Find(request->model_name());
+  auto decoded = RequestCodec::Decode(*request, entry->config);
+  if (!decoded.ok()) return Done(context, decoded.status());
+
+  auto call = std::make_unique<InferCall>();
+  call->reactor = context->DefaultReactor();
+  call->request = request;
+  call->response = response;
+  call->config = &entry->config;
+  call->version = absl::StrCat(*version);
+  call->decoded = std::move(*decoded);
+  call->arrival = arrival;
+  call->deadline = arrival + absl::Microseconds(static_cast<int64_t>(
+                                 entry->config.slo_ms() * 1000));
+  // Without a client deadline this is "infinitely" far (saturating).
+  call->deadline =
+      std::min(call->deadline, absl::FromChrono(context->deadline()));
+  grpc::ServerUnaryReactor* reactor = call->reactor;
+  absl::Status routed = router_->Submit(call);
+  if (!routed.ok()) reactor->Finish(ToGrpcStatus(routed));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryIndexRequest* request,
+    inference::RepositoryIndexResponse* response) {
+  for (const std::string& name : repository_->ModelNames()) {
+    const ModelRepository::Entry* entry = repository_->Find(name);
+    const bool ready = router_->Serves(name) && !entry->versions.empty();
+    if (request->ready() && !ready) continue;
+    auto* index = response->add_models();
+    index->set_name(name);
+    if (!entry->versions.empty()) {
+      index->set_version(absl::StrCat(entry->versions.back()));
+    }
+    index->set_state(ready ? "READY" : "UNAVAILABLE");
+    if (entry->versions.empty()) {
+      index->set_reason("no version directory with model.pt");
+    } else if (!ready) {
+      index->set_reason("not placed by the current plan");
+    }
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryModelLoadRequest*,
+    inference::RepositoryModelLoadResponse*) {
+  return Done(context, absl::UnimplementedError(
+                           "model load/unload through the repository API is "
+                           "not available yet; models are placed by the "
+                           "scheduling policy"));
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryModelUnloadRequest*,
+    inference::RepositoryModelUnloadResponse*) {
+  return Done(context, absl::UnimplementedError(
+                           "model load/unload through the repository API is "
+                           "not available yet; models are placed by the "
+                           "scheduling policy"));
+}
+
+}  // namespace tessera

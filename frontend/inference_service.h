@@ -1,0 +1,71 @@
+#pragma once
+
+#include <string>
+
+#include "common/clock.h"
+#include "common/model_repository.h"
+#include "frontend/router.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace tessera {
+
+// The client-facing KServe v2 gRPC service (callback API: a call waiting in
+// a queue holds no thread). Validates requests, stamps deadlines (arrival +
+// the model's SLO, or the client's deadline if sooner) and hands them to
+// the router. Thread-safe.
+class InferenceService final
+    : public inference::GRPCInferenceService::CallbackService {
+ public:
+  // All pointers must outlive the service.
+  InferenceService(const ModelRepository* repository, Router* router,
+                   const Clock* clock, std::string server_version)
+      : repository_(repository),
+        router_(router),
+        clock_(clock),
+        server_version_(std::move(server_version)) {}
+
+  grpc::ServerUnaryReactor* ServerLive(
+      grpc::CallbackServerContext* context,
+      const inference::ServerLiveRequest* request,
+      inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(
+      grpc::CallbackServerContext* context,
+      const inference::ServerReadyRequest* request,
+      inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(
+      grpc::CallbackServerContext* context,
+      const inference::ModelReadyRequest* request,
+      inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(
+      grpc::CallbackServerContext* context,
+      const inference::ServerMetadataRequest* request,
+      inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(
+      grpc::CallbackServerContext* context,
+      const inference::ModelMetadataRequest* request,
+      inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(
+      grpc::CallbackServerContext* context,
+      const inference::ModelInferRequest* request,
+      inference::ModelInferResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryIndexRequest* request,
+      inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryModelLoadRequest* request,
+      inference::RepositoryModelLoadResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryModelUnloadRequest* request,
+      inference::RepositoryModelUnloadResponse* response) override;
+
+ private:
+  const ModelRepository* repository_;
+  Router* router_;
+  const Clock* clock_;
+  const std::string server_version_;
+};
+
+}  // namespace tessera

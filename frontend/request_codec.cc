@@ -1,0 +1,226 @@
+#include "frontend/request_codec.h"
+
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/data_type.h"
+
+namespace tessera {
+namespace {
+
+// Number of typed elements given for `type` in `contents`, and a converter
+// that appends them as raw little-endian bytes.
+absl::StatusOr<int64_t> TypedCount(DataType type,
+                                   const inference::InferTensorContents& c) {
+  switch (type) {
+    case TYPE_BOOL: return c.bool_contents_size();
+    case TYPE_INT8:
+    case TYPE_INT16:
+    case TYPE_INT32: return c.int_contents_size();
+    case TYPE_INT64: return c.int64_contents_size();
+    case TYPE_UINT8: return c.uint_contents_size();
+    case TYPE_FP32: return c.fp32_contents_size();
+    case TYPE_FP64: return c.fp64_contents_size();
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "datatype ", DataTypeWireName(type),
+          " must be sent in raw_input_contents"));
+  }
+}
+
+template <typename To, typename From>
+void AppendAs(const From& values, std::string* out) {
+  const size_t old = out->size();
+  out->resize(old + values.size() * sizeof(To));
+  To* dst = reinterpret_cast<To*>(out->data() + old);
+  for (const auto& v : values) *dst++ = static_cast<To>(v);
+}
+
+void TypedToRaw(DataType type, const inference::InferTensorContents& c,
+                std::string* out) {
+  switch (type) {
+    case TYPE_BOOL: AppendAs<uint8_t>(c.bool_contents(), out); break;
+    case TYPE_INT8: AppendAs<int8_t>(c.int_contents(), out); break;
+    case TYPE_INT16: AppendAs<int16_t>(c.int_contents(), out); break;
+    case TYPE_INT32: AppendAs<int32_t>(c.int_contents(), out); break;
+    case TYPE_INT64: AppendAs<int64_t>(c.int64_contents(), out); break;
+    case TYPE_UINT8: AppendAs<uint8_t>(c.uint_contents(), out); break;
+    case TYPE_FP32: AppendAs<float>(c.fp32_contents(), out); break;
+    case TYPE_FP64: AppendAs<double>(c.fp64_contents(), out); break;
+    default: break;
+  }
+}
+
+bool HasTypedContents(const inference::InferTensorContents& c) {
+  return c.bool_contents_size() || c.int_contents_size() ||
+         c.int64_contents_size() || c.uint_contents_size() ||
+         c.uint64_contents_size() || c.fp32_contents_size() ||
+         c.fp64_contents_size() || c.bytes_contents_size();
+}
+
+}  // namespace
+
+absl::StatusOr<DecodedRequest> RequestCodec::Decode(
+    const inference::ModelInferRequest& request, const ModelConfig& config) {
+  const std::string model = absl::StrCat("model '", config.name(), "'");
+  const int num_inputs = config.input_size();
+  const bool raw = request.raw_input_contents_size() > 0;
+  if (raw && request.raw_input_contents_size() != request.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model, ": ", request.inputs_size(), " inputs but ",
+        request.raw_input_contents_size(), " raw_input_contents entries"));
+  }
+  DecodedRequest decoded;
+  decoded.inputs.resize(num_inputs);
+  decoded.owned.resize(num_inputs);
+  std::vector<bool> seen(num_inputs, false);
+  for (int r = 0; r < request.inputs_size(); ++r) {
+    const auto& in = request.inputs(r);
+    int idx = -1;
+    for (int i = 0; i < num_inputs; ++i) {
+      if (config.input(i).name() == in.name()) idx = i;
+    }
+    if (idx < 0) {
+      std::string names;
+      for (const auto& t : config.input()) {
+        absl::StrAppend(&names, names.empty() ? "" : ", ", "'", t.name(), "'");
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, " has no input '", in.name(),
+                       "'; its inputs are ", names));
+    }
+    if (seen[idx]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, ": input '", in.name(), "' given twice"));
+    }
+    seen[idx] = true;
+    const TensorConfig& tc = config.input(idx);
+    const std::string where = absl::StrCat(model, " input '", in.name(), "'");
+    if (in.datatype() != DataTypeWireName(tc.data_type())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has datatype '", in.datatype(),
+                       "'; expected ", DataTypeWireName(tc.data_type())));
+    }
+    std::vector<int64_t> expected(tc.dims().begin(), tc.dims().end());
+    std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+    bool shape_ok = shape.size() == expected.size() && !shape.empty();
+    for (size_t d = 1; shape_ok && d < shape.size(); ++d) {
+      shape_ok = shape[d] == expected[d];
+    }
+    if (!shape_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has shape ", ShapeToString(shape),
+                       "; expected ", ShapeToString(expected),
+                       " (-1: batch dimension)"));
+    }
+    if (shape[0] < 1 || shape[0] > config.max_batch_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has batch dimension ", shape[0],
+                       "; must be in [1, ", config.max_batch_size(),
+                       "] (max_batch_size)"));
+    }
+    if (decoded.items == 0) {
+      decoded.items = static_cast<int>(shape[0]);
+    } else if (decoded.items != shape[0]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has batch dimension ", shape[0], " but another input has ",
+          decoded.items));
+    }
+    const int64_t elements = ElementCount(shape);
+    const int64_t bytes = elements * DataTypeSize(tc.data_type());
+    if (raw) {
+      if (HasTypedContents(in.contents())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": typed contents and raw_input_contents are exclusive"));
+      }
+      const std::string& data = request.raw_input_contents(r);
+      if (static_cast<int64_t>(data.size()) != bytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " has ", data.size(), " bytes of raw data; ",
+                         "shape ", ShapeToString(shape), " of ",
+                         in.datatype(), " needs ", bytes));
+      }
+      decoded.inputs[idx] = data;
+    } else {
+      auto count = TypedCount(tc.data_type(), in.contents());
+      if (!count.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": ", count.status().message()));
+      }
+      if (*count != elements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " has ", *count, " elements; shape ",
+                         ShapeToString(shape), " needs ", elements));
+      }
+      decoded.owned[idx].reserve(bytes);
+      TypedToRaw(tc.data_type(), in.contents(), &decoded.owned[idx]);
+      decoded.inputs[idx] = decoded.owned[idx];
+    }
+  }
+  for (int i = 0; i < num_inputs; ++i) {
+    if (!seen[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model, ": missing input '", config.input(i).name(), "' (",
+          DataTypeWireName(config.input(i).data_type()), " ",
+          ShapeToString(std::vector<int64_t>(config.input(i).dims().begin(),
+                                             config.input(i).dims().end())),
+          ")"));
+    }
+  }
+  if (request.outputs_size() == 0) {
+    for (int o = 0; o < config.output_size(); ++o) decoded.outputs.push_back(o);
+  } else {
+    std::set<int> chosen;
+    for (const auto& want : request.outputs()) {
+      int idx = -1;
+      for (int o = 0; o < config.output_size(); ++o) {
+        if (config.output(o).name() == want.name()) idx = o;
+      }
+      if (idx < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            model, " has no output '", want.name(), "'"));
+      }
+      chosen.insert(idx);
+    }
+    decoded.outputs.assign(chosen.begin(), chosen.end());
+  }
+  return decoded;
+}
+
+absl::Status RequestCodec::EncodeOutputs(
+    const BatchResponse& batch, int row_offset, int items,
+    const DecodedRequest& decoded, const ModelConfig& config,
+    inference::ModelInferResponse* response) {
+  for (int o : decoded.outputs) {
+    const std::string& name = config.output(o).name();
+    const Tensor* tensor = nullptr;
+    for (const Tensor& t : batch.outputs()) {
+      if (t.name() == name) tensor = &t;
+    }
+    if (tensor == nullptr || tensor->shape_size() == 0) {
+      return absl::InternalError(
+          absl::StrCat("backend returned no output '", name, "'"));
+    }
+    const int64_t rows = tensor->shape(0);
+    if (rows <= 0 || row_offset + items > rows ||
+        tensor->data().size() % rows != 0) {
+      return absl::InternalError(absl::StrCat(
+          "output '", name, "' has ", rows, " rows; need rows [", row_offset,
+          ", ", row_offset + items, ")"));
+    }
+    const size_t row_bytes = tensor->data().size() / rows;
+    auto* out = response->add_outputs();
+    out->set_name(name);
+    out->set_datatype(DataTypeWireName(tensor->data_type()));
+    out->add_shape(items);
+    for (int d = 1; d < tensor->shape_size(); ++d) {
+      out->add_shape(tensor->shape(d));
+    }
+    response->add_raw_output_contents()->assign(
+        tensor->data().data() + row_offset * row_bytes, items * row_bytes);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

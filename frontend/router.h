@@ -1,0 +1,47 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "frontend/gpulet_worker.h"
+
+namespace tessera {
+
+// Routes accepted calls to the gpulet workers of the plan in force. A model
+// served by several gpulets has its calls split in proportion to the rates
+// the plan assigns them (smooth weighted round robin; equal weights when
+// the plan gives no rates). Thread-safe.
+class Router {
+ public:
+  // Replaces the routing table; returns the workers it no longer uses.
+  std::vector<std::shared_ptr<GpuletWorker>> Install(
+      std::vector<std::shared_ptr<GpuletWorker>> workers)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Hands `call` to a worker serving its model. On failure (no gpulet
+  // serves the model: UNAVAILABLE) `call` is left with the caller.
+  absl::Status Submit(std::unique_ptr<InferCall>& call)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
+  bool Serves(const std::string& model) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::shared_ptr<GpuletWorker>> workers() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Target {
+    std::shared_ptr<GpuletWorker> worker;
+    double weight = 1;
+    double credit = 0;
+  };
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<GpuletWorker>> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<Target>> by_model_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera

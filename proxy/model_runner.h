@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model_config.pb.h"
+
+namespace tessera {
+
+// A tensor in caller-owned memory (for the proxy: the shared region).
+struct TensorView {
+  std::string name;
+  DataType data_type = TYPE_INVALID;
+  std::vector<int64_t> shape;
+  uint8_t* data = nullptr;
+  size_t size_bytes = 0;
+};
+
+// Executes the models of one gpulet. Implementations: TorchModelRunner
+// (LibTorch on CPU, or CUDA where built for it) and, later, the emulated
+// GPU. The interface is torch-free so only one .cc includes LibTorch.
+// Not thread-safe: a proxy runs one batch at a time, as a device does.
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  // Runs `model` on `inputs` (one per configured input, in config order,
+  // validated by the caller). Writes the outputs, in config order, into
+  // [out, out + out_capacity) at 64-byte aligned offsets and returns views
+  // of them. `exec_time` receives the time spent in the model itself.
+  virtual absl::StatusOr<std::vector<TensorView>> Run(
+      const std::string& model, const std::vector<TensorView>& inputs,
+      uint8_t* out, size_t out_capacity, absl::Duration* exec_time) = 0;
+};
+
+// Rounds up to the alignment outputs are written at.
+inline size_t AlignUp64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+}  // namespace tessera

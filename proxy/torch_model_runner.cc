@@ -1,0 +1,152 @@
+#include "proxy/torch_model_runner.h"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/data_type.h"
+
+namespace tessera {
+namespace {
+
+absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
+  switch (type) {
+    case TYPE_BOOL: return c10::kBool;
+    case TYPE_UINT8: return c10::kByte;
+    case TYPE_INT8: return c10::kChar;
+    case TYPE_INT16: return c10::kShort;
+    case TYPE_INT32: return c10::kInt;
+    case TYPE_INT64: return c10::kLong;
+    case TYPE_FP16: return c10::kHalf;
+    case TYPE_FP32: return c10::kFloat;
+    case TYPE_FP64: return c10::kDouble;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("no torch type for ", DataType_Name(type)));
+  }
+}
+
+}  // namespace
+
+struct TorchModelRunner::Impl {
+  struct Model {
+    ModelConfig config;
+    torch::jit::script::Module module;
+  };
+  std::map<std::string, Model> models;
+};
+
+TorchModelRunner::TorchModelRunner(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+TorchModelRunner::~TorchModelRunner() = default;
+
+absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
+    const std::map<std::string, std::string>& model_paths,
+    const std::map<std::string, ModelConfig>& configs,
+    const Options& options) {
+  at::set_num_threads(std::max(1, options.num_threads));
+  auto impl = std::make_unique<Impl>();
+  for (const auto& [name, path] : model_paths) {
+    auto cit = configs.find(name);
+    if (cit == configs.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no config for model '", name, "'"));
+    }
+    Impl::Model model;
+    model.config = cit->second;
+    try {
+      c10::InferenceMode guard;
+      model.module = torch::jit::load(path, torch::kCPU);
+      model.module.eval();
+    } catch (const std::exception& ex) {
+      return absl::InternalError(absl::StrCat(
+          "failed to load model '", name, "' from ", path, ": ", ex.what()));
+    }
+    impl->models.emplace(name, std::move(model));
+  }
+  return std::unique_ptr<TorchModelRunner>(
+      new TorchModelRunner(std::move(impl)));
+}
+
+absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
+    const std::string& name, const std::vector<TensorView>& inputs,
+    uint8_t* out, size_t out_capacity, absl::Duration* exec_time) {
+  auto it = impl_->models.find(name);
+  if (it == impl_->models.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' is not loaded in this proxy"));
+  }
+  Impl::Model& model = it->second;
+  std::vector<torch::jit::IValue> args;
+  args.reserve(inputs.size());
+  for (const TensorView& in : inputs) {
+    auto type = ToScalarType(in.data_type);
+    if (!type.ok()) return type.status();
+    args.emplace_back(torch::from_blob(in.data, in.shape,
+                                       torch::TensorOptions().dtype(*type)));
+  }
+  std::vector<torch::Tensor> results;
+  const absl::Time start = absl::Now();
+  try {
+    c10::InferenceMode guard;
+    torch::jit::IValue value = model.module.forward(args);
+    if (value.isTensor()) {
+      results.push_back(value.toTensor());
+    } else if (value.isTuple()) {
+      for (const auto& e : value.toTuple()->elements()) {
+        results.push_back(e.toTensor());
+      }
+    } else if (value.isTensorList()) {
+      for (const auto& t : value.toTensorList()) results.push_back(t);
+    } else {
+      return absl::InternalError(
+          absl::StrCat("model '", name, "' returned ", value.tagKind(),
+                       "; expected a tensor or a tuple of tensors"));
+    }
+    for (auto& t : results) t = t.contiguous();
+  } catch (const std::exception& ex) {
+    return absl::InternalError(
+        absl::StrCat("model '", name, "' failed: ", ex.what()));
+  }
+  *exec_time = absl::Now() - start;
+
+  const auto& configs = model.config.output();
+  if (static_cast<int>(results.size()) != configs.size()) {
+    return absl::InternalError(
+        absl::StrCat("model '", name, "' returned ", results.size(),
+                     " outputs; its config declares ", configs.size()));
+  }
+  std::vector<TensorView> outputs;
+  size_t offset = 0;
+  for (int i = 0; i < configs.size(); ++i) {
+    const torch::Tensor& t = results[i];
+    auto type = ToScalarType(configs[i].data_type());
+    if (!type.ok()) return type.status();
+    if (t.scalar_type() != *type) {
+      return absl::InternalError(absl::StrCat(
+          "model '", name, "' output '", configs[i].name(), "' is ",
+          c10::toString(t.scalar_type()), "; config says ",
+          DataType_Name(configs[i].data_type())));
+    }
+    TensorView view;
+    view.name = configs[i].name();
+    view.data_type = configs[i].data_type();
+    view.shape.assign(t.sizes().begin(), t.sizes().end());
+    view.size_bytes = t.nbytes();
+    offset = AlignUp64(offset);
+    if (offset + view.size_bytes > out_capacity) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "model '", name, "' outputs need more than the ", out_capacity,
+          " bytes reserved for them"));
+    }
+    view.data = out + offset;
+    std::memcpy(view.data, t.data_ptr(), view.size_bytes);
+    offset += view.size_bytes;
+    outputs.push_back(std::move(view));
+  }
+  return outputs;
+}
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/model_repository.h"
+#include "proxy/model_runner.h"
+
+namespace tessera {
+
+// ModelRunner on LibTorch TorchScript modules. The only proxy source that
+// includes torch headers; exceptions from LibTorch are caught here and
+// returned as Status carrying the model name.
+class TorchModelRunner : public ModelRunner {
+ public:
+  struct Options {
+    // Intra-op threads (set explicitly: LibTorch's default here is 1).
+    int num_threads = 1;
+  };
+
+  // Loads every model in `models` (name -> TorchScript path) with its
+  // validated config.
+  static absl::StatusOr<std::unique_ptr<TorchModelRunner>> Create(
+      const std::map<std::string, std::string>& model_paths,
+      const std::map<std::string, ModelConfig>& configs,
+      const Options& options);
+  ~TorchModelRunner() override;
+
+  absl::StatusOr<std::vector<TensorView>> Run(
+      const std::string& model, const std::vector<TensorView>& inputs,
+      uint8_t* out, size_t out_capacity, absl::Duration* exec_time) override;
+
+ private:
+  struct Impl;
+  explicit TorchModelRunner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

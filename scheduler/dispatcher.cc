@@ -1,0 +1,166 @@
+#include "scheduler/dispatcher.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+Dispatcher::Dispatcher(std::vector<ModelSlot> models,
+                       LatencyEstimator* estimator, const Clock* clock,
+                       Options options)
+    : models_(std::move(models)),
+      estimator_(estimator),
+      clock_(clock),
+      options_(options),
+      queues_(models_.size()),
+      overhead_(options.initial_overhead) {}
+
+void Dispatcher::Enqueue(const DispatchRequest& request) {
+  auto& queue = queues_.at(request.model);
+  // Deadlines mostly arrive in order; insert after every request due no
+  // later (stable for equal deadlines).
+  auto it = std::upper_bound(
+      queue.begin(), queue.end(), request.deadline,
+      [](absl::Time d, const DispatchRequest& r) { return d < r.deadline; });
+  queue.insert(it, request);
+}
+
+size_t Dispatcher::queued() const {
+  size_t n = 0;
+  for (const auto& q : queues_) n += q.size();
+  return n;
+}
+
+absl::Duration Dispatcher::Exec(int model, int items) const {
+  return estimator_->Predict(models_[model].name, items) *
+         (1.0 + options_.exec_margin_fraction);
+}
+
+absl::Time Dispatcher::Completion(absl::Time now, int model, int items) const {
+  return std::max(now + overhead_, busy_until_) + Exec(model, items);
+}
+
+Dispatcher::Decision Dispatcher::Poll() {
+  const absl::Time now = clock_->Now();
+  Decision decision;
+
+  // Expire requests that cannot make it even as the next batch, alone.
+  for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
+    auto& queue = queues_[m];
+    while (!queue.empty() &&
+           Completion(now, m, queue.front().items) > queue.front().deadline) {
+      decision.expired.push_back(queue.front());
+      queue.pop_front();
+    }
+  }
+
+  while (static_cast<int>(inflight_.size()) < options_.max_inflight_batches) {
+    const bool idle_soon =
+        inflight_.empty() || busy_until_ <= now + overhead_;
+    int best = -1;
+    size_t best_take = 0;
+    int best_items = 0;
+    for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
+      const auto& queue = queues_[m];
+      if (queue.empty()) continue;
+      const int cap = models_[m].batch_cap;
+      // Prefix up to the cap (the first request always fits: requests are
+      // validated against the model's max batch, which may exceed the cap).
+      size_t take = 0;
+      int items = 0;
+      while (take < queue.size() &&
+             (take == 0 || items + queue[take].items <= cap)) {
+        items += queue[take].items;
+        ++take;
+      }
+      const bool full = items >= cap || take < queue.size();
+      const absl::Time oldest_deadline = queue.front().deadline;
+      const bool must_send = now + overhead_ + Exec(m, items) >=
+                             oldest_deadline;  // rule (b)
+      const bool ready =
+          full || must_send || (options_.work_conserving && idle_soon);
+      if (!ready) continue;
+      // Largest prefix that still meets the oldest request's deadline.
+      while (take > 1 && Completion(now, m, items) > oldest_deadline) {
+        --take;
+        items -= queue[take].items;
+      }
+      if (best < 0 || oldest_deadline < queues_[best].front().deadline) {
+        best = m;
+        best_take = take;
+        best_items = items;
+      }
+    }
+    if (best < 0) break;
+
+    FormedBatch batch;
+    batch.batch_id = next_batch_id_++;
+    batch.model = best;
+    batch.items = best_items;
+    batch.predicted_exec = Exec(best, best_items);
+    auto& queue = queues_[best];
+    batch.requests.assign(queue.begin(), queue.begin() + best_take);
+    queue.erase(queue.begin(), queue.begin() + best_take);
+    busy_until_ = Completion(now, best, best_items);
+    inflight_[batch.batch_id] =
+        Inflight{best, best_items, now, batch.predicted_exec};
+    decision.batches.push_back(std::move(batch));
+  }
+
+  // Next moment something changes without an event: a queue's oldest
+  // request reaches its latest send time, or the gpulet is about to idle.
+  const bool can_send =
+      static_cast<int>(inflight_.size()) < options_.max_inflight_batches;
+  for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
+    const auto& queue = queues_[m];
+    if (queue.empty()) continue;
+    absl::Time t = queue.front().deadline - overhead_ -
+                   Exec(m, std::min(models_[m].batch_cap,
+                                    static_cast<int>(queue.size())));
+    if (options_.work_conserving && !inflight_.empty()) {
+      t = std::min(t, busy_until_ - overhead_);
+    }
+    if (t <= now) {
+      // Only an event (a completion) can unblock this queue now; if we can
+      // send, we would have. Re-check expiry shortly in any case.
+      t = can_send ? now + absl::Microseconds(100) : absl::InfiniteFuture();
+    }
+    decision.wake_at = std::min(decision.wake_at, t);
+  }
+  return decision;
+}
+
+void Dispatcher::RecomputeBusyUntil(absl::Time now) {
+  busy_until_ = absl::InfinitePast();
+  absl::Time t = now;
+  for (const auto& [id, f] : inflight_) {  // ids ascend in send order
+    t = std::max(t, f.sent + overhead_) + f.predicted_exec;
+    busy_until_ = t;
+  }
+}
+
+void Dispatcher::OnBatchDone(uint64_t batch_id, absl::Duration exec,
+                             absl::Duration round_trip, bool ok) {
+  auto it = inflight_.find(batch_id);
+  if (it == inflight_.end()) return;
+  const Inflight done = it->second;
+  inflight_.erase(it);
+  if (ok) {
+    estimator_->Observe(models_[done.model].name, done.items, exec);
+    const absl::Duration extra =
+        std::max(absl::ZeroDuration(), round_trip - exec);
+    overhead_ = overhead_ * (1 - options_.overhead_ewma_weight) +
+                extra * options_.overhead_ewma_weight;
+  }
+  RecomputeBusyUntil(clock_->Now());
+}
+
+std::vector<DispatchRequest> Dispatcher::TakeAll() {
+  std::vector<DispatchRequest> all;
+  for (auto& queue : queues_) {
+    all.insert(all.end(), queue.begin(), queue.end());
+    queue.clear();
+  }
+  return all;
+}
+
+}  // namespace tessera

@@ -1,0 +1,128 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "scheduler/latency_estimator.h"
+
+namespace tessera {
+
+// A request waiting to be batched. The payload stays with the caller; the
+// dispatcher only sees what it needs to decide.
+struct DispatchRequest {
+  uint64_t id = 0;
+  int model = 0;  // index into the dispatcher's models
+  int items = 1;  // leading (batch) dimension the request carries
+  absl::Time arrival;
+  absl::Time deadline;
+};
+
+// A batch the dispatcher decided to send now.
+struct FormedBatch {
+  uint64_t batch_id = 0;
+  int model = 0;
+  int items = 0;
+  std::vector<DispatchRequest> requests;
+  absl::Duration predicted_exec;
+};
+
+// Forms batches for one gpulet from per-model queues. The same class runs in
+// the frontend (driven by a thread and the real clock) and in the simulator
+// (driven by simulated time), so both dispatch identically.
+//
+// Batching rule. The model's batch size in the plan is a cap. A batch of
+// model m leaves when
+//   (a) it is full (its queue holds at least the cap),
+//   (b) waiting longer would make its oldest request miss its deadline:
+//       now >= deadline - overhead - L(items), or
+//   (c) (work-conserving mode) the gpulet is about to go idle: nothing in
+//       flight, or the in-flight work ends within one overhead;
+// and it takes the largest prefix of the queue (in deadline order, up to the
+// cap) whose predicted completion still meets the oldest request's
+// deadline. When several models are ready, the one whose oldest request's
+// deadline is earliest goes first (EDF). A request that cannot meet its
+// deadline even if it were sent next, alone, is expired: returned to the
+// caller for an early DEADLINE_EXCEEDED, never silently dropped.
+//
+// Predicted completion of a batch sent at `now` is
+//   max(now + overhead, busy_until) + L(items) * (1 + exec_margin_fraction)
+// where `overhead` is the measured round trip minus execution (network and
+// queueing outside the device), learned per completed batch, and
+// `busy_until` the predicted completion of the last batch in flight.
+//
+// Not thread-safe: the owner serialises calls.
+class Dispatcher {
+ public:
+  struct ModelSlot {
+    std::string name;
+    int batch_cap = 1;
+  };
+  struct Options {
+    // Batches in flight at once; >1 hides the network hop.
+    int max_inflight_batches = 2;
+    // Round-trip overhead assumed before any batch has completed.
+    absl::Duration initial_overhead = absl::Milliseconds(1);
+    double overhead_ewma_weight = 0.2;
+    // Safety margin on predicted execution times.
+    double exec_margin_fraction = 0.1;
+    // Send as soon as the gpulet would otherwise idle (rule (c)).
+    bool work_conserving = true;
+  };
+
+  struct Decision {
+    std::vector<FormedBatch> batches;
+    std::vector<DispatchRequest> expired;
+    // When Poll() should run again if nothing else happens first
+    // (InfiniteFuture: only on Enqueue/OnBatchDone).
+    absl::Time wake_at = absl::InfiniteFuture();
+  };
+
+  // `estimator` and `clock` must outlive the dispatcher.
+  Dispatcher(std::vector<ModelSlot> models, LatencyEstimator* estimator,
+             const Clock* clock, Options options);
+
+  void Enqueue(const DispatchRequest& request);
+  // Decides what to send or expire now.
+  Decision Poll();
+  // A batch finished. `exec` is the device's measured execution time,
+  // `round_trip` the time from send to response. Failed batches (ok=false)
+  // update no estimate.
+  void OnBatchDone(uint64_t batch_id, absl::Duration exec,
+                   absl::Duration round_trip, bool ok);
+  // Removes and returns every queued request (e.g. at shutdown).
+  std::vector<DispatchRequest> TakeAll();
+
+  const std::vector<ModelSlot>& models() const { return models_; }
+  int inflight() const { return static_cast<int>(inflight_.size()); }
+  size_t queued() const;
+  absl::Duration overhead() const { return overhead_; }
+
+ private:
+  struct Inflight {
+    int model;
+    int items;
+    absl::Time sent;
+    absl::Duration predicted_exec;
+  };
+
+  absl::Duration Exec(int model, int items) const;
+  absl::Time Completion(absl::Time now, int model, int items) const;
+  void RecomputeBusyUntil(absl::Time now);
+
+  std::vector<ModelSlot> models_;
+  LatencyEstimator* estimator_;
+  const Clock* clock_;
+  Options options_;
+  std::vector<std::deque<DispatchRequest>> queues_;  // ordered by deadline
+  std::map<uint64_t, Inflight> inflight_;
+  absl::Time busy_until_ = absl::InfinitePast();
+  absl::Duration overhead_;
+  uint64_t next_batch_id_ = 1;
+};
+
+}  // namespace tessera

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "config.pb.h"
+#include "model_config.pb.h"
+#include "plan.pb.h"
+#include "profile.pb.h"
+
+namespace tessera {
+
+// One device a backend offers to the scheduler.
+struct DeviceSnapshot {
+  std::string backend_id;
+  std::string device_id;
+  DeviceKind kind = DEVICE_KIND_UNSPECIFIED;
+  int num_cores = 0;         // CPU devices
+  int64_t memory_bytes = 0;  // 0 = unlimited
+};
+
+// One servable model.
+struct ModelSnapshot {
+  ModelConfig config;
+  // Observed arrival rate (requests per second).
+  double rate_rps = 0;
+  // Profiles by device kind ("cpu", "emulated-v100", ...), when known.
+  std::map<std::string, ModelProfile> profiles;
+};
+
+// Everything a policy may look at. Policies read no clock: `now` is here.
+struct ClusterSnapshot {
+  absl::Time now;
+  std::vector<DeviceSnapshot> devices;
+  std::vector<ModelSnapshot> models;
+  // The plan in force (epoch 0 and empty when there is none yet).
+  Plan current_plan;
+};
+
+// A scheduling policy: a pure function from a cluster snapshot to a plan.
+// Implementations do no I/O, take no locks and read no clock, so the
+// frontend and the simulator run the same decision code. An unschedulable
+// snapshot is reported as RESOURCE_EXHAUSTED (or FAILED_PRECONDITION for
+// inconsistent input) whose message names the model and the reason.
+class SchedulingPolicy {
+ public:
+  virtual ~SchedulingPolicy() = default;
+  virtual absl::StatusOr<Plan> Schedule(
+      const ClusterSnapshot& snapshot) const = 0;
+  virtual std::string name() const = 0;
+};
+
+// Options handed to policy factories. Grows with the policies.
+struct PolicyOptions {
+  // Used by the "static" policy.
+  Plan static_plan;
+};
+
+}  // namespace tessera

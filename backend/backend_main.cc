@@ -71,8 +71,7 @@ int main(int argc, char** argv) {
   if (options.proxy_binary.empty()) options.proxy_binary = DefaultProxyBinary();
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {
-    spdlog::error("proxy binary '{}' is not executable",
-                  options.proxy_binary);
+    spdlog::error("proxy binary '{}' is not executable", options.proxy_binary);
     return 2;
   }
   auto service = tessera::BackendServiceImpl::Create(options);

@@ -99,7 +99,8 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
           options_.config.id(), "' does not have"));
     }
     std::vector<double> shares;
-    for (const GpuletPlan& g : dp.gpulets()) shares.push_back(g.share_percent());
+    for (const GpuletPlan& g : dp.gpulets())
+      shares.push_back(g.share_percent());
     std::vector<int> device_cores(device->cpu_cores().begin(),
                                   device->cpu_cores().end());
     ASSIGN_OR_RETURN(auto cores, CpuPartitioner::Assign(device_cores, shares));
@@ -107,9 +108,9 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
       const GpuletPlan& g = dp.gpulets(i);
       for (const ModelAssignment& a : g.models()) {
         if (repo_->Find(a.model()) == nullptr) {
-          return absl::NotFoundError(absl::StrCat(
-              "gpulet '", g.gpulet_id(), "': model '", a.model(),
-              "' is not in this backend's repository"));
+          return absl::NotFoundError(
+              absl::StrCat("gpulet '", g.gpulet_id(), "': model '", a.model(),
+                           "' is not in this backend's repository"));
         }
       }
       wanted[g.gpulet_id()] = Gpulet{g, dp.device_id(), cores[i], nullptr};
@@ -232,11 +233,11 @@ grpc::Status BackendServiceImpl::Execute(
     if (proxy == nullptr) {
       BatchResponse response;
       response.set_batch_id(batch.batch_id());
-      ToStatusProto(absl::NotFoundError(absl::StrCat(
-                        "gpulet '", batch.gpulet_id(),
-                        "' is not served by backend '", options_.config.id(),
-                        "'")),
-                    response.mutable_status());
+      ToStatusProto(
+          absl::NotFoundError(absl::StrCat("gpulet '", batch.gpulet_id(),
+                                           "' is not served by backend '",
+                                           options_.config.id(), "'")),
+          response.mutable_status());
       reply(std::move(response));
       continue;
     }

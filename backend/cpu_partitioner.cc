@@ -14,8 +14,8 @@ absl::StatusOr<std::vector<std::vector<int>>> CpuPartitioner::Assign(
   std::vector<std::vector<int>> assigned;
   int next = 0;
   for (double share : shares_percent) {
-    const int want = std::max(
-        1, static_cast<int>(std::lround(share * total / 100.0)));
+    const int want =
+        std::max(1, static_cast<int>(std::lround(share * total / 100.0)));
     if (next + want > total) {
       return absl::FailedPreconditionError(absl::StrCat(
           "gpulet shares need more than the device's ", total, " core(s)"));

@@ -48,8 +48,7 @@ size_t SlotBytesFor(const std::vector<ModelConfig>& models) {
 ProxyHandle::ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
                          std::unique_ptr<SeqPacketChannel> channel,
                          std::unique_ptr<SharedMemoryRegion> region,
-                         size_t slot_bytes,
-                         std::vector<MeasuredLatency> warmup)
+                         size_t slot_bytes, std::vector<MeasuredLatency> warmup)
     : options_(std::move(options)),
       process_(std::move(process)),
       channel_(std::move(channel)),
@@ -70,9 +69,9 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
         absl::StrCat("gpulet '", options.gpulet_id, "' has no models"));
   }
   const size_t slot_bytes = SlotBytesFor(options.models);
-  auto region = SharedMemoryRegion::Create(
-      ("tessera-" + options.gpulet_id).c_str(),
-      slot_bytes * std::max(1, options.num_slots));
+  auto region =
+      SharedMemoryRegion::Create(("tessera-" + options.gpulet_id).c_str(),
+                                 slot_bytes * std::max(1, options.num_slots));
   if (!region.ok()) return region.status();
   auto pair = SeqPacketChannel::CreatePair();
   if (!pair.ok()) return pair.status();
@@ -120,9 +119,9 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
                                       event.ready().warmup().end());
   spdlog::info("gpulet {} on {}: proxy pid {} ready", options.gpulet_id,
                options.device_id, (*process)->pid());
-  return std::unique_ptr<ProxyHandle>(new ProxyHandle(
-      options, std::move(*process), std::move(ours), std::move(*region),
-      slot_bytes, std::move(warmup)));
+  return std::unique_ptr<ProxyHandle>(
+      new ProxyHandle(options, std::move(*process), std::move(ours),
+                      std::move(*region), slot_bytes, std::move(warmup)));
 }
 
 void ProxyHandle::Execute(const BatchRequest& batch, DoneCallback done) {
@@ -160,9 +159,9 @@ void ProxyHandle::Launch(Pending p, int slot) {
   cmd->set_model(p.batch.model());
   auto cit = configs_.find(p.batch.model());
   if (cit == configs_.end()) {
-    status = absl::NotFoundError(absl::StrCat(
-        "model '", p.batch.model(), "' is not served by gpulet '",
-        options_.gpulet_id, "'"));
+    status = absl::NotFoundError(absl::StrCat("model '", p.batch.model(),
+                                              "' is not served by gpulet '",
+                                              options_.gpulet_id, "'"));
   }
   const size_t base = static_cast<size_t>(slot) * slot_bytes_;
   size_t offset = 0;
@@ -170,10 +169,9 @@ void ProxyHandle::Launch(Pending p, int slot) {
     const Tensor& t = p.batch.inputs(i);
     offset = AlignUp64(offset);
     if (offset + t.data().size() > slot_bytes_) {
-      status = absl::ResourceExhaustedError(
-          absl::StrCat("batch for model '", p.batch.model(),
-                       "' exceeds the proxy's slot of ", slot_bytes_,
-                       " bytes"));
+      status = absl::ResourceExhaustedError(absl::StrCat(
+          "batch for model '", p.batch.model(),
+          "' exceeds the proxy's slot of ", slot_bytes_, " bytes"));
       break;
     }
     std::memcpy(region_->data() + base + offset, t.data().data(),
@@ -195,8 +193,8 @@ void ProxyHandle::Launch(Pending p, int slot) {
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
     cmd->set_request_id(id);
-    running_[id] =
-        Running{std::move(p.done), slot, p.received, p.batch.batch_id()};
+    running_[id] = Running{std::move(p.done), slot, p.received,
+                           p.batch.batch_id(), absl::Now()};
   }
   if (status.ok()) {
     status = channel_->Send(command);
@@ -237,19 +235,21 @@ void ProxyHandle::ReaderLoop() {
     if (!status.ok()) {
       FailAll(absl::UnavailableError(
           absl::StrCat("proxy of gpulet '", options_.gpulet_id,
-                       "' exited or closed its channel: ",
-                       status.message())));
+                       "' exited or closed its channel: ", status.message())));
       return;
     }
     if (!event.has_result()) continue;
     const ExecuteResult& result = event.result();
     Running running;
+    absl::Time started;
     {
       absl::MutexLock lock(&mu_);
       auto it = running_.find(result.request_id());
       if (it == running_.end()) continue;
       running = std::move(it->second);
       running_.erase(it);
+      started = std::max(running.launched, last_completion_);
+      last_completion_ = absl::Now();
     }
     BatchResponse response;
     response.set_batch_id(running.batch_id);
@@ -270,6 +270,8 @@ void ProxyHandle::ReaderLoop() {
     }
     response.set_backend_time_us(
         absl::ToInt64Microseconds(absl::Now() - running.received));
+    response.set_queue_time_us(std::max<int64_t>(
+        0, absl::ToInt64Microseconds(started - running.received)));
     // The slot is free once the outputs are copied out.
     Pending next;
     bool launch_next = false;

@@ -79,6 +79,7 @@ class ProxyHandle {
     int slot;
     absl::Time received;
     uint64_t batch_id;
+    absl::Time launched;
   };
 
   ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
@@ -106,6 +107,9 @@ class ProxyHandle {
   std::deque<Pending> waiting_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // When the proxy last finished a batch: a batch launched earlier started
+  // executing only then (the proxy runs one batch at a time).
+  absl::Time last_completion_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread reader_;
 };
 

@@ -35,8 +35,8 @@ absl::StatusOr<std::vector<int>> GetCpuAffinity(pid_t pid) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(pid, sizeof(set), &set) != 0) {
-    return absl::NotFoundError(absl::StrCat("sched_getaffinity(", pid,
-                                            "): ", std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("sched_getaffinity(", pid, "): ", std::strerror(errno)));
   }
   std::vector<int> cores;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<int>> ParseCoreList(const std::string& text) {
   std::sort(cores.begin(), cores.end());
   cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
   if (cores.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("empty core list '", text,
-                                                   "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty core list '", text, "'"));
   }
   return cores;
 }

@@ -15,10 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-absl::Status ValidateTensors(const ModelConfig& config,
-                             const google::protobuf::RepeatedPtrField<
-                                 TensorConfig>& tensors,
-                             const char* kind) {
+absl::Status ValidateTensors(
+    const ModelConfig& config,
+    const google::protobuf::RepeatedPtrField<TensorConfig>& tensors,
+    const char* kind) {
   if (tensors.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(), "' declares no ", kind, "s"));
@@ -26,8 +26,7 @@ absl::Status ValidateTensors(const ModelConfig& config,
   std::set<std::string> names;
   for (const TensorConfig& t : tensors) {
     const std::string where =
-        absl::StrCat("model '", config.name(), "' ", kind, " '", t.name(),
-                     "'");
+        absl::StrCat("model '", config.name(), "' ", kind, " '", t.name(), "'");
     if (t.name().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("model '", config.name(), "' has an unnamed ", kind));
@@ -45,9 +44,9 @@ absl::Status ValidateTensors(const ModelConfig& config,
     }
     for (int i = 1; i < t.dims_size(); ++i) {
       if (t.dims(i) <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, " has non-positive dim ", i, "; only the batch dimension ",
-            "may vary"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " has non-positive dim ", i,
+                         "; only the batch dimension ", "may vary"));
       }
     }
   }
@@ -152,10 +151,9 @@ absl::StatusOr<int64_t> ModelRepository::ResolveVersion(
           entry->versions.end()) {
     return v;
   }
-  return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '",
-                                          wanted, "' (versions: ",
-                                          absl::StrJoin(entry->versions, ", "),
-                                          ")"));
+  return absl::NotFoundError(
+      absl::StrCat("model '", name, "' has no version '", wanted,
+                   "' (versions: ", absl::StrJoin(entry->versions, ", "), ")"));
 }
 
 std::string ModelRepository::ModelPath(const std::string& name,

@@ -43,8 +43,7 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::FromFd(
         absl::StrCat("fstat shared memory fd ", fd, ": ", std::strerror(err)));
   }
   const size_t size = static_cast<size_t>(st.st_size);
-  void* data =
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED) {
     const int err = errno;
     close(fd);

@@ -52,8 +52,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
     posix_spawn_file_actions_adddup2(&actions, parent_fd, child_fd);
   }
   pid_t pid;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(),
-                             envp.data());
+  const int rc =
+      posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -46,9 +46,8 @@ absl::Status ParseTextProto(const std::string& text,
   ErrorCollector errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot parse ", message->GetTypeName(), ": ",
-                     errors.first()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot parse ", message->GetTypeName(), ": ", errors.first()));
   }
   return absl::OkStatus();
 }

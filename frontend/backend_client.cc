@@ -73,8 +73,8 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
     }
   }
   if (id == 0) {
-    done(absl::UnavailableError(absl::StrCat(
-             "backend '", id_, "' at ", address_, " is not connected")),
+    done(absl::UnavailableError(absl::StrCat("backend '", id_, "' at ",
+                                             address_, " is not connected")),
          BatchResponse());
     return;
   }
@@ -92,8 +92,8 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
       }
     }
     if (cb) {
-      cb(absl::UnavailableError(absl::StrCat("stream to backend '", id_,
-                                             "' broke while sending")),
+      cb(absl::UnavailableError(
+             absl::StrCat("stream to backend '", id_, "' broke while sending")),
          BatchResponse());
     }
   }

@@ -13,10 +13,14 @@ namespace {
 
 std::string DeviceKindDir(DeviceKind kind) {
   switch (kind) {
-    case DEVICE_KIND_CPU: return "cpu";
-    case DEVICE_KIND_CUDA: return "cuda";
-    case DEVICE_KIND_EMULATED: return "emulated";
-    default: return "unknown";
+    case DEVICE_KIND_CPU:
+      return "cpu";
+    case DEVICE_KIND_CUDA:
+      return "cuda";
+    case DEVICE_KIND_EMULATED:
+      return "emulated";
+    default:
+      return "unknown";
   }
 }
 
@@ -100,8 +104,8 @@ absl::Status FrontendServer::PlanAndApply() {
     auto info = backend->GetNodeInfo(absl::Seconds(5));
     if (!info.ok()) {
       return absl::UnavailableError(
-          absl::StrCat("backend '", backend->id(), "' at ",
-                       backend->address(), ": ", info.status().message()));
+          absl::StrCat("backend '", backend->id(), "' at ", backend->address(),
+                       ": ", info.status().message()));
     }
     if (info->backend_id() != backend->id()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -110,9 +114,9 @@ absl::Status FrontendServer::PlanAndApply() {
     }
     backend_by_id[backend->id()] = backend.get();
     for (const DeviceInfo& d : info->devices()) {
-      snapshot.devices.push_back(DeviceSnapshot{
-          backend->id(), d.device_id(), d.kind(), d.num_cores(),
-          d.memory_bytes()});
+      snapshot.devices.push_back(DeviceSnapshot{backend->id(), d.device_id(),
+                                                d.kind(), d.num_cores(),
+                                                d.memory_bytes()});
     }
   }
   for (const std::string& name : repository_->ModelNames()) {
@@ -185,9 +189,9 @@ absl::Status FrontendServer::PlanAndApply() {
       auto sit = statuses.find(g.gpulet_id());
       if (sit != statuses.end()) {
         for (const MeasuredLatency& m : sit->second.warmup()) {
-          estimator.Seed(m.model(), m.batch_size(),
-                         absl::Microseconds(static_cast<int64_t>(
-                             m.latency_ms() * 1000)));
+          estimator.Seed(
+              m.model(), m.batch_size(),
+              absl::Microseconds(static_cast<int64_t>(m.latency_ms() * 1000)));
         }
       }
       workers.push_back(std::make_shared<GpuletWorker>(

@@ -114,7 +114,8 @@ void GpuletWorker::Loop() {
                  absl::DeadlineExceededError(absl::StrCat(
                      "request for model '", model,
                      "' cannot meet its deadline (SLO or client deadline) on "
-                     "gpulet '", gpulet_id(), "'; rejected before execution")));
+                     "gpulet '",
+                     gpulet_id(), "'; rejected before execution")));
     }
     for (auto& [batch, calls] : to_send) SendBatch(batch, std::move(calls));
   }
@@ -145,12 +146,11 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   const absl::Time sent = clock_->Now();
   const uint64_t batch_id = batch.batch_id;
   // The callback owns the calls; std::function needs a copyable callable.
-  auto shared_calls =
-      std::make_shared<std::vector<std::unique_ptr<InferCall>>>(
-          std::move(calls));
+  auto shared_calls = std::make_shared<std::vector<std::unique_ptr<InferCall>>>(
+      std::move(calls));
   backend_->Send(std::move(request),
-                 [this, batch_id, sent, shared_calls](
-                     absl::Status status, BatchResponse response) {
+                 [this, batch_id, sent, shared_calls](absl::Status status,
+                                                      BatchResponse response) {
                    OnBatchResponse(batch_id, sent, std::move(*shared_calls),
                                    std::move(status), response);
                  });
@@ -160,7 +160,9 @@ void GpuletWorker::OnBatchResponse(
     uint64_t batch_id, absl::Time sent,
     std::vector<std::unique_ptr<InferCall>> calls, absl::Status status,
     const BatchResponse& response) {
-  const absl::Duration round_trip = clock_->Now() - sent;
+  // Time queued behind earlier batches on the device is not overhead.
+  const absl::Duration round_trip =
+      clock_->Now() - sent - absl::Microseconds(response.queue_time_us());
   int row = 0;
   for (auto& call : calls) {
     absl::Status s = status;

@@ -18,9 +18,8 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-void FillTensorMetadata(
-    const TensorConfig& t,
-    inference::ModelMetadataResponse::TensorMetadata* out) {
+void FillTensorMetadata(const TensorConfig& t,
+                        inference::ModelMetadataResponse::TensorMetadata* out) {
   out->set_name(t.name());
   out->set_datatype(DataTypeWireName(t.data_type()));
   for (int64_t d : t.dims()) out->add_shape(d);
@@ -46,8 +45,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(
     grpc::CallbackServerContext* context,
     const inference::ModelReadyRequest* request,
     inference::ModelReadyResponse* response) {
-  auto version = repository_->ResolveVersion(request->name(),
-                                             request->version());
+  auto version =
+      repository_->ResolveVersion(request->name(), request->version());
   if (!version.ok()) return Done(context, version.status());
   response->set_ready(router_->Serves(request->name()));
   return Done(context, absl::OkStatus());
@@ -66,8 +65,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
     grpc::CallbackServerContext* context,
     const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
-  auto version = repository_->ResolveVersion(request->name(),
-                                             request->version());
+  auto version =
+      repository_->ResolveVersion(request->name(), request->version());
   if (!version.ok()) return Done(context, version.status());
   const ModelRepository::Entry* entry = repository_->Find(request->name());
   response->set_name(entry->config.name());
@@ -87,9 +86,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   const absl::Time arrival = clock_->Now();
-  auto version =
-      repository_->ResolveVersion(request->model_name(),
-                                  request->model_version());
+  auto version = repository_->ResolveVersion(request->model_name(),
+                                             request->model_version());
   if (!version.ok()) return Done(context, version.status());
   const ModelRepository::Entry* entry =
       repository_->Find(request->model_name());
@@ -104,8 +102,9 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   call->version = absl::StrCat(*version);
   call->decoded = std::move(*decoded);
   call->arrival = arrival;
-  call->deadline = arrival + absl::Microseconds(static_cast<int64_t>(
-                                 entry->config.slo_ms() * 1000));
+  call->deadline =
+      arrival +
+      absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));
   // Without a client deadline this is "infinitely" far (saturating).
   call->deadline =
       std::min(call->deadline, absl::FromChrono(context->deadline()));

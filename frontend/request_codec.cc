@@ -14,18 +14,24 @@ namespace {
 absl::StatusOr<int64_t> TypedCount(DataType type,
                                    const inference::InferTensorContents& c) {
   switch (type) {
-    case TYPE_BOOL: return c.bool_contents_size();
+    case TYPE_BOOL:
+      return c.bool_contents_size();
     case TYPE_INT8:
     case TYPE_INT16:
-    case TYPE_INT32: return c.int_contents_size();
-    case TYPE_INT64: return c.int64_contents_size();
-    case TYPE_UINT8: return c.uint_contents_size();
-    case TYPE_FP32: return c.fp32_contents_size();
-    case TYPE_FP64: return c.fp64_contents_size();
+    case TYPE_INT32:
+      return c.int_contents_size();
+    case TYPE_INT64:
+      return c.int64_contents_size();
+    case TYPE_UINT8:
+      return c.uint_contents_size();
+    case TYPE_FP32:
+      return c.fp32_contents_size();
+    case TYPE_FP64:
+      return c.fp64_contents_size();
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "datatype ", DataTypeWireName(type),
-          " must be sent in raw_input_contents"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("datatype ", DataTypeWireName(type),
+                       " must be sent in raw_input_contents"));
   }
 }
 
@@ -40,15 +46,32 @@ void AppendAs(const From& values, std::string* out) {
 void TypedToRaw(DataType type, const inference::InferTensorContents& c,
                 std::string* out) {
   switch (type) {
-    case TYPE_BOOL: AppendAs<uint8_t>(c.bool_contents(), out); break;
-    case TYPE_INT8: AppendAs<int8_t>(c.int_contents(), out); break;
-    case TYPE_INT16: AppendAs<int16_t>(c.int_contents(), out); break;
-    case TYPE_INT32: AppendAs<int32_t>(c.int_contents(), out); break;
-    case TYPE_INT64: AppendAs<int64_t>(c.int64_contents(), out); break;
-    case TYPE_UINT8: AppendAs<uint8_t>(c.uint_contents(), out); break;
-    case TYPE_FP32: AppendAs<float>(c.fp32_contents(), out); break;
-    case TYPE_FP64: AppendAs<double>(c.fp64_contents(), out); break;
-    default: break;
+    case TYPE_BOOL:
+      AppendAs<uint8_t>(c.bool_contents(), out);
+      break;
+    case TYPE_INT8:
+      AppendAs<int8_t>(c.int_contents(), out);
+      break;
+    case TYPE_INT16:
+      AppendAs<int16_t>(c.int_contents(), out);
+      break;
+    case TYPE_INT32:
+      AppendAs<int32_t>(c.int_contents(), out);
+      break;
+    case TYPE_INT64:
+      AppendAs<int64_t>(c.int64_contents(), out);
+      break;
+    case TYPE_UINT8:
+      AppendAs<uint8_t>(c.uint_contents(), out);
+      break;
+    case TYPE_FP32:
+      AppendAs<float>(c.fp32_contents(), out);
+      break;
+    case TYPE_FP64:
+      AppendAs<double>(c.fp64_contents(), out);
+      break;
+    default:
+      break;
   }
 }
 
@@ -86,9 +109,8 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
       for (const auto& t : config.input()) {
         absl::StrAppend(&names, names.empty() ? "" : ", ", "'", t.name(), "'");
       }
-      return absl::InvalidArgumentError(
-          absl::StrCat(model, " has no input '", in.name(),
-                       "'; its inputs are ", names));
+      return absl::InvalidArgumentError(absl::StrCat(
+          model, " has no input '", in.name(), "'; its inputs are ", names));
     }
     if (seen[idx]) {
       return absl::InvalidArgumentError(
@@ -99,8 +121,8 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     const std::string where = absl::StrCat(model, " input '", in.name(), "'");
     if (in.datatype() != DataTypeWireName(tc.data_type())) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, " has datatype '", in.datatype(),
-                       "'; expected ", DataTypeWireName(tc.data_type())));
+          absl::StrCat(where, " has datatype '", in.datatype(), "'; expected ",
+                       DataTypeWireName(tc.data_type())));
     }
     std::vector<int64_t> expected(tc.dims().begin(), tc.dims().end());
     std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
@@ -109,23 +131,21 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
       shape_ok = shape[d] == expected[d];
     }
     if (!shape_ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has shape ", ShapeToString(shape),
-                       "; expected ", ShapeToString(expected),
-                       " (-1: batch dimension)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has shape ", ShapeToString(shape), "; expected ",
+          ShapeToString(expected), " (-1: batch dimension)"));
     }
     if (shape[0] < 1 || shape[0] > config.max_batch_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has batch dimension ", shape[0],
-                       "; must be in [1, ", config.max_batch_size(),
-                       "] (max_batch_size)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has batch dimension ", shape[0], "; must be in [1, ",
+          config.max_batch_size(), "] (max_batch_size)"));
     }
     if (decoded.items == 0) {
       decoded.items = static_cast<int>(shape[0]);
     } else if (decoded.items != shape[0]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " has batch dimension ", shape[0], " but another input has ",
-          decoded.items));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has batch dimension ", shape[0],
+                       " but another input has ", decoded.items));
     }
     const int64_t elements = ElementCount(shape);
     const int64_t bytes = elements * DataTypeSize(tc.data_type());
@@ -136,10 +156,9 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
       }
       const std::string& data = request.raw_input_contents(r);
       if (static_cast<int64_t>(data.size()) != bytes) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " has ", data.size(), " bytes of raw data; ",
-                         "shape ", ShapeToString(shape), " of ",
-                         in.datatype(), " needs ", bytes));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " has ", data.size(), " bytes of raw data; ", "shape ",
+            ShapeToString(shape), " of ", in.datatype(), " needs ", bytes));
       }
       decoded.inputs[idx] = data;
     } else {
@@ -178,8 +197,8 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
         if (config.output(o).name() == want.name()) idx = o;
       }
       if (idx < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            model, " has no output '", want.name(), "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(model, " has no output '", want.name(), "'"));
       }
       chosen.insert(idx);
     }
@@ -205,9 +224,9 @@ absl::Status RequestCodec::EncodeOutputs(
     const int64_t rows = tensor->shape(0);
     if (rows <= 0 || row_offset + items > rows ||
         tensor->data().size() % rows != 0) {
-      return absl::InternalError(absl::StrCat(
-          "output '", name, "' has ", rows, " rows; need rows [", row_offset,
-          ", ", row_offset + items, ")"));
+      return absl::InternalError(absl::StrCat("output '", name, "' has ", rows,
+                                              " rows; need rows [", row_offset,
+                                              ", ", row_offset + items, ")"));
     }
     const size_t row_bytes = tensor->data().size() / rows;
     auto* out = response->add_outputs();

@@ -23,9 +23,8 @@ class RequestCodec {
 
   // Appends to `response` the rows [row_offset, row_offset + items) of each
   // requested output of `batch` (raw_output_contents).
-  static absl::Status EncodeOutputs(const BatchResponse& batch,
-                                    int row_offset, int items,
-                                    const DecodedRequest& decoded,
+  static absl::Status EncodeOutputs(const BatchResponse& batch, int row_offset,
+                                    int items, const DecodedRequest& decoded,
                                     const ModelConfig& config,
                                     inference::ModelInferResponse* response);
 };

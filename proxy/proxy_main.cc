@@ -73,8 +73,8 @@ int Run(const ProxyOptions& options) {
   if (threads <= 0) threads = 1;
   if (options.device != "cpu") {
     return FailStartup(&channel,
-                       absl::InvalidArgumentError(
-                           "device '" + options.device + "' is not supported"));
+                       absl::InvalidArgumentError("device '" + options.device +
+                                                  "' is not supported"));
   }
 
   auto repo = ModelRepository::Load(options.model_repository);
@@ -105,8 +105,7 @@ int Run(const ProxyOptions& options) {
                options.gpulet_id, configs.size(), threads, options.cores);
   absl::Status served = server.Serve();
   if (!served.ok()) {
-    spdlog::error("proxy {} stopped: {}", options.gpulet_id,
-                  served.ToString());
+    spdlog::error("proxy {} stopped: {}", options.gpulet_id, served.ToString());
     return 1;
   }
   return 0;
@@ -126,8 +125,8 @@ int main(int argc, char** argv) {
   options.control_fd = absl::GetFlag(FLAGS_control_fd);
   options.shm_fd = absl::GetFlag(FLAGS_shm_fd);
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
-  options.models = absl::StrSplit(absl::GetFlag(FLAGS_models), ',',
-                                  absl::SkipWhitespace());
+  options.models =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipWhitespace());
   options.device = absl::GetFlag(FLAGS_device);
   options.cores = absl::GetFlag(FLAGS_cores);
   options.threads = absl::GetFlag(FLAGS_threads);

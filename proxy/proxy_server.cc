@@ -57,10 +57,10 @@ absl::StatusOr<std::vector<MeasuredLatency>> ProxyServer::Warmup(
       m.set_model(name);
       m.set_batch_size(b);
       m.set_latency_ms(
-          times.empty() ? 0 : absl::ToDoubleMilliseconds(times[times.size() / 2]));
+          times.empty() ? 0
+                        : absl::ToDoubleMilliseconds(times[times.size() / 2]));
       measured.push_back(m);
-      spdlog::info("warm-up {} batch {}: {:.2f} ms", name, b,
-                   m.latency_ms());
+      spdlog::info("warm-up {} batch {}: {:.2f} ms", name, b, m.latency_ms());
     }
   }
   return measured;
@@ -95,8 +95,8 @@ absl::Status ProxyServer::Serve() {
       view.size_bytes = t.size_bytes();
       inputs.push_back(std::move(view));
     }
-    if (run_status.ok() && cmd.output_offset() + cmd.output_capacity_bytes() >
-                               region_->size()) {
+    if (run_status.ok() &&
+        cmd.output_offset() + cmd.output_capacity_bytes() > region_->size()) {
       run_status =
           absl::InvalidArgumentError("output area lies outside the region");
     }

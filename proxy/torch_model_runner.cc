@@ -13,15 +13,24 @@ namespace {
 
 absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
   switch (type) {
-    case TYPE_BOOL: return c10::kBool;
-    case TYPE_UINT8: return c10::kByte;
-    case TYPE_INT8: return c10::kChar;
-    case TYPE_INT16: return c10::kShort;
-    case TYPE_INT32: return c10::kInt;
-    case TYPE_INT64: return c10::kLong;
-    case TYPE_FP16: return c10::kHalf;
-    case TYPE_FP32: return c10::kFloat;
-    case TYPE_FP64: return c10::kDouble;
+    case TYPE_BOOL:
+      return c10::kBool;
+    case TYPE_UINT8:
+      return c10::kByte;
+    case TYPE_INT8:
+      return c10::kChar;
+    case TYPE_INT16:
+      return c10::kShort;
+    case TYPE_INT32:
+      return c10::kInt;
+    case TYPE_INT64:
+      return c10::kLong;
+    case TYPE_FP16:
+      return c10::kHalf;
+    case TYPE_FP32:
+      return c10::kFloat;
+    case TYPE_FP64:
+      return c10::kDouble;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("no torch type for ", DataType_Name(type)));
@@ -44,8 +53,7 @@ TorchModelRunner::~TorchModelRunner() = default;
 
 absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
     const std::map<std::string, std::string>& model_paths,
-    const std::map<std::string, ModelConfig>& configs,
-    const Options& options) {
+    const std::map<std::string, ModelConfig>& configs, const Options& options) {
   at::set_num_threads(std::max(1, options.num_threads));
   auto impl = std::make_unique<Impl>();
   for (const auto& [name, path] : model_paths) {
@@ -137,9 +145,9 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
     view.size_bytes = t.nbytes();
     offset = AlignUp64(offset);
     if (offset + view.size_bytes > out_capacity) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "model '", name, "' outputs need more than the ", out_capacity,
-          " bytes reserved for them"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("model '", name, "' outputs need more than the ",
+                       out_capacity, " bytes reserved for them"));
     }
     view.data = out + offset;
     std::memcpy(view.data, t.data_ptr(), view.size_bytes);

@@ -54,8 +54,7 @@ Dispatcher::Decision Dispatcher::Poll() {
   }
 
   while (static_cast<int>(inflight_.size()) < options_.max_inflight_batches) {
-    const bool idle_soon =
-        inflight_.empty() || busy_until_ <= now + overhead_;
+    const bool idle_soon = inflight_.empty() || busy_until_ <= now + overhead_;
     int best = -1;
     size_t best_take = 0;
     int best_items = 0;
@@ -74,8 +73,8 @@ Dispatcher::Decision Dispatcher::Poll() {
       }
       const bool full = items >= cap || take < queue.size();
       const absl::Time oldest_deadline = queue.front().deadline;
-      const bool must_send = now + overhead_ + Exec(m, items) >=
-                             oldest_deadline;  // rule (b)
+      const bool must_send =
+          now + overhead_ + Exec(m, items) >= oldest_deadline;  // rule (b)
       const bool ready =
           full || must_send || (options_.work_conserving && idle_soon);
       if (!ready) continue;
@@ -113,9 +112,9 @@ Dispatcher::Decision Dispatcher::Poll() {
   for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
     const auto& queue = queues_[m];
     if (queue.empty()) continue;
-    absl::Time t = queue.front().deadline - overhead_ -
-                   Exec(m, std::min(models_[m].batch_cap,
-                                    static_cast<int>(queue.size())));
+    absl::Time t =
+        queue.front().deadline - overhead_ -
+        Exec(m, std::min(models_[m].batch_cap, static_cast<int>(queue.size())));
     if (options_.work_conserving && !inflight_.empty()) {
       t = std::min(t, busy_until_ - overhead_);
     }

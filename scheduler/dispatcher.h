@@ -90,8 +90,10 @@ class Dispatcher {
   // Decides what to send or expire now.
   Decision Poll();
   // A batch finished. `exec` is the device's measured execution time,
-  // `round_trip` the time from send to response. Failed batches (ok=false)
-  // update no estimate.
+  // `round_trip` the time from send to response minus any time the batch
+  // waited on the device for earlier batches (that wait is what
+  // `busy_until` models; counting it as overhead would inflate every later
+  // prediction). Failed batches (ok=false) update no estimate.
   void OnBatchDone(uint64_t batch_id, absl::Duration exec,
                    absl::Duration round_trip, bool ok);
   // Removes and returns every queued request (e.g. at shutdown).

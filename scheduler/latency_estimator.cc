@@ -65,9 +65,8 @@ absl::Duration LatencyEstimator::Predict(const std::string& model,
       ms = last->second * batch_size / last->first;
     } else {
       auto before = std::prev(last);
-      const double slope =
-          std::max(0.0, (last->second - before->second) /
-                            (last->first - before->first));
+      const double slope = std::max(
+          0.0, (last->second - before->second) / (last->first - before->first));
       ms = last->second + slope * (batch_size - last->first);
     }
   } else {

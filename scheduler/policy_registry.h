@@ -33,8 +33,8 @@ class PolicyRegistry {
 #define TESSERA_REGISTER_POLICY_NAME_(line) \
   TESSERA_REGISTER_POLICY_CONCAT_(tessera_policy_registered_, line)
 // Registers `factory` under `name` at static-initialisation time.
-#define REGISTER_SCHEDULING_POLICY(name, factory)                      \
-  static const bool TESSERA_REGISTER_POLICY_NAME_(__LINE__) =          \
+#define REGISTER_SCHEDULING_POLICY(name, factory)             \
+  static const bool TESSERA_REGISTER_POLICY_NAME_(__LINE__) = \
       ::tessera::PolicyRegistry::Register(name, factory)
 
 }  // namespace tessera

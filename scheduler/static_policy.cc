@@ -32,10 +32,9 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
   std::set<std::string> gpulet_ids;
   for (const DevicePlan& device : plan_.devices()) {
     if (!devices.count({device.backend_id(), device.device_id()})) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("static plan names device '", device.device_id(),
-                       "' on backend '", device.backend_id(),
-                       "', which is not registered"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "static plan names device '", device.device_id(), "' on backend '",
+          device.backend_id(), "', which is not registered"));
     }
     double total_share = 0;
     for (const GpuletPlan& g : device.gpulets()) {
@@ -58,10 +57,10 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
         }
         if (a.batch_size() < 1 ||
             a.batch_size() > it->second->max_batch_size()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "static plan: model '", a.model(), "' batch_size ",
-              a.batch_size(), " outside [1, ", it->second->max_batch_size(),
-              "]"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("static plan: model '", a.model(), "' batch_size ",
+                           a.batch_size(), " outside [1, ",
+                           it->second->max_batch_size(), "]"));
         }
         served.insert(a.model());
       }
@@ -74,8 +73,8 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
   }
   for (const auto& [name, config] : models) {
     if (!served.count(name)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "static plan serves no gpulet for model '", name, "'"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("static plan serves no gpulet for model '", name, "'"));
     }
   }
   Plan plan = plan_;

@@ -24,8 +24,8 @@ ABSL_FLAG(int, timeout_ms, 10000, "Client deadline per call.");
 namespace {
 
 int Fail(const std::string& what, const grpc::Status& s) {
-  std::cerr << what << " failed: " << s.error_code() << " "
-            << s.error_message() << "\n";
+  std::cerr << what << " failed: " << s.error_code() << " " << s.error_message()
+            << "\n";
   return 1;
 }
 
@@ -47,15 +47,13 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server),
-                                           grpc::InsecureChannelCredentials(),
-                                           args);
+  auto channel = grpc::CreateCustomChannel(
+      absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args);
   auto stub = inference::GRPCInferenceService::NewStub(channel);
 
   inference::ServerReadyResponse ready;
-  grpc::Status s =
-      stub->ServerReady(Context().get(), inference::ServerReadyRequest(),
-                        &ready);
+  grpc::Status s = stub->ServerReady(Context().get(),
+                                     inference::ServerReadyRequest(), &ready);
   if (!s.ok()) return Fail("ServerReady", s);
   std::cout << "server ready: " << (ready.ready() ? "yes" : "no") << "\n";
 
@@ -66,9 +64,8 @@ int main(int argc, char** argv) {
                               inference::RepositoryIndexRequest(), &index);
     if (!s.ok()) return Fail("RepositoryIndex", s);
     for (const auto& m : index.models()) {
-      std::cout << "  " << m.name() << " v" << m.version() << " "
-                << m.state() << (m.reason().empty() ? "" : " (" + m.reason() + ")")
-                << "\n";
+      std::cout << "  " << m.name() << " v" << m.version() << " " << m.state()
+                << (m.reason().empty() ? "" : " (" + m.reason() + ")") << "\n";
     }
     return 0;
   }

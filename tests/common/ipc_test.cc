@@ -1,0 +1,104 @@
+// SeqPacketChannel, SharedMemoryRegion and Subprocess: the local IPC the
+// backend and its proxies are built on.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backend.pb.h"
+#include "common/cpu_affinity.h"
+#include "common/seqpacket_channel.h"
+#include "common/shared_memory_region.h"
+#include "common/subprocess.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+TEST(SeqPacketChannelTest, CarriesOneMessagePerPacket) {
+  auto pair = SeqPacketChannel::CreatePair();
+  ASSERT_TRUE(pair.ok());
+  MeasuredLatency a, b;
+  a.set_model("x");
+  a.set_batch_size(3);
+  b.set_model("y");
+  ASSERT_TRUE(pair->first->Send(a).ok());
+  ASSERT_TRUE(pair->first->Send(b).ok());
+  MeasuredLatency got;
+  ASSERT_TRUE(pair->second->Receive(&got, absl::Seconds(5)).ok());
+  EXPECT_EQ(got.model(), "x");
+  EXPECT_EQ(got.batch_size(), 3);
+  ASSERT_TRUE(pair->second->Receive(&got, absl::Seconds(5)).ok());
+  EXPECT_EQ(got.model(), "y");
+}
+
+TEST(SeqPacketChannelTest, TimesOutAndReportsClosedPeer) {
+  auto pair = SeqPacketChannel::CreatePair();
+  ASSERT_TRUE(pair.ok());
+  MeasuredLatency got;
+  EXPECT_EQ(pair->second->Receive(&got, absl::Milliseconds(20)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  pair->first.reset();
+  EXPECT_EQ(pair->second->Receive(&got, absl::Seconds(5)).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(SharedMemoryRegionTest, MappingsOfOneFdShareBytes) {
+  auto region = SharedMemoryRegion::Create("test", 1 << 16);
+  ASSERT_TRUE(region.ok());
+  std::strcpy(reinterpret_cast<char*>((*region)->data() + 100), "hello");
+  auto other = SharedMemoryRegion::FromFd(dup((*region)->fd()));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->size(), 1u << 16);
+  EXPECT_STREQ(reinterpret_cast<char*>((*other)->data() + 100), "hello");
+}
+
+TEST(SubprocessTest, ReportsExitStatusAndPassesEnvironment) {
+  Subprocess::Options options;
+  options.argv = {"/bin/sh", "-c", "test \"$TESSERA_X\" = 42 && exit 3"};
+  options.env = {{"TESSERA_X", "42"}};
+  auto p = Subprocess::Spawn(options);
+  ASSERT_TRUE(p.ok());
+  auto status = (*p)->Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(WEXITSTATUS(*status), 3);
+}
+
+TEST(SubprocessTest, InheritsDescriptorsAndStops) {
+  auto region = SharedMemoryRegion::Create("test", 4096);
+  ASSERT_TRUE(region.ok());
+  Subprocess::Options options;
+  // The child writes through its inherited fd 4.
+  options.argv = {"/bin/sh", "-c", "printf child >&4; exec sleep 30"};
+  options.inherit_fds = {{4, (*region)->fd()}};
+  auto p = Subprocess::Spawn(options);
+  ASSERT_TRUE(p.ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (std::memcmp((*region)->data(), "child", 5) != 0 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(std::memcmp((*region)->data(), "child", 5), 0);
+  EXPECT_TRUE((*p)->Running());
+  (*p)->Stop(absl::Seconds(5));
+  EXPECT_FALSE((*p)->Running());
+}
+
+TEST(SubprocessTest, MissingExecutableIsAnError) {
+  Subprocess::Options options;
+  options.argv = {"/nonexistent/binary"};
+  EXPECT_FALSE(Subprocess::Spawn(options).ok());
+}
+
+TEST(CpuAffinityTest, ParsesAndFormatsCoreLists) {
+  auto cores = ParseCoreList("3,0-1, 1");
+  ASSERT_TRUE(cores.ok());
+  EXPECT_EQ(*cores, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(FormatCoreList(*cores), "0,1,3");
+  EXPECT_FALSE(ParseCoreList("2-1").ok());
+  EXPECT_FALSE(ParseCoreList("x").ok());
+  EXPECT_FALSE(ParseCoreList("").ok());
+}
+
+}  // namespace
+}  // namespace tessera

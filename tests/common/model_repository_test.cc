@@ -1,0 +1,144 @@
+#include "common/model_repository.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class ModelRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) /
+            ("repo_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void AddModel(const std::string& name, const std::string& config,
+                std::vector<int> versions) {
+    fs::create_directories(root_ / name);
+    std::ofstream(root_ / name / "config.pbtxt") << config;
+    for (int v : versions) {
+      fs::create_directories(root_ / name / std::to_string(v));
+      std::ofstream(root_ / name / std::to_string(v) / "model.pt") << "x";
+    }
+  }
+
+  fs::path root_;
+};
+
+constexpr char kValid[] = R"pb(
+  name: "m"
+  max_batch_size: 4
+  slo_ms: 10
+  input {
+    name: "x"
+    data_type: TYPE_FP32
+    dims: [ -1, 3 ]
+  }
+  output {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ -1, 2 ]
+  })pb";
+
+TEST_F(ModelRepositoryTest, LoadsValidModelsAndVersions) {
+  AddModel("m", kValid, {1, 3});
+  auto repo = ModelRepository::Load(root_.string());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_THAT((*repo)->ModelNames(), ::testing::ElementsAre("m"));
+  EXPECT_EQ((*repo)->Find("m")->config.platform(), "torchscript");
+  EXPECT_EQ(*(*repo)->ResolveVersion("m", ""), 3);
+  EXPECT_EQ(*(*repo)->ResolveVersion("m", "1"), 1);
+  auto missing = (*repo)->ResolveVersion("m", "2");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("versions: 1, 3"));
+  EXPECT_EQ((*repo)->ResolveVersion("nope", "").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"pb(name: "m"
+            max_batch_size: 0
+            slo_ms: 1
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "max_batch_size"},
+      {R"pb(name: "m"
+            max_batch_size: 1
+            slo_ms: 1
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ 3 ]
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "batch dimension"},
+      {R"pb(name: "m"
+            max_batch_size: 1
+            slo_ms: 0
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "slo_ms"},
+      {R"pb(name: "other"
+            max_batch_size: 1
+            slo_ms: 1
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "differs from its directory"},
+      {"name: \"m\" bogus_field: 1", "bogus_field"},
+  };
+  for (const auto& [config, message] : cases) {
+    fs::remove_all(root_ / "m");
+    AddModel("m", config, {1});
+    auto repo = ModelRepository::Load(root_.string());
+    EXPECT_FALSE(repo.ok()) << message;
+    EXPECT_THAT(repo.status().message(), HasSubstr(message));
+  }
+}
+
+TEST_F(ModelRepositoryTest, MissingRootIsNotFound) {
+  EXPECT_EQ(ModelRepository::Load((root_ / "nope").string()).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tessera

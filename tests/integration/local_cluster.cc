@@ -1,0 +1,168 @@
+#include "tests/integration/local_cluster.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tessera {
+namespace testing {
+namespace fs = std::filesystem;
+namespace {
+
+absl::StatusOr<int> WaitForPortFile(const std::string& path,
+                                    Subprocess* process,
+                                    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    if (!process->Running()) {
+      return absl::UnavailableError(
+          absl::StrCat("process ", process->pid(), " exited before serving"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("no port in ", path));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const Options& options) {
+  auto cluster = std::unique_ptr<LocalCluster>(new LocalCluster());
+  std::string tmpl = (fs::temp_directory_path() / "tessera_cluster_XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError("mkdtemp failed");
+  }
+  cluster->work_dir_ = tmpl;
+
+  std::string frontend_config;
+  for (int i = 0; i < options.num_backends; ++i) {
+    const std::string id = absl::StrCat("backend", i);
+    const std::string port_file = absl::StrCat(tmpl, "/", id, ".port");
+    Subprocess::Options spawn;
+    spawn.argv = {options.bin_dir + "/tessera_backend", "--listen=127.0.0.1:0",
+                  "--port_file=" + port_file, "--id=" + id,
+                  "--model_repository=" + options.model_repository};
+    auto backend = Subprocess::Spawn(spawn);
+    if (!backend.ok()) return backend.status();
+    cluster->backends_.push_back(std::move(*backend));
+    auto port = WaitForPortFile(port_file, cluster->backends_.back().get(),
+                                absl::Seconds(30));
+    if (!port.ok()) return port.status();
+    absl::StrAppend(&frontend_config, "backends { id: \"", id,
+                    "\" address: \"127.0.0.1:", *port, "\" }\n");
+  }
+  absl::StrAppend(&frontend_config, "policy: \"static\"\nstatic_plan {\n",
+                  options.static_plan, "\n}\n");
+  const std::string config_path = tmpl + "/frontend.pbtxt";
+  std::ofstream(config_path) << frontend_config;
+
+  const std::string port_file = tmpl + "/frontend.port";
+  Subprocess::Options spawn;
+  spawn.argv = {options.bin_dir + "/tessera_frontend", "--listen=127.0.0.1:0",
+                "--port_file=" + port_file, "--config=" + config_path,
+                "--model_repository=" + options.model_repository};
+  for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
+  auto frontend = Subprocess::Spawn(spawn);
+  if (!frontend.ok()) return frontend.status();
+  cluster->frontend_ = std::move(*frontend);
+  auto port =
+      WaitForPortFile(port_file, cluster->frontend_.get(), absl::Seconds(30));
+  if (!port.ok()) return port.status();
+  cluster->frontend_address_ = absl::StrCat("127.0.0.1:", *port);
+
+  // Ready once the plan is applied (proxies loaded and warmed up).
+  auto stub = cluster->NewStub();
+  const absl::Time deadline = absl::Now() + options.ready_timeout;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    inference::ServerReadyResponse ready;
+    grpc::Status s = stub->ServerReady(&context, {}, &ready);
+    if (s.ok() && ready.ready()) break;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError("cluster did not become ready");
+    }
+    if (!cluster->frontend_->Running()) {
+      return absl::UnavailableError("frontend exited during start-up");
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return cluster;
+}
+
+LocalCluster::~LocalCluster() {
+  if (frontend_ != nullptr) frontend_->Stop(absl::Seconds(10));
+  for (auto& b : backends_) b->Stop(absl::Seconds(10));
+  std::error_code ec;
+  if (!work_dir_.empty()) fs::remove_all(work_dir_, ec);
+}
+
+std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub()
+    const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+      frontend_address_, grpc::InsecureChannelCredentials(), args));
+}
+
+absl::StatusOr<std::string> MakeSubsetRepository(
+    const std::string& source_repository,
+    const std::vector<std::string>& models, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  for (const std::string& m : models) {
+    const fs::path src = fs::absolute(fs::path(source_repository) / m);
+    if (!fs::exists(src / "config.pbtxt")) {
+      return absl::NotFoundError(absl::StrCat("no model ", src.string()));
+    }
+    fs::create_directory_symlink(src, fs::path(dir) / m, ec);
+    if (ec && !fs::exists(fs::path(dir) / m)) {
+      return absl::InternalError(ec.message());
+    }
+  }
+  return dir;
+}
+
+std::vector<pid_t> ChildPids(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    pid_t pid;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: comm may contain spaces; parse after ')'.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != "Z") children.push_back(pid);
+  }
+  return children;
+}
+
+std::string CommandLine(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)),
+                  std::istreambuf_iterator<char>());
+  return absl::StrReplaceAll(raw, {{std::string(1, '\0'), " "}});
+}
+
+}  // namespace testing
+}  // namespace tessera

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/subprocess.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace tessera {
+namespace testing {
+
+// A frontend and N backend daemons (each spawning its proxies) as real
+// processes on 127.0.0.1 with ports chosen at run time. For integration
+// tests and benchmarks. Every wait has a deadline.
+class LocalCluster {
+ public:
+  struct Options {
+    std::string bin_dir;           // tessera_frontend, _backend, _proxy
+    std::string model_repository;  // shared by all processes
+    // Text of the frontend's static plan; backends are "backend0".. and
+    // each has one cpu device "cpu0".
+    std::string static_plan;
+    int num_backends = 1;
+    std::vector<std::string> extra_frontend_flags;
+    absl::Duration ready_timeout = absl::Seconds(180);
+  };
+
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(
+      const Options& options);
+  ~LocalCluster();
+
+  const std::string& frontend_address() const { return frontend_address_; }
+  std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
+  Subprocess* frontend() { return frontend_.get(); }
+  Subprocess* backend(int i) { return backends_.at(i).get(); }
+  const std::string& work_dir() const { return work_dir_; }
+
+ private:
+  LocalCluster() = default;
+
+  std::string work_dir_;
+  std::vector<std::unique_ptr<Subprocess>> backends_;
+  std::unique_ptr<Subprocess> frontend_;
+  std::string frontend_address_;
+};
+
+// Makes a model repository under `dir` holding symlinks to `models` of
+// `source_repository` (to run a cluster on a subset of the shipped models).
+absl::StatusOr<std::string> MakeSubsetRepository(
+    const std::string& source_repository,
+    const std::vector<std::string>& models, const std::string& dir);
+
+// Pids of the live processes whose parent is `parent`.
+std::vector<pid_t> ChildPids(pid_t parent);
+// The process's command line, arguments joined by spaces.
+std::string CommandLine(pid_t pid);
+
+}  // namespace testing
+}  // namespace tessera

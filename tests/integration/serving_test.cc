@@ -1,0 +1,468 @@
+// End-to-end serving: real frontend, backend and proxy processes on
+// loopback serving the shipped TorchScript models, checked against the same
+// TorchScript files run in this process.
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
+#include "common/data_type.h"
+#include "common/model_repository.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/integration/local_cluster.h"
+#include "tests/integration/reference_model.h"
+
+namespace tessera {
+namespace testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPlan[] = R"pb(
+  devices {
+    backend_id: "backend0"
+    device_id: "cpu0"
+    gpulets {
+      gpulet_id: "cpu0-a"
+      share_percent: 50
+      models { model: "lenet" batch_size: 32 }
+      models { model: "resnet18" batch_size: 8 }
+    }
+    gpulets {
+      gpulet_id: "cpu0-b"
+      share_percent: 50
+      models { model: "mobilenet_v3_small" batch_size: 16 }
+      models { model: "bert_tiny" batch_size: 16 }
+    }
+  })pb";
+
+// Random inputs of a model's declared shapes at batch `batch`.
+std::vector<RawTensor> RandomInputs(const ModelConfig& config, int batch,
+                                    uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<RawTensor> inputs;
+  for (const TensorConfig& t : config.input()) {
+    RawTensor r;
+    r.data_type = t.data_type();
+    r.shape.assign(t.dims().begin(), t.dims().end());
+    r.shape[0] = batch;
+    const int64_t n = ElementCount(r.shape);
+    r.bytes.resize(n * DataTypeSize(t.data_type()));
+    if (t.data_type() == TYPE_FP32) {
+      std::normal_distribution<float> dist;
+      float* p = reinterpret_cast<float*>(r.bytes.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
+    } else if (t.data_type() == TYPE_INT64) {
+      std::uniform_int_distribution<int64_t> dist(0, 999);
+      int64_t* p = reinterpret_cast<int64_t*>(r.bytes.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
+    } else if (t.data_type() == TYPE_INT32) {
+      // An attention mask: a random number of real tokens per row.
+      int32_t* p = reinterpret_cast<int32_t*>(r.bytes.data());
+      const int64_t row = n / batch;
+      for (int b = 0; b < batch; ++b) {
+        const int64_t real =
+            std::uniform_int_distribution<int64_t>(1, row)(rng);
+        for (int64_t i = 0; i < row; ++i) p[b * row + i] = i < real ? 1 : 0;
+      }
+    }
+    inputs.push_back(std::move(r));
+  }
+  return inputs;
+}
+
+// A KServe request carrying `inputs` as raw bytes or as typed contents.
+inference::ModelInferRequest MakeRequest(const ModelConfig& config,
+                                         const std::vector<RawTensor>& inputs,
+                                         bool typed) {
+  inference::ModelInferRequest request;
+  request.set_model_name(config.name());
+  for (int i = 0; i < config.input_size(); ++i) {
+    auto* in = request.add_inputs();
+    in->set_name(config.input(i).name());
+    in->set_datatype(DataTypeWireName(inputs[i].data_type));
+    for (int64_t d : inputs[i].shape) in->add_shape(d);
+    const std::string& b = inputs[i].bytes;
+    if (!typed) {
+      *request.add_raw_input_contents() = b;
+    } else if (inputs[i].data_type == TYPE_FP32) {
+      const float* p = reinterpret_cast<const float*>(b.data());
+      for (size_t k = 0; k < b.size() / 4; ++k) {
+        in->mutable_contents()->add_fp32_contents(p[k]);
+      }
+    } else if (inputs[i].data_type == TYPE_INT64) {
+      const int64_t* p = reinterpret_cast<const int64_t*>(b.data());
+      for (size_t k = 0; k < b.size() / 8; ++k) {
+        in->mutable_contents()->add_int64_contents(p[k]);
+      }
+    } else if (inputs[i].data_type == TYPE_INT32) {
+      const int32_t* p = reinterpret_cast<const int32_t*>(b.data());
+      for (size_t k = 0; k < b.size() / 4; ++k) {
+        in->mutable_contents()->add_int_contents(p[k]);
+      }
+    }
+  }
+  return request;
+}
+
+grpc::Status Infer(inference::GRPCInferenceService::Stub* stub,
+                   const inference::ModelInferRequest& request,
+                   inference::ModelInferResponse* response,
+                   absl::Duration deadline = absl::Seconds(60)) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  return stub->ModelInfer(&context, request, response);
+}
+
+// Served output vs reference: max |diff| <= 1e-4 * max |reference|, with a
+// non-degenerate reference (finite, not all equal).
+void ExpectMatchesReference(const RawTensor& ref, const std::string& got,
+                            const std::string& what) {
+  ASSERT_EQ(ref.data_type, TYPE_FP32) << what;
+  ASSERT_EQ(got.size(), ref.bytes.size()) << what;
+  const float* r = reinterpret_cast<const float*>(ref.bytes.data());
+  const float* g = reinterpret_cast<const float*>(got.data());
+  const size_t n = ref.bytes.size() / 4;
+  double max_ref = 0, max_diff = 0;
+  bool all_equal = true;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(r[i])) << what << ": reference has NaN/inf";
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(r[i])));
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(r[i]) - g[i]));
+    all_equal = all_equal && r[i] == r[0];
+  }
+  ASSERT_FALSE(all_equal) << what << ": degenerate reference";
+  EXPECT_LE(max_diff, 1e-4 * max_ref)
+      << what << ": max diff " << max_diff << ", max |ref| " << max_ref;
+}
+
+class ServingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto repo = ModelRepository::Load(TESSERA_MODEL_DIR);
+    ASSERT_TRUE(repo.ok()) << repo.status();
+    repo_ = repo->release();
+    LocalCluster::Options options;
+    options.bin_dir = TESSERA_BIN_DIR;
+    options.model_repository = TESSERA_MODEL_DIR;
+    options.static_plan = kPlan;
+    options.extra_frontend_flags = {"--max_message_mb=16"};
+    auto cluster = LocalCluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+    delete repo_;
+  }
+  void SetUp() override {
+    ASSERT_NE(cluster_, nullptr) << "cluster failed to start";
+    stub_ = cluster_->NewStub();
+  }
+  const ModelConfig& Config(const std::string& name) {
+    return repo_->Find(name)->config;
+  }
+  // A valid lenet request still succeeds (the server keeps serving).
+  void ExpectStillServing() {
+    inference::ModelInferResponse response;
+    auto request = MakeRequest(Config("lenet"),
+                               RandomInputs(Config("lenet"), 1, 9), false);
+    grpc::Status s = Infer(stub_.get(), request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+
+  static LocalCluster* cluster_;
+  static ModelRepository* repo_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+
+LocalCluster* ServingTest::cluster_ = nullptr;
+ModelRepository* ServingTest::repo_ = nullptr;
+
+TEST_F(ServingTest, HealthAndMetadata) {
+  grpc::ClientContext c1, c2, c3, c4;
+  inference::ServerLiveResponse live;
+  ASSERT_TRUE(stub_->ServerLive(&c1, {}, &live).ok());
+  EXPECT_TRUE(live.live());
+  inference::ModelMetadataRequest mreq;
+  mreq.set_name("bert_tiny");
+  inference::ModelMetadataResponse meta;
+  ASSERT_TRUE(stub_->ModelMetadata(&c2, mreq, &meta).ok());
+  ASSERT_EQ(meta.inputs_size(), 2);
+  EXPECT_EQ(meta.inputs(0).datatype(), "INT64");
+  EXPECT_EQ(meta.inputs(1).datatype(), "INT32");
+  EXPECT_THAT(meta.inputs(0).shape(), ::testing::ElementsAre(-1, 64));
+  inference::ModelReadyRequest rreq;
+  rreq.set_name("resnet18");
+  inference::ModelReadyResponse ready;
+  ASSERT_TRUE(stub_->ModelReady(&c3, rreq, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(&c4, {}, &index).ok());
+  EXPECT_EQ(index.models_size(), 4);
+}
+
+TEST_F(ServingTest, EveryModelMatchesInProcessReferenceUnderConcurrency) {
+  struct Job {
+    std::string model;
+    int batch;
+    bool typed;
+    std::vector<RawTensor> inputs;
+    inference::ModelInferResponse response;
+    grpc::Status status;
+    int rejections = 0;
+  };
+  const std::map<std::string, std::vector<int>> batches = {
+      {"lenet", {1, 7, 32}},
+      {"resnet18", {1, 3, 8}},
+      {"mobilenet_v3_small", {1, 5, 16}},
+      {"bert_tiny", {1, 4, 16}}};
+  std::vector<Job> jobs;
+  uint32_t seed = 1;
+  for (const auto& [model, sizes] : batches) {
+    for (int b : sizes) {
+      for (bool typed : {false, true}) {
+        jobs.push_back(Job{model,
+                           b,
+                           typed,
+                           RandomInputs(Config(model), b, seed++),
+                           {},
+                           {},
+                           0});
+      }
+    }
+  }
+  // Four client threads, each with its own channel, pull jobs in turn, so
+  // requests of different sizes and models are in flight together and get
+  // batched together. A request rejected early because it could no longer
+  // meet its SLO is retried, as a client would.
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto stub = cluster_->NewStub();
+      for (size_t j; (j = next++) < jobs.size();) {
+        Job& job = jobs[j];
+        auto request = MakeRequest(Config(job.model), job.inputs, job.typed);
+        for (int attempt = 0; attempt < 30; ++attempt) {
+          job.response.Clear();
+          job.status = Infer(stub.get(), request, &job.response);
+          if (job.status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+            break;
+          }
+          ++job.rejections;
+          absl::SleepFor(absl::Milliseconds(50));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  int rejections = 0;
+  for (const auto& [model, sizes] : batches) {
+    auto ref = ReferenceModel::Load(
+        absl::StrCat(TESSERA_MODEL_DIR, "/", model, "/1/model.pt"), 1);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    for (Job& job : jobs) {
+      if (job.model != model) continue;
+      rejections += job.rejections;
+      const std::string what = absl::StrCat(model, " batch ", job.batch,
+                                            job.typed ? " typed" : " raw");
+      ASSERT_TRUE(job.status.ok()) << what << ": " << job.status.error_code()
+                                   << " " << job.status.error_message();
+      auto expected = (*ref)->Run(job.inputs);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      const ModelConfig& config = Config(model);
+      ASSERT_EQ(job.response.outputs_size(), config.output_size()) << what;
+      EXPECT_EQ(job.response.model_name(), model);
+      for (int o = 0; o < config.output_size(); ++o) {
+        EXPECT_EQ(job.response.outputs(o).name(), config.output(o).name());
+        EXPECT_EQ(job.response.outputs(o).shape(0), job.batch) << what;
+        ExpectMatchesReference((*expected)[o],
+                               job.response.raw_output_contents(o),
+                               absl::StrCat(what, " output ", o));
+      }
+    }
+  }
+  std::cout << "[ info ] " << jobs.size() << " requests checked; " << rejections
+            << " early SLO rejections retried\n";
+}
+
+TEST_F(ServingTest, RequestedOutputSubsetIsReturned) {
+  auto inputs = RandomInputs(Config("bert_tiny"), 2, 77);
+  auto request = MakeRequest(Config("bert_tiny"), inputs, false);
+  request.add_outputs()->set_name("pooled");
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(Infer(stub_.get(), request, &response).ok());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_EQ(response.outputs(0).name(), "pooled");
+  EXPECT_THAT(response.outputs(0).shape(), ::testing::ElementsAre(2, 128));
+}
+
+TEST_F(ServingTest, BadInputsGetClearErrorsAndServerKeepsServing) {
+  const ModelConfig& lenet = Config("lenet");
+  struct Case {
+    std::string name;
+    std::function<void(inference::ModelInferRequest*)> mutate;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"unknown model", [](auto* r) { r->set_model_name("nope"); },
+       grpc::StatusCode::NOT_FOUND, "unknown model 'nope'"},
+      {"unknown version", [](auto* r) { r->set_model_version("7"); },
+       grpc::StatusCode::NOT_FOUND, "no version '7'"},
+      {"wrong dtype",
+       [](auto* r) { r->mutable_inputs(0)->set_datatype("INT32"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "expected FP32"},
+      {"wrong shape", [](auto* r) { r->mutable_inputs(0)->set_shape(2, 27); },
+       grpc::StatusCode::INVALID_ARGUMENT, "expected [-1, 1, 28, 28]"},
+      {"element count",
+       [](auto* r) { r->mutable_raw_input_contents(0)->resize(100); },
+       grpc::StatusCode::INVALID_ARGUMENT, "needs 3136"},
+      {"missing input",
+       [](auto* r) {
+         r->clear_inputs();
+         r->clear_raw_input_contents();
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "missing input 'input'"},
+      {"batch over max",
+       [](auto* r) {
+         r->mutable_inputs(0)->set_shape(0, 33);
+         r->mutable_raw_input_contents(0)->resize(33 * 784 * 4);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "[1, 32]"},
+      {"message over limit",
+       [](auto* r) { r->mutable_raw_input_contents(0)->resize(17 << 20); },
+       grpc::StatusCode::RESOURCE_EXHAUSTED, ""},
+  };
+  for (const Case& c : cases) {
+    auto request = MakeRequest(lenet, RandomInputs(lenet, 1, 5), false);
+    c.mutate(&request);
+    inference::ModelInferResponse response;
+    grpc::Status s = Infer(stub_.get(), request, &response);
+    EXPECT_EQ(s.error_code(), c.code) << c.name << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(c.message)) << c.name;
+    ExpectStillServing();
+  }
+}
+
+TEST_F(ServingTest, UnmeetableDeadlineIsRejectedEarly) {
+  // resnet18 takes ~35 ms at batch 1 on one core here; a 20 ms client
+  // deadline cannot be met, and the frontend says so before executing.
+  const ModelConfig& resnet = Config("resnet18");
+  auto request = MakeRequest(resnet, RandomInputs(resnet, 1, 3), false);
+  inference::ModelInferResponse response;
+  grpc::Status s =
+      Infer(stub_.get(), request, &response, absl::Milliseconds(20));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(s.error_message(), HasSubstr("cannot meet its deadline"));
+  ExpectStillServing();
+}
+
+TEST_F(ServingTest, ProxiesRunOnExactlyTheirPartitionsCores) {
+  auto backend_cores = GetCpuAffinity(cluster_->backend(0)->pid());
+  ASSERT_TRUE(backend_cores.ok());
+  ASSERT_GE(backend_cores->size(), 2u);
+  const int half = static_cast<int>(backend_cores->size()) / 2;
+  const std::vector<int> first(backend_cores->begin(),
+                               backend_cores->begin() + half);
+  const std::vector<int> second(backend_cores->begin() + half,
+                                backend_cores->begin() + 2 * half);
+  int checked = 0;
+  for (pid_t pid : ChildPids(cluster_->backend(0)->pid())) {
+    const std::string cmd = CommandLine(pid);
+    auto cores = GetCpuAffinity(pid);
+    ASSERT_TRUE(cores.ok());
+    if (cmd.find("--gpulet_id=cpu0-a") != std::string::npos) {
+      EXPECT_EQ(*cores, first) << cmd;
+      ++checked;
+    } else if (cmd.find("--gpulet_id=cpu0-b") != std::string::npos) {
+      EXPECT_EQ(*cores, second) << cmd;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+}
+
+// A backend killed under load: calls in flight get UNAVAILABLE, none hang,
+// later calls get UNAVAILABLE, the frontend stays up.
+TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
+  const std::string dir =
+      ::testing::TempDir() + "/tessera_kill_repo_" + std::to_string(getpid());
+  auto repo = MakeSubsetRepository(TESSERA_MODEL_DIR, {"resnet18"}, dir);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  auto configs = ModelRepository::Load(*repo);
+  ASSERT_TRUE(configs.ok());
+  const ModelConfig& resnet = (*configs)->Find("resnet18")->config;
+  LocalCluster::Options options;
+  options.bin_dir = TESSERA_BIN_DIR;
+  options.model_repository = *repo;
+  options.static_plan = R"pb(
+    devices {
+      backend_id: "backend0"
+      device_id: "cpu0"
+      gpulets {
+        gpulet_id: "g"
+        share_percent: 50
+        models { model: "resnet18" batch_size: 4 }
+      }
+    })pb";
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  std::atomic<int> ok{0}, unavailable{0}, other{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      auto stub = (*cluster)->NewStub();
+      auto request = MakeRequest(resnet, RandomInputs(resnet, 1, t), false);
+      while (!stop) {
+        inference::ModelInferResponse response;
+        grpc::Status s =
+            Infer(stub.get(), request, &response, absl::Seconds(20));
+        if (s.ok()) {
+          ++ok;
+        } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+          ++unavailable;
+        } else if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED ||
+                   s.error_message().find("cannot meet") == std::string::npos) {
+          ++other;  // a client-side timeout would mean a hang
+          ADD_FAILURE() << s.error_code() << " " << s.error_message();
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(1));
+  (*cluster)->backend(0)->Signal(SIGKILL);
+  absl::SleepFor(absl::Seconds(1));
+  stop = true;
+  for (auto& c : clients) c.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GT(unavailable.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+
+  auto stub = (*cluster)->NewStub();
+  inference::ModelInferResponse response;
+  grpc::Status s =
+      Infer(stub.get(), MakeRequest(resnet, RandomInputs(resnet, 1, 1), false),
+            &response, absl::Seconds(20));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_TRUE((*cluster)->frontend()->Running());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace tessera

@@ -1,0 +1,164 @@
+#include "scheduler/dispatcher.h"
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using absl::Milliseconds;
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  DispatcherTest() : clock_(absl::UnixEpoch()) {
+    // L(b) = 10 ms * b for model "a", 2 ms * b for model "b".
+    estimator_.Seed("a", 1, Milliseconds(10));
+    estimator_.Seed("a", 8, Milliseconds(80));
+    estimator_.Seed("b", 1, Milliseconds(2));
+    estimator_.Seed("b", 8, Milliseconds(16));
+  }
+
+  std::unique_ptr<Dispatcher> Make(int cap_a, int cap_b, bool conserving,
+                                   int max_inflight = 1) {
+    Dispatcher::Options options;
+    options.work_conserving = conserving;
+    options.max_inflight_batches = max_inflight;
+    options.initial_overhead = Milliseconds(1);
+    options.exec_margin_fraction = 0.0;  // exact arithmetic in tests
+    return std::make_unique<Dispatcher>(
+        std::vector<Dispatcher::ModelSlot>{{"a", cap_a}, {"b", cap_b}},
+        &estimator_, &clock_, options);
+  }
+
+  DispatchRequest Request(uint64_t id, int model, absl::Duration slo,
+                          int items = 1) {
+    DispatchRequest r;
+    r.id = id;
+    r.model = model;
+    r.items = items;
+    r.arrival = clock_.Now();
+    r.deadline = clock_.Now() + slo;
+    return r;
+  }
+
+  FakeClock clock_;
+  LatencyEstimator estimator_;
+};
+
+TEST_F(DispatcherTest, FullBatchLeavesAtOnce) {
+  auto d = Make(4, 4, /*conserving=*/false);
+  for (uint64_t i = 1; i <= 4; ++i)
+    d->Enqueue(Request(i, 0, Milliseconds(500)));
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 4);
+  EXPECT_EQ(decision.batches[0].requests.front().id, 1u);
+  EXPECT_EQ(d->queued(), 0u);
+}
+
+TEST_F(DispatcherTest, WaitsUntilOldestRequestsLatestSendTime) {
+  auto d = Make(8, 8, /*conserving=*/false);
+  d->Enqueue(Request(1, 0, Milliseconds(100)));
+  auto decision = d->Poll();
+  EXPECT_TRUE(decision.batches.empty());
+  // deadline 100 - overhead 1 - L(1) 10 = 89 ms.
+  EXPECT_EQ(decision.wake_at, absl::UnixEpoch() + Milliseconds(89));
+  clock_.Advance(Milliseconds(50));
+  d->Enqueue(Request(2, 0, Milliseconds(100)));
+  decision = d->Poll();
+  EXPECT_TRUE(decision.batches.empty());
+  // Two queued: 100 - 1 - L(2) 20 = 79 ms.
+  EXPECT_EQ(decision.wake_at, absl::UnixEpoch() + Milliseconds(79));
+  clock_.Set(absl::UnixEpoch() + Milliseconds(79));
+  decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 2);
+  EXPECT_TRUE(decision.expired.empty());
+}
+
+TEST_F(DispatcherTest, WorkConservingSendsWhenIdle) {
+  auto d = Make(8, 8, /*conserving=*/true);
+  d->Enqueue(Request(1, 0, Milliseconds(500)));
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 1);
+  // Busy now (max 1 in flight): the next request waits for the completion.
+  d->Enqueue(Request(2, 0, Milliseconds(500)));
+  d->Enqueue(Request(3, 0, Milliseconds(500)));
+  EXPECT_TRUE(d->Poll().batches.empty());
+  clock_.Advance(Milliseconds(11));
+  d->OnBatchDone(decision.batches[0].batch_id, Milliseconds(10),
+                 Milliseconds(11), true);
+  decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 2);  // both waiting requests together
+}
+
+TEST_F(DispatcherTest, ExpiresRequestsThatCannotMeetTheirDeadline) {
+  auto d = Make(8, 8, /*conserving=*/true);
+  d->Enqueue(Request(1, 0, Milliseconds(5)));  // L(1) = 10 ms > 5 ms
+  d->Enqueue(Request(2, 1, Milliseconds(5)));  // L(1) = 2 ms: fits
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.expired.size(), 1u);
+  EXPECT_EQ(decision.expired[0].id, 1u);
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].model, 1);
+}
+
+TEST_F(DispatcherTest, TakesLargestBatchThatMeetsOldestDeadline) {
+  auto d = Make(8, 8, /*conserving=*/false);
+  // Oldest deadline 40 ms: 1 + 10 b <= 40 -> b = 3.
+  d->Enqueue(Request(1, 0, Milliseconds(40)));
+  for (uint64_t i = 2; i <= 8; ++i) {
+    d->Enqueue(Request(i, 0, Milliseconds(400)));
+  }
+  auto decision = d->Poll();  // full (8 queued) -> leaves, trimmed to 3
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 3);
+  EXPECT_EQ(d->queued(), 5u);
+}
+
+TEST_F(DispatcherTest, EarliestDeadlineFirstAcrossModels) {
+  auto d = Make(1, 1, /*conserving=*/true, /*max_inflight=*/1);
+  d->Enqueue(Request(1, 0, Milliseconds(300)));
+  d->Enqueue(Request(2, 1, Milliseconds(100)));
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].requests[0].id, 2u);
+}
+
+TEST_F(DispatcherTest, RespectsMaxInflightAndLearnsOverhead) {
+  auto d = Make(1, 1, /*conserving=*/false, /*max_inflight=*/2);
+  for (uint64_t i = 1; i <= 3; ++i)
+    d->Enqueue(Request(i, 0, Milliseconds(900)));
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 2u);
+  EXPECT_EQ(d->inflight(), 2);
+  EXPECT_EQ(d->queued(), 1u);
+  // Round trip 15 ms for 10 ms of execution: overhead 1 -> 0.8*1 + 0.2*5.
+  d->OnBatchDone(decision.batches[0].batch_id, Milliseconds(10),
+                 Milliseconds(15), true);
+  EXPECT_EQ(d->overhead(), Milliseconds(1.8));
+  EXPECT_EQ(d->inflight(), 1);
+  EXPECT_EQ(d->Poll().batches.size(), 1u);
+}
+
+TEST_F(DispatcherTest, RequestLargerThanCapGoesAlone) {
+  auto d = Make(2, 2, /*conserving=*/false);
+  d->Enqueue(Request(1, 0, Milliseconds(500), /*items=*/5));
+  d->Enqueue(Request(2, 0, Milliseconds(500), /*items=*/1));
+  auto decision = d->Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 5);
+  EXPECT_EQ(decision.batches[0].requests.size(), 1u);
+}
+
+TEST_F(DispatcherTest, TakeAllEmptiesQueues) {
+  auto d = Make(8, 8, /*conserving=*/false);
+  d->Enqueue(Request(1, 0, Milliseconds(500)));
+  d->Enqueue(Request(2, 1, Milliseconds(500)));
+  EXPECT_EQ(d->TakeAll().size(), 2u);
+  EXPECT_EQ(d->queued(), 0u);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,126 @@
+#include "scheduler/static_policy.h"
+
+#include "common/text_proto.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+ClusterSnapshot TwoModelSnapshot() {
+  ClusterSnapshot s;
+  s.devices.push_back({"b0", "cpu0", DEVICE_KIND_CPU, 2, 0});
+  for (const char* name : {"m1", "m2"}) {
+    ModelSnapshot m;
+    m.config.set_name(name);
+    m.config.set_max_batch_size(8);
+    s.models.push_back(m);
+  }
+  return s;
+}
+
+Plan ParsePlan(const std::string& text) {
+  Plan plan;
+  EXPECT_TRUE(ParseTextProto(text, &plan).ok());
+  return plan;
+}
+
+absl::StatusOr<Plan> SchedulePlan(const std::string& plan_text,
+                                  const ClusterSnapshot& snapshot) {
+  PolicyOptions options;
+  options.static_plan = ParsePlan(plan_text);
+  auto policy = PolicyRegistry::Create("static", options);
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return (*policy)->Schedule(snapshot);
+}
+
+constexpr char kGood[] = R"pb(
+  devices {
+    backend_id: "b0"
+    device_id: "cpu0"
+    gpulets {
+      gpulet_id: "g0"
+      share_percent: 50
+      models { model: "m1" batch_size: 4 }
+    }
+    gpulets {
+      gpulet_id: "g1"
+      share_percent: 50
+      models { model: "m2" batch_size: 8 }
+    }
+  })pb";
+
+TEST(StaticPolicyTest, ReturnsConfiguredPlan) {
+  auto plan = SchedulePlan(kGood, TwoModelSnapshot());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->devices(0).gpulets_size(), 2);
+  EXPECT_EQ(plan->policy(), "static");
+}
+
+TEST(StaticPolicyTest, UnknownDeviceIsRejected) {
+  ClusterSnapshot s = TwoModelSnapshot();
+  s.devices[0].device_id = "cpu9";
+  auto plan = SchedulePlan(kGood, s);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("cpu0"));
+}
+
+TEST(StaticPolicyTest, UnservedModelIsNamed) {
+  ClusterSnapshot s = TwoModelSnapshot();
+  ModelSnapshot m3;
+  m3.config.set_name("m3");
+  m3.config.set_max_batch_size(1);
+  s.models.push_back(m3);
+  auto plan = SchedulePlan(kGood, s);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(plan.status().message(), HasSubstr("'m3'"));
+}
+
+TEST(StaticPolicyTest, OversubscribedDeviceIsRejected) {
+  auto plan = SchedulePlan(R"pb(
+                             devices {
+                               backend_id: "b0"
+                               device_id: "cpu0"
+                               gpulets {
+                                 gpulet_id: "g0"
+                                 share_percent: 60
+                                 models { model: "m1" batch_size: 1 }
+                               }
+                               gpulets {
+                                 gpulet_id: "g1"
+                                 share_percent: 60
+                                 models { model: "m2" batch_size: 1 }
+                               }
+                             })pb",
+                           TwoModelSnapshot());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("120"));
+}
+
+TEST(StaticPolicyTest, BatchAboveModelMaxIsRejected) {
+  auto plan = SchedulePlan(R"pb(
+                             devices {
+                               backend_id: "b0"
+                               device_id: "cpu0"
+                               gpulets {
+                                 gpulet_id: "g0"
+                                 share_percent: 100
+                                 models { model: "m1" batch_size: 9 }
+                                 models { model: "m2" batch_size: 1 }
+                               }
+                             })pb",
+                           TwoModelSnapshot());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PolicyRegistryTest, UnknownNameListsKnownPolicies) {
+  auto policy = PolicyRegistry::Create("nope", PolicyOptions());
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(policy.status().message(), HasSubstr("static"));
+}
+
+}  // namespace
+}  // namespace tessera

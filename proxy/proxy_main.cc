@@ -1,9 +1,6 @@
 // tessera_proxy: serves the models of one gpulet. Started by the backend
 // daemon, which passes the control socket and the shared-memory region as
 // inherited file descriptors.
-#include <sys/prctl.h>
-
-#include <csignal>
 #include <map>
 #include <string>
 #include <vector>
@@ -119,8 +116,9 @@ int main(int argc, char** argv) {
       "Tessera proxy: serves the TorchScript models of one gpulet on a "
       "device partition.\nStarted by tessera_backend, not by hand.");
   absl::ParseCommandLine(argc, argv);
-  // Die with the backend that spawned us.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // No PR_SET_PDEATHSIG: it fires when the spawning *thread* exits (the
+  // backend spawns from a gRPC pool thread). The proxy exits instead when
+  // its control channel closes, which happens when the backend dies.
   tessera::ProxyOptions options;
   options.control_fd = absl::GetFlag(FLAGS_control_fd);
   options.shm_fd = absl::GetFlag(FLAGS_shm_fd);

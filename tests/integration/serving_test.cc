@@ -444,6 +444,8 @@ TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
     });
   }
   absl::SleepFor(absl::Seconds(1));
+  const std::vector<pid_t> proxies = ChildPids((*cluster)->backend(0)->pid());
+  EXPECT_EQ(proxies.size(), 1u);
   (*cluster)->backend(0)->Signal(SIGKILL);
   absl::SleepFor(absl::Seconds(1));
   stop = true;
@@ -459,6 +461,17 @@ TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
             &response, absl::Seconds(20));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_TRUE((*cluster)->frontend()->Running());
+  // The proxies notice their control channel closing and exit.
+  for (pid_t pid : proxies) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (kill(pid, 0) == 0 && CommandLine(pid).find("tessera_proxy") !=
+                                    std::string::npos &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_EQ(CommandLine(pid).find("tessera_proxy"), std::string::npos)
+        << "proxy " << pid << " outlived its backend";
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

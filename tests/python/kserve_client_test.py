@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""KServe v2 protocol compatibility: a Python gRPC client generated from
+proto/grpc_service.proto (Debian's python3-grpcio) talks to a real Tessera
+cluster (frontend + backend + proxies on loopback, ports chosen at run time)
+and checks the answers against torch run in this process.
+
+Usage: kserve_client_test.py --bin-dir build/bin --models models \
+           --stubs build/python
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+
+
+def wait_for_port_file(path, proc, timeout_s=30):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return int(text)
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}")
+        time.sleep(0.02)
+    raise TimeoutError(f"no port in {path}")
+
+
+class Cluster:
+    """Backend + frontend serving lenet and bert_tiny."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="tessera_py_")
+        repo = os.path.join(self.dir, "models")
+        os.makedirs(repo)
+        for m in ("lenet", "bert_tiny"):
+            os.symlink(os.path.abspath(os.path.join(ARGS.models, m)),
+                       os.path.join(repo, m))
+        self.repo = repo
+        self.procs = []
+        bport_file = os.path.join(self.dir, "backend.port")
+        self.procs.append(subprocess.Popen([
+            os.path.join(ARGS.bin_dir, "tessera_backend"),
+            "--listen=127.0.0.1:0", f"--port_file={bport_file}",
+            "--id=backend0", f"--model_repository={repo}"]))
+        bport = wait_for_port_file(bport_file, self.procs[-1])
+        config = os.path.join(self.dir, "frontend.pbtxt")
+        with open(config, "w") as f:
+            f.write(f'''
+backends {{ id: "backend0" address: "127.0.0.1:{bport}" }}
+policy: "static"
+static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
+  gpulets {{ gpulet_id: "g" share_percent: 50
+    models {{ model: "lenet" batch_size: 8 }}
+    models {{ model: "bert_tiny" batch_size: 8 }} }} }} }}
+''')
+        fport_file = os.path.join(self.dir, "frontend.port")
+        self.procs.append(subprocess.Popen([
+            os.path.join(ARGS.bin_dir, "tessera_frontend"),
+            "--listen=127.0.0.1:0", f"--port_file={fport_file}",
+            f"--config={config}", f"--model_repository={repo}"]))
+        self.address = f"127.0.0.1:{wait_for_port_file(fport_file, self.procs[-1])}"
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class KServeClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+        import grpc_service_pb2 as pb
+        import grpc_service_pb2_grpc as pb_grpc
+        cls.grpc, cls.pb = grpc, pb
+        cls.cluster = Cluster()
+        cls.channel = grpc.insecure_channel(cls.cluster.address)
+        cls.stub = pb_grpc.GRPCInferenceServiceStub(cls.channel)
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                if cls.stub.ServerReady(pb.ServerReadyRequest(),
+                                        timeout=5).ready:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError("cluster not ready")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.cluster.stop()
+
+    def test_wire_field_numbers_match_kserve_v2(self):
+        # Field numbers of the upstream KServe v2 grpc_service.proto.
+        expected = {
+            "ModelInferRequest": {"model_name": 1, "model_version": 2,
+                                  "id": 3, "parameters": 4, "inputs": 5,
+                                  "outputs": 6, "raw_input_contents": 7},
+            "ModelInferResponse": {"model_name": 1, "model_version": 2,
+                                   "id": 3, "parameters": 4, "outputs": 5,
+                                   "raw_output_contents": 6},
+            "InferTensorContents": {"bool_contents": 1, "int_contents": 2,
+                                    "int64_contents": 3, "uint_contents": 4,
+                                    "uint64_contents": 5, "fp32_contents": 6,
+                                    "fp64_contents": 7, "bytes_contents": 8},
+            "ModelMetadataResponse": {"name": 1, "versions": 2,
+                                      "platform": 3, "inputs": 4,
+                                      "outputs": 5},
+            "ServerMetadataResponse": {"name": 1, "version": 2,
+                                       "extensions": 3},
+        }
+        for message, fields in expected.items():
+            desc = getattr(self.pb, message).DESCRIPTOR
+            for name, number in fields.items():
+                self.assertEqual(desc.fields_by_name[name].number, number,
+                                 f"{message}.{name}")
+        svc = self.pb.DESCRIPTOR.services_by_name["GRPCInferenceService"]
+        self.assertEqual(svc.full_name, "inference.GRPCInferenceService")
+        for rpc in ("ServerLive", "ServerReady", "ModelReady",
+                    "ServerMetadata", "ModelMetadata", "ModelInfer"):
+            self.assertIn(rpc, svc.methods_by_name)
+
+    def test_health_and_metadata(self):
+        pb = self.pb
+        self.assertTrue(self.stub.ServerLive(pb.ServerLiveRequest()).live)
+        meta = self.stub.ServerMetadata(pb.ServerMetadataRequest())
+        self.assertEqual(meta.name, "tessera")
+        m = self.stub.ModelMetadata(pb.ModelMetadataRequest(name="lenet"))
+        self.assertEqual(m.inputs[0].datatype, "FP32")
+        self.assertEqual(list(m.inputs[0].shape), [-1, 1, 28, 28])
+        self.assertTrue(self.stub.ModelReady(
+            pb.ModelReadyRequest(name="bert_tiny")).ready)
+
+    def test_lenet_raw_fp32_matches_torch(self):
+        import numpy as np
+        import torch
+        pb = self.pb
+        x = np.random.default_rng(0).standard_normal(
+            (3, 1, 28, 28)).astype(np.float32)
+        req = pb.ModelInferRequest(model_name="lenet", id="req-1")
+        t = req.inputs.add(name="input", datatype="FP32", shape=[3, 1, 28, 28])
+        req.raw_input_contents.append(x.tobytes())
+        resp = self.stub.ModelInfer(req, timeout=30)
+        self.assertEqual(resp.id, "req-1")
+        self.assertEqual(resp.outputs[0].name, "logits")
+        self.assertEqual(list(resp.outputs[0].shape), [3, 10])
+        got = np.frombuffer(resp.raw_output_contents[0], dtype=np.float32)
+        model = torch.jit.load(os.path.join(self.cluster.repo,
+                                            "lenet/1/model.pt"))
+        with torch.no_grad():
+            ref = model(torch.from_numpy(x)).numpy().ravel()
+        self.assertGreater(np.ptp(ref), 0)
+        self.assertLessEqual(np.abs(got - ref).max(),
+                             1e-4 * np.abs(ref).max())
+
+    def test_bert_typed_int64_int32_matches_torch(self):
+        import numpy as np
+        import torch
+        pb = self.pb
+        rng = np.random.default_rng(1)
+        ids = rng.integers(0, 1000, (2, 64), dtype=np.int64)
+        mask = np.ones((2, 64), dtype=np.int32)
+        mask[1, 40:] = 0
+        req = pb.ModelInferRequest(model_name="bert_tiny")
+        a = req.inputs.add(name="input_ids", datatype="INT64", shape=[2, 64])
+        a.contents.int64_contents.extend(ids.ravel().tolist())
+        b = req.inputs.add(name="attention_mask", datatype="INT32",
+                           shape=[2, 64])
+        b.contents.int_contents.extend(mask.ravel().tolist())
+        resp = self.stub.ModelInfer(req, timeout=30)
+        names = [o.name for o in resp.outputs]
+        self.assertEqual(names, ["logits", "pooled"])
+        model = torch.jit.load(os.path.join(self.cluster.repo,
+                                            "bert_tiny/1/model.pt"))
+        with torch.no_grad():
+            refs = model(torch.from_numpy(ids), torch.from_numpy(mask))
+        for raw, ref in zip(resp.raw_output_contents, refs):
+            got = np.frombuffer(raw, dtype=np.float32)
+            ref = ref.numpy().ravel()
+            self.assertLessEqual(np.abs(got - ref).max(),
+                                 1e-4 * np.abs(ref).max())
+
+    def test_errors_carry_status_codes(self):
+        pb, grpc = self.pb, self.grpc
+        with self.assertRaises(grpc.RpcError) as ctx:
+            self.stub.ModelInfer(pb.ModelInferRequest(model_name="nope"))
+        self.assertEqual(ctx.exception.code(), grpc.StatusCode.NOT_FOUND)
+        req = pb.ModelInferRequest(model_name="lenet")
+        req.inputs.add(name="input", datatype="FP32", shape=[1, 1, 28, 28])
+        req.raw_input_contents.append(b"\0" * 12)
+        with self.assertRaises(grpc.RpcError) as ctx:
+            self.stub.ModelInfer(req)
+        self.assertEqual(ctx.exception.code(),
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("needs 3136", ctx.exception.details())
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--stubs", required=True)
+    ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, ARGS.stubs)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -160,9 +160,10 @@ void GpuletWorker::OnBatchResponse(
     uint64_t batch_id, absl::Time sent,
     std::vector<std::unique_ptr<InferCall>> calls, absl::Status status,
     const BatchResponse& response) {
+  const absl::Time received = clock_->Now();
   // Time queued behind earlier batches on the device is not overhead.
   const absl::Duration round_trip =
-      clock_->Now() - sent - absl::Microseconds(response.queue_time_us());
+      received - sent - absl::Microseconds(response.queue_time_us());
   int row = 0;
   for (auto& call : calls) {
     absl::Status s = status;
@@ -170,6 +171,23 @@ void GpuletWorker::OnBatchResponse(
       s = RequestCodec::EncodeOutputs(response, row, call->decoded.items,
                                       call->decoded, *call->config,
                                       call->response);
+    }
+    if (s.ok()) {
+      // Where the time went, for clients and benchmarks (KServe response
+      // parameters are the protocol's extension point).
+      auto& params = *call->response->mutable_parameters();
+      params["tessera.batch_size"].set_int64_param(
+          response.outputs_size() > 0 ? response.outputs(0).shape(0) : 0);
+      params["tessera.frontend_queue_us"].set_int64_param(
+          absl::ToInt64Microseconds(sent - call->arrival));
+      params["tessera.backend_round_trip_us"].set_int64_param(
+          absl::ToInt64Microseconds(received - sent));
+      params["tessera.backend_us"].set_int64_param(response.backend_time_us());
+      params["tessera.device_queue_us"].set_int64_param(
+          response.queue_time_us());
+      params["tessera.exec_us"].set_int64_param(response.exec_time_us());
+      params["tessera.frontend_us"].set_int64_param(
+          absl::ToInt64Microseconds(clock_->Now() - call->arrival));
     }
     row += call->decoded.items;
     FinishCall(std::move(call), s);

@@ -1,0 +1,303 @@
+// Serving-path overhead benchmark (prints a table; asserts nothing).
+//
+// For each model at batch 1 it measures, in one run:
+//  * the one-hop floor: a bare gRPC echo of the same request payload on
+//    loopback (KServe ModelInfer echoing its input bytes);
+//  * end-to-end latency through frontend -> backend -> proxy, and the
+//    proxy's own execution time, from which the serving-path overhead
+//    (end-to-end minus execution) and a per-hop breakdown follow (from the
+//    timing parameters every Tessera response carries);
+//  * the same model run in this process with the proxy's own runner
+//    (TorchModelRunner) on the same core, to compare execution.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/cpu_affinity.h"
+#include "common/data_type.h"
+#include "common/model_repository.h"
+#include "grpcpp/grpcpp.h"
+#include "proxy/torch_model_runner.h"
+#include "tests/integration/local_cluster.h"
+
+ABSL_FLAG(int, iterations, 300, "Timed requests per model and path.");
+ABSL_FLAG(int, warmup, 30, "Untimed requests before each measurement.");
+ABSL_FLAG(std::string, models, "lenet,resnet18", "Models to measure.");
+ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR, "Tessera binaries.");
+ABSL_FLAG(std::string, model_repository, TESSERA_MODEL_DIR,
+          "Model repository.");
+
+namespace tessera {
+namespace {
+
+using Samples = std::vector<double>;  // microseconds
+
+double Percentile(Samples s, double p) {
+  if (s.empty()) return 0;
+  std::sort(s.begin(), s.end());
+  return s[std::min(s.size() - 1, static_cast<size_t>(p * s.size()))];
+}
+
+// Echoes the first raw input back as the first raw output.
+class EchoService final
+    : public inference::GRPCInferenceService::CallbackService {
+  grpc::ServerUnaryReactor* ModelInfer(
+      grpc::CallbackServerContext* context,
+      const inference::ModelInferRequest* request,
+      inference::ModelInferResponse* response) override {
+    *response->add_raw_output_contents() = request->raw_input_contents(0);
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+inference::ModelInferRequest RandomRequest(const ModelConfig& config) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  inference::ModelInferRequest request;
+  request.set_model_name(config.name());
+  for (const TensorConfig& t : config.input()) {
+    auto* in = request.add_inputs();
+    in->set_name(t.name());
+    in->set_datatype(DataTypeWireName(t.data_type()));
+    std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+    shape[0] = 1;
+    for (int64_t d : shape) in->add_shape(d);
+    std::string* raw = request.add_raw_input_contents();
+    raw->resize(ElementCount(shape) * DataTypeSize(t.data_type()));
+    float* p = reinterpret_cast<float*>(raw->data());
+    for (size_t i = 0; i < raw->size() / 4; ++i) p[i] = dist(rng);
+  }
+  return request;
+}
+
+struct Timed {
+  Samples total;
+  std::map<std::string, Samples> params;
+};
+
+Timed Measure(inference::GRPCInferenceService::Stub* stub,
+              const inference::ModelInferRequest& request, int warmup,
+              int iterations) {
+  Timed t;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    inference::ModelInferResponse response;
+    const absl::Time start = absl::Now();
+    grpc::Status s = stub->ModelInfer(&context, request, &response);
+    const double us = absl::ToDoubleMicroseconds(absl::Now() - start);
+    if (!s.ok()) {
+      std::fprintf(stderr, "request failed: %s\n", s.error_message().c_str());
+      continue;
+    }
+    if (i < warmup) continue;
+    t.total.push_back(us);
+    for (const auto& [k, v] : response.parameters()) {
+      t.params[k].push_back(static_cast<double>(v.int64_param()));
+    }
+  }
+  return t;
+}
+
+Samples Difference(const Samples& a, const Samples& b) {
+  Samples d;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    d.push_back(a[i] - b[i]);
+  }
+  return d;
+}
+
+int Run() {
+  const int iterations = absl::GetFlag(FLAGS_iterations);
+  const int warmup = absl::GetFlag(FLAGS_warmup);
+  const std::vector<std::string> models =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',');
+  auto repo = ModelRepository::Load(absl::GetFlag(FLAGS_model_repository));
+  if (!repo.ok()) {
+    std::fprintf(stderr, "%s\n", repo.status().ToString().c_str());
+    return 1;
+  }
+
+  // 1. One-hop floor.
+  EchoService echo;
+  int echo_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &echo_port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.RegisterService(&echo);
+  auto echo_server = builder.BuildAndStart();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto echo_stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", echo_port),
+                                grpc::InsecureChannelCredentials(), args));
+  std::map<std::string, Timed> floor;
+  for (const auto& m : models) {
+    std::fprintf(stderr, "echo %s...\n", m.c_str());
+    floor[m] = Measure(echo_stub.get(),
+                       RandomRequest((*repo)->Find(m)->config), warmup,
+                       iterations);
+  }
+  echo_server->Shutdown();
+
+  // 2. End to end through a local cluster: one gpulet (one core) per model.
+  const std::string dir =
+      absl::StrCat("/tmp/tessera_bench_repo_", getpid());
+  auto subset = testing::MakeSubsetRepository(
+      absl::GetFlag(FLAGS_model_repository), models, dir);
+  if (!subset.ok()) return 1;
+  std::string plan = "devices { backend_id: \"backend0\" device_id: \"cpu0\"";
+  const double share = 100.0 / models.size();
+  for (const auto& m : models) {
+    absl::StrAppend(&plan, " gpulets { gpulet_id: \"", m,
+                    "\" share_percent: ", share, " models { model: \"", m,
+                    "\" batch_size: 1 } }");
+  }
+  plan += " }";
+  testing::LocalCluster::Options options;
+  options.bin_dir = absl::GetFlag(FLAGS_bin_dir);
+  options.model_repository = *subset;
+  options.static_plan = plan;
+  std::map<std::string, Timed> e2e;
+  std::map<std::string, std::vector<int>> cores;
+  {
+    auto cluster = testing::LocalCluster::Start(options);
+    if (!cluster.ok()) {
+      std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+      return 1;
+    }
+    for (pid_t pid : testing::ChildPids((*cluster)->backend(0)->pid())) {
+      const std::string cmd = testing::CommandLine(pid);
+      for (const auto& m : models) {
+        if (cmd.find("--gpulet_id=" + m + " ") != std::string::npos ||
+            absl::EndsWith(cmd, "--gpulet_id=" + m + " ")) {
+          cores[m] = *GetCpuAffinity(pid);
+        }
+      }
+    }
+    auto stub = (*cluster)->NewStub();
+    for (const auto& m : models) {
+      std::fprintf(stderr, "end-to-end %s...\n", m.c_str());
+      e2e[m] = Measure(stub.get(), RandomRequest((*repo)->Find(m)->config),
+                       warmup, iterations);
+    }
+  }
+
+  // 3. In-process execution with the proxy's runner on the same core.
+  std::map<std::string, Samples> inproc;
+  for (const auto& m : models) {
+    const ModelConfig& config = (*repo)->Find(m)->config;
+    if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
+    TorchModelRunner::Options ro;
+    ro.num_threads = std::max<int>(1, cores[m].size());
+    auto runner = TorchModelRunner::Create(
+        {{m, (*repo)->ModelPath(m, 1)}}, {{m, config}}, ro);
+    if (!runner.ok()) return 1;
+    auto request = RandomRequest(config);
+    std::vector<TensorView> inputs;
+    for (int i = 0; i < config.input_size(); ++i) {
+      TensorView v;
+      v.name = config.input(i).name();
+      v.data_type = config.input(i).data_type();
+      v.shape.assign(request.inputs(i).shape().begin(),
+                     request.inputs(i).shape().end());
+      v.data = reinterpret_cast<uint8_t*>(
+          request.mutable_raw_input_contents(i)->data());
+      v.size_bytes = request.raw_input_contents(i).size();
+      inputs.push_back(v);
+    }
+    std::vector<uint8_t> out(1 << 20);
+    for (int i = 0; i < warmup + iterations; ++i) {
+      absl::Duration exec;
+      auto outputs = (*runner)->Run(m, inputs, out.data(), out.size(), &exec);
+      if (outputs.ok() && i >= warmup) {
+        inproc[m].push_back(absl::ToDoubleMicroseconds(exec));
+      }
+    }
+  }
+
+  std::printf(
+      "\nServing-path overhead at batch 1 (%d requests each, microseconds; "
+      "p50 / p99)\n\n",
+      iterations);
+  std::printf("%-10s %9s %17s %17s %17s %17s %9s %17s %9s\n", "model",
+              "req bytes", "one-hop echo", "end-to-end", "proxy exec",
+              "overhead", "ovh/echo", "in-process exec", "exec/inp");
+  for (const auto& m : models) {
+    const Timed& e = e2e[m];
+    const Samples& exec = e.params.at("tessera.exec_us");
+    const Samples overhead = Difference(e.total, exec);
+    const size_t bytes =
+        RandomRequest((*repo)->Find(m)->config).raw_input_contents(0).size();
+    std::printf(
+        "%-10s %9zu %8.0f / %6.0f %8.0f / %6.0f %8.0f / %6.0f "
+        "%8.0f / %6.0f %9.2f %8.0f / %6.0f %9.3f\n",
+        m.c_str(), bytes, Percentile(floor[m].total, .5),
+        Percentile(floor[m].total, .99), Percentile(e.total, .5),
+        Percentile(e.total, .99), Percentile(exec, .5), Percentile(exec, .99),
+        Percentile(overhead, .5), Percentile(overhead, .99),
+        Percentile(overhead, .5) / Percentile(floor[m].total, .5),
+        Percentile(inproc[m], .5), Percentile(inproc[m], .99),
+        Percentile(exec, .5) / Percentile(inproc[m], .5));
+  }
+  std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
+  std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model",
+              "client<->fe", "fe queue+disp", "fe<->backend", "be->proxy+back",
+              "device queue", "exec");
+  for (const auto& m : models) {
+    const Timed& e = e2e[m];
+    const auto& p = e.params;
+    const Samples client_hop = Difference(e.total, p.at("tessera.frontend_us"));
+    const Samples fe_other =
+        Difference(Difference(p.at("tessera.frontend_us"),
+                              p.at("tessera.backend_round_trip_us")),
+                   {});
+    const Samples network =
+        Difference(p.at("tessera.backend_round_trip_us"),
+                   p.at("tessera.backend_us"));
+    const Samples handoff = Difference(
+        Difference(p.at("tessera.backend_us"), p.at("tessera.exec_us")),
+        p.at("tessera.device_queue_us"));
+    std::printf("%-10s %14.0f %14.0f %14.0f %14.0f %14.0f %12.0f\n",
+                m.c_str(), Percentile(client_hop, .5),
+                Percentile(p.at("tessera.frontend_queue_us"), .5) +
+                    (Percentile(p.at("tessera.frontend_us"), .5) -
+                     Percentile(p.at("tessera.frontend_queue_us"), .5) -
+                     Percentile(p.at("tessera.backend_round_trip_us"), .5)),
+                Percentile(network, .5), Percentile(handoff, .5),
+                Percentile(p.at("tessera.device_queue_us"), .5),
+                Percentile(p.at("tessera.exec_us"), .5));
+    (void)fe_other;
+  }
+  std::printf(
+      "\nclient<->fe: end-to-end minus the frontend's own time (the client "
+      "hop);\nfe queue+disp: frontend time not spent waiting for the backend "
+      "(validation, queueing, batching, output splitting);\nfe<->backend: "
+      "backend round trip minus backend time (the second network hop);\n"
+      "be->proxy+back: backend time minus execution and device queueing "
+      "(shared-memory handoff, control messages).\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serving-path overhead benchmark: one-hop gRPC echo floor vs end-to-end "
+      "latency through a local Tessera cluster, and proxy execution vs "
+      "in-process LibTorch. Prints tables.");
+  absl::ParseCommandLine(argc, argv);
+  return tessera::Run();
+}

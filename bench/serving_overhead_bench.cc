@@ -11,6 +11,8 @@
 //    (TorchModelRunner) on the same core, to compare execution.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -24,6 +26,8 @@
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/model_repository.h"
+#include "common/subprocess.h"
+#include "common/termination_signals.h"
 #include "grpcpp/grpcpp.h"
 #include "proxy/torch_model_runner.h"
 #include "tests/integration/local_cluster.h"
@@ -34,6 +38,10 @@ ABSL_FLAG(std::string, models, "lenet,resnet18", "Models to measure.");
 ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR, "Tessera binaries.");
 ABSL_FLAG(std::string, model_repository, TESSERA_MODEL_DIR,
           "Model repository.");
+ABSL_FLAG(std::string, serve_echo, "",
+          "Internal: serve the echo service and write its port to this file "
+          "(the benchmark runs itself this way so the one-hop floor crosses "
+          "processes, as client -> frontend does).");
 
 namespace tessera {
 namespace {
@@ -59,6 +67,24 @@ class EchoService final
     return reactor;
   }
 };
+
+int ServeEcho(const std::string& port_file) {
+  BlockTerminationSignals();
+  EchoService echo;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.RegisterService(&echo);
+  auto server = builder.BuildAndStart();
+  if (server == nullptr) return 1;
+  std::ofstream(port_file + ".tmp") << port << "\n";
+  std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  WaitForTerminationSignal();
+  server->Shutdown();
+  return 0;
+}
 
 inference::ModelInferRequest RandomRequest(const ModelConfig& config) {
   std::mt19937 rng(7);
@@ -128,15 +154,20 @@ int Run() {
     return 1;
   }
 
-  // 1. One-hop floor.
-  EchoService echo;
+  // 1. One-hop floor: an echo server in another process.
+  const std::string echo_port_file =
+      absl::StrCat("/tmp/tessera_bench_echo_", getpid(), ".port");
+  Subprocess::Options echo_options;
+  echo_options.argv = {std::filesystem::read_symlink("/proc/self/exe"),
+                       "--serve_echo=" + echo_port_file};
+  auto echo_process = Subprocess::Spawn(echo_options);
+  if (!echo_process.ok()) return 1;
   int echo_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &echo_port);
-  builder.SetMaxReceiveMessageSize(-1);
-  builder.RegisterService(&echo);
-  auto echo_server = builder.BuildAndStart();
+  for (int i = 0; i < 500 && echo_port == 0; ++i) {
+    std::ifstream(echo_port_file) >> echo_port;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  std::remove(echo_port_file.c_str());
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   auto echo_stub = inference::GRPCInferenceService::NewStub(
@@ -145,15 +176,13 @@ int Run() {
   std::map<std::string, Timed> floor;
   for (const auto& m : models) {
     std::fprintf(stderr, "echo %s...\n", m.c_str());
-    floor[m] = Measure(echo_stub.get(),
-                       RandomRequest((*repo)->Find(m)->config), warmup,
-                       iterations);
+    floor[m] = Measure(echo_stub.get(), RandomRequest((*repo)->Find(m)->config),
+                       warmup, iterations);
   }
-  echo_server->Shutdown();
+  (*echo_process)->Stop(absl::Seconds(5));
 
   // 2. End to end through a local cluster: one gpulet (one core) per model.
-  const std::string dir =
-      absl::StrCat("/tmp/tessera_bench_repo_", getpid());
+  const std::string dir = absl::StrCat("/tmp/tessera_bench_repo_", getpid());
   auto subset = testing::MakeSubsetRepository(
       absl::GetFlag(FLAGS_model_repository), models, dir);
   if (!subset.ok()) return 1;
@@ -194,15 +223,17 @@ int Run() {
     }
   }
 
-  // 3. In-process execution with the proxy's runner on the same core.
-  std::map<std::string, Samples> inproc;
+  // 3. In-process execution with the proxy's runner on the same core:
+  // back to back, and paced (idle between runs for about the end-to-end
+  // time, as the proxy is between sequential requests: caches go cold).
+  std::map<std::string, Samples> inproc, paced;
   for (const auto& m : models) {
     const ModelConfig& config = (*repo)->Find(m)->config;
     if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
     TorchModelRunner::Options ro;
     ro.num_threads = std::max<int>(1, cores[m].size());
-    auto runner = TorchModelRunner::Create(
-        {{m, (*repo)->ModelPath(m, 1)}}, {{m, config}}, ro);
+    auto runner = TorchModelRunner::Create({{m, (*repo)->ModelPath(m, 1)}},
+                                           {{m, config}}, ro);
     if (!runner.ok()) return 1;
     auto request = RandomRequest(config);
     std::vector<TensorView> inputs;
@@ -218,11 +249,18 @@ int Run() {
       inputs.push_back(v);
     }
     std::vector<uint8_t> out(1 << 20);
-    for (int i = 0; i < warmup + iterations; ++i) {
-      absl::Duration exec;
-      auto outputs = (*runner)->Run(m, inputs, out.data(), out.size(), &exec);
-      if (outputs.ok() && i >= warmup) {
-        inproc[m].push_back(absl::ToDoubleMicroseconds(exec));
+    const absl::Duration gap =
+        absl::Microseconds(Percentile(e2e[m].total, .5) -
+                           Percentile(e2e[m].params.at("tessera.exec_us"), .5));
+    for (bool pace : {false, true}) {
+      for (int i = 0; i < warmup + iterations; ++i) {
+        if (pace) absl::SleepFor(gap);
+        absl::Duration exec;
+        auto outputs = (*runner)->Run(m, inputs, out.data(), out.size(), &exec);
+        if (outputs.ok() && i >= warmup) {
+          (pace ? paced : inproc)[m].push_back(
+              absl::ToDoubleMicroseconds(exec));
+        }
       }
     }
   }
@@ -231,9 +269,10 @@ int Run() {
       "\nServing-path overhead at batch 1 (%d requests each, microseconds; "
       "p50 / p99)\n\n",
       iterations);
-  std::printf("%-10s %9s %17s %17s %17s %17s %9s %17s %9s\n", "model",
+  std::printf("%-10s %9s %17s %17s %17s %17s %9s %17s %9s %17s %9s\n", "model",
               "req bytes", "one-hop echo", "end-to-end", "proxy exec",
-              "overhead", "ovh/echo", "in-process exec", "exec/inp");
+              "overhead", "ovh/echo", "in-proc exec", "exec/inp",
+              "in-proc paced", "exec/pcd");
   for (const auto& m : models) {
     const Timed& e = e2e[m];
     const Samples& exec = e.params.at("tessera.exec_us");
@@ -242,35 +281,32 @@ int Run() {
         RandomRequest((*repo)->Find(m)->config).raw_input_contents(0).size();
     std::printf(
         "%-10s %9zu %8.0f / %6.0f %8.0f / %6.0f %8.0f / %6.0f "
-        "%8.0f / %6.0f %9.2f %8.0f / %6.0f %9.3f\n",
+        "%8.0f / %6.0f %9.2f %8.0f / %6.0f %9.3f %8.0f / %6.0f %9.3f\n",
         m.c_str(), bytes, Percentile(floor[m].total, .5),
         Percentile(floor[m].total, .99), Percentile(e.total, .5),
         Percentile(e.total, .99), Percentile(exec, .5), Percentile(exec, .99),
         Percentile(overhead, .5), Percentile(overhead, .99),
         Percentile(overhead, .5) / Percentile(floor[m].total, .5),
         Percentile(inproc[m], .5), Percentile(inproc[m], .99),
-        Percentile(exec, .5) / Percentile(inproc[m], .5));
+        Percentile(exec, .5) / Percentile(inproc[m], .5),
+        Percentile(paced[m], .5), Percentile(paced[m], .99),
+        Percentile(exec, .5) / Percentile(paced[m], .5));
   }
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
-  std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model",
-              "client<->fe", "fe queue+disp", "fe<->backend", "be->proxy+back",
-              "device queue", "exec");
+  std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model", "client<->fe",
+              "fe queue+disp", "fe<->backend", "be->proxy+back", "device queue",
+              "exec");
   for (const auto& m : models) {
     const Timed& e = e2e[m];
     const auto& p = e.params;
     const Samples client_hop = Difference(e.total, p.at("tessera.frontend_us"));
-    const Samples fe_other =
-        Difference(Difference(p.at("tessera.frontend_us"),
-                              p.at("tessera.backend_round_trip_us")),
-                   {});
-    const Samples network =
-        Difference(p.at("tessera.backend_round_trip_us"),
-                   p.at("tessera.backend_us"));
+    const Samples network = Difference(p.at("tessera.backend_round_trip_us"),
+                                       p.at("tessera.backend_us"));
     const Samples handoff = Difference(
         Difference(p.at("tessera.backend_us"), p.at("tessera.exec_us")),
         p.at("tessera.device_queue_us"));
-    std::printf("%-10s %14.0f %14.0f %14.0f %14.0f %14.0f %12.0f\n",
-                m.c_str(), Percentile(client_hop, .5),
+    std::printf("%-10s %14.0f %14.0f %14.0f %14.0f %14.0f %12.0f\n", m.c_str(),
+                Percentile(client_hop, .5),
                 Percentile(p.at("tessera.frontend_queue_us"), .5) +
                     (Percentile(p.at("tessera.frontend_us"), .5) -
                      Percentile(p.at("tessera.frontend_queue_us"), .5) -
@@ -278,7 +314,6 @@ int Run() {
                 Percentile(network, .5), Percentile(handoff, .5),
                 Percentile(p.at("tessera.device_queue_us"), .5),
                 Percentile(p.at("tessera.exec_us"), .5));
-    (void)fe_other;
   }
   std::printf(
       "\nclient<->fe: end-to-end minus the frontend's own time (the client "
@@ -299,5 +334,8 @@ int main(int argc, char** argv) {
       "latency through a local Tessera cluster, and proxy execution vs "
       "in-process LibTorch. Prints tables.");
   absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_serve_echo).empty()) {
+    return tessera::ServeEcho(absl::GetFlag(FLAGS_serve_echo));
+  }
   return tessera::Run();
 }

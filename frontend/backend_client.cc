@@ -63,40 +63,40 @@ absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
 }
 
 void BackendClient::Send(BatchRequest batch, Callback done) {
-  absl::MutexLock write_lock(&write_mu_);
-  uint64_t id = 0;
+  // Callbacks never run under write_mu_: they may send again.
+  Callback failed;
+  absl::Status failure;
   {
-    absl::MutexLock lock(&mu_);
-    if (connected_ && stream_ != nullptr) {
-      id = next_id_++;
-      pending_[id] = std::move(done);
-    }
-  }
-  if (id == 0) {
-    done(absl::UnavailableError(absl::StrCat("backend '", id_, "' at ",
-                                             address_, " is not connected")),
-         BatchResponse());
-    return;
-  }
-  batch.set_batch_id(id);
-  if (!stream_->Write(batch)) {
-    // The stream broke; StreamLoop fails whatever is still pending,
-    // including this batch, unless we take it back first.
-    Callback cb;
+    absl::MutexLock write_lock(&write_mu_);
+    uint64_t id = 0;
     {
       absl::MutexLock lock(&mu_);
-      auto it = pending_.find(id);
-      if (it != pending_.end()) {
-        cb = std::move(it->second);
-        pending_.erase(it);
+      if (connected_ && stream_ != nullptr) {
+        id = next_id_++;
+        pending_[id] = std::move(done);
       }
     }
-    if (cb) {
-      cb(absl::UnavailableError(
-             absl::StrCat("stream to backend '", id_, "' broke while sending")),
-         BatchResponse());
+    if (id == 0) {
+      failed = std::move(done);
+      failure = absl::UnavailableError(absl::StrCat(
+          "backend '", id_, "' at ", address_, " is not connected"));
+    } else {
+      batch.set_batch_id(id);
+      if (!stream_->Write(batch)) {
+        // The stream broke; StreamLoop fails whatever is still pending
+        // unless we take this batch back first.
+        absl::MutexLock lock(&mu_);
+        auto it = pending_.find(id);
+        if (it != pending_.end()) {
+          failed = std::move(it->second);
+          pending_.erase(it);
+          failure = absl::UnavailableError(absl::StrCat(
+              "stream to backend '", id_, "' broke while sending"));
+        }
+      }
     }
   }
+  if (failed) failed(failure, BatchResponse());
 }
 
 void BackendClient::StreamLoop() {

@@ -47,6 +47,7 @@ GpuletWorker::GpuletWorker(Options options, BackendClient* backend,
 GpuletWorker::~GpuletWorker() { Stop(); }
 
 void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
+  Actions actions;
   {
     absl::MutexLock lock(&mu_);
     if (!stopping_) {
@@ -58,13 +59,16 @@ void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
       r.deadline = call->deadline;
       calls_[r.id] = std::move(call);
       dispatcher_.Enqueue(r);
-      dirty_ = true;
-      return;
+      actions = PollLocked();
     }
   }
-  FinishCall(std::move(call),
-             absl::UnavailableError(absl::StrCat(
-                 "gpulet '", gpulet_id(), "' is being replaced; retry")));
+  if (call != nullptr) {
+    FinishCall(std::move(call),
+               absl::UnavailableError(absl::StrCat(
+                   "gpulet '", gpulet_id(), "' is being replaced; retry")));
+    return;
+  }
+  Execute(std::move(actions));
 }
 
 size_t GpuletWorker::queued() const {
@@ -72,52 +76,67 @@ size_t GpuletWorker::queued() const {
   return dispatcher_.queued();
 }
 
+GpuletWorker::Actions GpuletWorker::PollLocked() {
+  Actions actions;
+  Dispatcher::Decision decision = dispatcher_.Poll();
+  for (const DispatchRequest& r : decision.expired) {
+    auto it = calls_.find(r.id);
+    actions.expired.push_back(std::move(it->second));
+    calls_.erase(it);
+  }
+  for (FormedBatch& b : decision.batches) {
+    std::vector<std::unique_ptr<InferCall>> calls;
+    for (const DispatchRequest& r : b.requests) {
+      auto it = calls_.find(r.id);
+      calls.push_back(std::move(it->second));
+      calls_.erase(it);
+    }
+    actions.batches.emplace_back(std::move(b), std::move(calls));
+  }
+  // The timer thread sleeps until armed_wake_; wake it only if this poll
+  // needs an earlier wake-up.
+  next_wake_ = decision.wake_at;
+  if (next_wake_ < armed_wake_) dirty_ = true;
+  return actions;
+}
+
+void GpuletWorker::Execute(Actions actions) {
+  for (auto& call : actions.expired) {
+    const std::string model = call->config->name();
+    FinishCall(std::move(call),
+               absl::DeadlineExceededError(absl::StrCat(
+                   "request for model '", model,
+                   "' cannot meet its deadline (SLO or client deadline) on "
+                   "gpulet '",
+                   gpulet_id(), "'; rejected before execution")));
+  }
+  for (auto& [batch, calls] : actions.batches) {
+    SendBatch(batch, std::move(calls));
+  }
+}
+
 void GpuletWorker::Loop() {
-  absl::Time wake_at = absl::InfiniteFuture();
   while (true) {
-    std::vector<std::pair<FormedBatch, std::vector<std::unique_ptr<InferCall>>>>
-        to_send;
-    std::vector<std::unique_ptr<InferCall>> expired;
+    Actions actions;
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return dirty_ || stopping_;
       };
-      if (wake_at == absl::InfiniteFuture()) {
+      armed_wake_ = next_wake_;
+      if (armed_wake_ == absl::InfiniteFuture()) {
         mu_.Await(absl::Condition(&wake));
       } else {
         // Wall-clock wait; the clock only decides what is due.
-        mu_.AwaitWithDeadline(absl::Condition(&wake), wake_at);
+        mu_.AwaitWithDeadline(absl::Condition(&wake), armed_wake_);
       }
+      armed_wake_ = absl::InfiniteFuture();
       if (stopping_) return;
       dirty_ = false;
-      Dispatcher::Decision decision = dispatcher_.Poll();
-      wake_at = decision.wake_at;
-      for (const DispatchRequest& r : decision.expired) {
-        auto it = calls_.find(r.id);
-        expired.push_back(std::move(it->second));
-        calls_.erase(it);
-      }
-      for (FormedBatch& b : decision.batches) {
-        std::vector<std::unique_ptr<InferCall>> calls;
-        for (const DispatchRequest& r : b.requests) {
-          auto it = calls_.find(r.id);
-          calls.push_back(std::move(it->second));
-          calls_.erase(it);
-        }
-        to_send.emplace_back(std::move(b), std::move(calls));
-      }
+      actions = PollLocked();
+      dirty_ = false;  // this thread re-arms with next_wake_ right away
     }
-    for (auto& call : expired) {
-      const std::string model = call->config->name();
-      FinishCall(std::move(call),
-                 absl::DeadlineExceededError(absl::StrCat(
-                     "request for model '", model,
-                     "' cannot meet its deadline (SLO or client deadline) on "
-                     "gpulet '",
-                     gpulet_id(), "'; rejected before execution")));
-    }
-    for (auto& [batch, calls] : to_send) SendBatch(batch, std::move(calls));
+    Execute(std::move(actions));
   }
 }
 
@@ -192,10 +211,16 @@ void GpuletWorker::OnBatchResponse(
     row += call->decoded.items;
     FinishCall(std::move(call), s);
   }
-  absl::MutexLock lock(&mu_);
-  dispatcher_.OnBatchDone(batch_id, absl::Microseconds(response.exec_time_us()),
-                          round_trip, status.ok());
-  dirty_ = true;
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    dispatcher_.OnBatchDone(batch_id,
+                            absl::Microseconds(response.exec_time_us()),
+                            round_trip, status.ok());
+    if (!stopping_) actions = PollLocked();
+  }
+  // Sent from this (stream reader) thread: no hop to the timer thread.
+  Execute(std::move(actions));
 }
 
 void GpuletWorker::Stop() {

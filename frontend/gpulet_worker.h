@@ -56,7 +56,19 @@ class GpuletWorker {
   size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // What a dispatcher poll decided, carried out after the lock is released.
+  struct Actions {
+    std::vector<std::pair<FormedBatch, std::vector<std::unique_ptr<InferCall>>>>
+        batches;
+    std::vector<std::unique_ptr<InferCall>> expired;
+  };
+
+  // Timer thread: polls when the dispatcher's next deadline comes. Polls
+  // triggered by events (a new call, a completed batch) run inline on the
+  // thread of the event, which saves a thread hop on the serving path.
   void Loop();
+  Actions PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Execute(Actions actions) ABSL_LOCKS_EXCLUDED(mu_);
   void SendBatch(const FormedBatch& batch,
                  std::vector<std::unique_ptr<InferCall>> calls);
   void OnBatchResponse(uint64_t batch_id, absl::Time sent,
@@ -75,7 +87,12 @@ class GpuletWorker {
   Dispatcher dispatcher_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::unique_ptr<InferCall>> calls_ ABSL_GUARDED_BY(mu_);
   uint64_t next_call_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Set to make the timer thread re-poll (and re-arm).
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  // When the last poll wants to run again, and when the timer thread is
+  // currently set to wake (InfiniteFuture while it is not waiting).
+  absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time armed_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -12,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/text_proto.h"
 #include "grpcpp/grpcpp.h"
+#include "model_config.pb.h"
 
 namespace tessera {
 namespace testing {
@@ -121,17 +123,25 @@ std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub()
 
 absl::StatusOr<std::string> MakeSubsetRepository(
     const std::string& source_repository,
-    const std::vector<std::string>& models, const std::string& dir) {
+    const std::vector<std::string>& models, const std::string& dir,
+    double slo_ms_override) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
   for (const std::string& m : models) {
     const fs::path src = fs::absolute(fs::path(source_repository) / m);
-    if (!fs::exists(src / "config.pbtxt")) {
-      return absl::NotFoundError(absl::StrCat("no model ", src.string()));
-    }
-    fs::create_directory_symlink(src, fs::path(dir) / m, ec);
-    if (ec && !fs::exists(fs::path(dir) / m)) {
-      return absl::InternalError(ec.message());
+    ModelConfig config;
+    absl::Status s = ReadTextProto((src / "config.pbtxt").string(), &config);
+    if (!s.ok()) return s;
+    if (slo_ms_override > 0) config.set_slo_ms(slo_ms_override);
+    const fs::path dst = fs::path(dir) / m;
+    fs::create_directories(dst, ec);
+    s = WriteTextProto((dst / "config.pbtxt").string(), config);
+    if (!s.ok()) return s;
+    for (const auto& entry : fs::directory_iterator(src)) {
+      if (entry.is_directory() && !fs::exists(dst / entry.path().filename())) {
+        fs::create_directory_symlink(entry.path(),
+                                     dst / entry.path().filename(), ec);
+        if (ec) return absl::InternalError(ec.message());
+      }
     }
   }
   return dir;

@@ -47,11 +47,14 @@ class LocalCluster {
   std::string frontend_address_;
 };
 
-// Makes a model repository under `dir` holding symlinks to `models` of
-// `source_repository` (to run a cluster on a subset of the shipped models).
+// Makes a model repository under `dir` with `models` of
+// `source_repository` (to run a cluster on a subset of the shipped models):
+// their version directories are symlinked; their configs are copied, with
+// slo_ms replaced by `slo_ms_override` when it is positive.
 absl::StatusOr<std::string> MakeSubsetRepository(
     const std::string& source_repository,
-    const std::vector<std::string>& models, const std::string& dir);
+    const std::vector<std::string>& models, const std::string& dir,
+    double slo_ms_override = 0);
 
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);

@@ -16,6 +16,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -23,6 +24,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/model_repository.h"
@@ -38,6 +40,8 @@ ABSL_FLAG(std::string, models, "lenet,resnet18", "Models to measure.");
 ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR, "Tessera binaries.");
 ABSL_FLAG(std::string, model_repository, TESSERA_MODEL_DIR,
           "Model repository.");
+ABSL_FLAG(bool, echo_handoff, false,
+          "Diagnostic: the echo server finishes calls from another thread.");
 ABSL_FLAG(std::string, serve_echo, "",
           "Internal: serve the echo service and write its port to this file "
           "(the benchmark runs itself this way so the one-hop floor crosses "
@@ -54,23 +58,68 @@ double Percentile(Samples s, double p) {
   return s[std::min(s.size() - 1, static_cast<size_t>(p * s.size()))];
 }
 
-// Echoes the first raw input back as the first raw output.
+// Echoes the first raw input back as the first raw output. With
+// `handoff`, the call is finished from another thread (as the frontend
+// finishes calls from its backend-stream reader thread), to measure what
+// that hand-off alone costs.
 class EchoService final
     : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit EchoService(bool handoff) : handoff_(handoff) {
+    if (handoff_) thread_ = std::thread([this] { Loop(); });
+  }
+  ~EchoService() override {
+    if (handoff_) {
+      {
+        absl::MutexLock lock(&mu_);
+        stop_ = true;
+      }
+      thread_.join();
+    }
+  }
+
   grpc::ServerUnaryReactor* ModelInfer(
       grpc::CallbackServerContext* context,
       const inference::ModelInferRequest* request,
       inference::ModelInferResponse* response) override {
     *response->add_raw_output_contents() = request->raw_input_contents(0);
     auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
+    if (handoff_) {
+      absl::MutexLock lock(&mu_);
+      pending_.push_back(reactor);
+    } else {
+      reactor->Finish(grpc::Status::OK);
+    }
     return reactor;
   }
+
+ private:
+  void Loop() {
+    while (true) {
+      std::vector<grpc::ServerUnaryReactor*> ready;
+      {
+        absl::MutexLock lock(&mu_);
+        auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stop_ || !pending_.empty();
+        };
+        mu_.Await(absl::Condition(&wake));
+        if (stop_) return;
+        ready.swap(pending_);
+      }
+      for (auto* r : ready) r->Finish(grpc::Status::OK);
+    }
+  }
+
+  const bool handoff_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<grpc::ServerUnaryReactor*> pending_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
 };
 
 int ServeEcho(const std::string& port_file) {
   BlockTerminationSignals();
-  EchoService echo;
+  EchoService echo(absl::GetFlag(FLAGS_echo_handoff));
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -158,8 +207,10 @@ int Run() {
   const std::string echo_port_file =
       absl::StrCat("/tmp/tessera_bench_echo_", getpid(), ".port");
   Subprocess::Options echo_options;
-  echo_options.argv = {std::filesystem::read_symlink("/proc/self/exe"),
-                       "--serve_echo=" + echo_port_file};
+  echo_options.argv = {
+      std::filesystem::read_symlink("/proc/self/exe"),
+      "--serve_echo=" + echo_port_file,
+      absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff))};
   auto echo_process = Subprocess::Spawn(echo_options);
   if (!echo_process.ok()) return 1;
   int echo_port = 0;

@@ -30,7 +30,7 @@ PACKAGES=(
   # libraries
   libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libabsl-dev libspdlog-dev libgtest-dev libgmock-dev
-  libbenchmark-dev
+  libbenchmark-dev nlohmann-json3-dev
   # without it LibTorch falls back to reference BLAS (~10x slower)
   libopenblas0-openmp
   # model generation and the Python protocol-compatibility test

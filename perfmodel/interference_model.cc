@@ -1,0 +1,116 @@
+#include "perfmodel/interference_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "perfmodel/least_squares.h"
+
+namespace tessera {
+namespace {
+
+double Solo(const Placement& p) {
+  return p.model->LatencyMs(p.batch, p.share_percent);
+}
+double L2(const Placement& p) {
+  return p.model->L2Util(p.batch, p.share_percent) / 100.0;
+}
+double Dram(const Placement& p) {
+  return p.model->DramUtil(p.batch, p.share_percent) / 100.0;
+}
+
+}  // namespace
+
+double InterferenceModel::LatencyMs(
+    const Placement& self, const std::vector<Placement>& neighbours) const {
+  double factor = 1.0;
+  for (const Placement& n : neighbours) {
+    factor = std::max(factor, Factor(self, n));
+  }
+  return Solo(self) * factor;
+}
+
+ConstantInterference ConstantInterference::Fit(
+    const std::vector<CoLocationSample>& rows) {
+  double sum = 0;
+  for (const auto& r : rows) sum += r.latency_ms / Solo(r.self);
+  return ConstantInterference(rows.empty() ? 1.0 : sum / rows.size());
+}
+
+absl::StatusOr<LinearInterference> LinearInterference::Fit(
+    const std::vector<CoLocationSample>& rows) {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (const auto& r : rows) {
+    x.push_back({L2(r.self), L2(r.other), Dram(r.self), Dram(r.other), 1.0});
+    y.push_back(r.latency_ms / Solo(r.self));
+  }
+  auto w = SolveLeastSquares(x, y, 1e-9);
+  if (!w.ok()) return w.status();
+  return LinearInterference(*w);
+}
+
+double LinearInterference::Factor(const Placement& self,
+                                  const Placement& other) const {
+  const double f = c_[0] * L2(self) + c_[1] * L2(other) + c_[2] * Dram(self) +
+                   c_[3] * Dram(other) + c_[4];
+  return std::max(1.0, f);
+}
+
+std::vector<double> PairwiseInterference::Features(
+    const Placement& self, const Placement& other) const {
+  // Per model m (as the one slowed down): intercept, sensitivity to the
+  // neighbour's DRAM and L2 pressure; shared: shares and batch sizes.
+  const size_t m = models_.size();
+  std::vector<double> f(3 * m + 4, 0.0);
+  auto it = models_.find(self.model->model());
+  const double d = Dram(other), l = L2(other);
+  if (it != models_.end()) {
+    f[3 * it->second + 0] = 1.0;
+    f[3 * it->second + 1] = d;
+    f[3 * it->second + 2] = l;
+  } else {  // unknown model: the average model
+    for (size_t i = 0; i < m; ++i) {
+      f[3 * i + 0] = 1.0 / m;
+      f[3 * i + 1] = d / m;
+      f[3 * i + 2] = l / m;
+    }
+  }
+  f[3 * m + 0] = self.share_percent / 100.0;
+  f[3 * m + 1] = other.share_percent / 100.0;
+  f[3 * m + 2] = std::log2(static_cast<double>(std::max(1, self.batch)));
+  f[3 * m + 3] = std::log2(static_cast<double>(std::max(1, other.batch)));
+  return f;
+}
+
+absl::StatusOr<PairwiseInterference> PairwiseInterference::Fit(
+    const std::vector<CoLocationSample>& rows, double ridge) {
+  PairwiseInterference model;
+  std::set<std::string> names;
+  for (const auto& r : rows) {
+    names.insert(r.self.model->model());
+    names.insert(r.other.model->model());
+  }
+  int i = 0;
+  for (const auto& n : names) model.models_[n] = i++;
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (const auto& r : rows) {
+    x.push_back(model.Features(r.self, r.other));
+    y.push_back(r.latency_ms / Solo(r.self));
+  }
+  auto w = SolveLeastSquares(x, y, ridge);
+  if (!w.ok()) return w.status();
+  model.w_ = std::move(*w);
+  return model;
+}
+
+double PairwiseInterference::Factor(const Placement& self,
+                                    const Placement& other) const {
+  const std::vector<double> f = Features(self, other);
+  double v = 0;
+  for (size_t i = 0; i < f.size(); ++i) v += w_[i] * f[i];
+  return std::max(1.0, v);
+}
+
+}  // namespace tessera

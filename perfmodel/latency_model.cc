@@ -1,0 +1,123 @@
+#include "perfmodel/latency_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera {
+
+absl::StatusOr<LatencyModel> LatencyModel::FromProfile(
+    const ModelProfile& profile) {
+  std::set<int> batches;
+  std::set<double> shares;
+  for (const LatencyPoint& p : profile.latency()) {
+    if (p.batch_size() < 1 || !(p.share_percent() > 0) ||
+        p.share_percent() > 100 || !(p.latency_ms() > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("profile of '", profile.model(), "': bad point batch ",
+                       p.batch_size(), " share ", p.share_percent(),
+                       " latency ", p.latency_ms()));
+    }
+    batches.insert(p.batch_size());
+    shares.insert(p.share_percent());
+  }
+  if (batches.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile of '", profile.model(), "' has no points"));
+  }
+  LatencyModel m;
+  m.model_ = profile.model();
+  m.memory_bytes_ = profile.memory_bytes();
+  m.batches_.assign(batches.begin(), batches.end());
+  m.shares_.assign(shares.begin(), shares.end());
+  m.table_.assign(3, std::vector<std::map<int, double>>(m.shares_.size()));
+  for (const LatencyPoint& p : profile.latency()) {
+    const size_t s = std::lower_bound(m.shares_.begin(), m.shares_.end(),
+                                      p.share_percent()) -
+                     m.shares_.begin();
+    m.table_[kLatency][s][p.batch_size()] = p.latency_ms();
+    m.table_[kL2][s][p.batch_size()] = p.l2_util_percent();
+    m.table_[kDram][s][p.batch_size()] = p.dram_util_percent();
+  }
+  // Monotone envelope of latency: non-decreasing in b at each share ...
+  for (auto& curve : m.table_[kLatency]) {
+    double running = 0;
+    for (auto& [b, v] : curve) running = v = std::max(v, running);
+  }
+  // ... and non-increasing in p at each profiled batch (walk shares from
+  // large to small; compare against the interpolated larger-share value).
+  for (int s = static_cast<int>(m.shares_.size()) - 2; s >= 0; --s) {
+    for (auto& [b, v] : m.table_[kLatency][s]) {
+      v = std::max(v, m.AtShare(kLatency, s + 1, b));
+    }
+  }
+  return m;
+}
+
+double LatencyModel::AtShare(Field f, size_t share_index, int batch) const {
+  const std::map<int, double>& curve = table_[f][share_index];
+  if (curve.empty()) return 0;
+  auto hi = curve.lower_bound(batch);
+  if (hi != curve.end() && hi->first == batch) return hi->second;
+  if (hi == curve.begin()) return hi->second;
+  if (hi == curve.end()) {
+    auto last = std::prev(curve.end());
+    if (curve.size() == 1) {
+      return f == kLatency ? last->second * batch / last->first : last->second;
+    }
+    auto before = std::prev(last);
+    const double slope = std::max(
+        0.0, (last->second - before->second) / (last->first - before->first));
+    return last->second + slope * (batch - last->first);
+  }
+  auto lo = std::prev(hi);
+  const double t =
+      static_cast<double>(batch - lo->first) / (hi->first - lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+double LatencyModel::Lookup(Field f, int batch, double share) const {
+  // Shares whose curve covers this batch size: a share profiled only at
+  // batch 1 (e.g. 10 % and 100 % in the V100 data) must not be used to
+  // extrapolate large batches.
+  std::vector<size_t> usable;
+  for (size_t s = 0; s < shares_.size(); ++s) {
+    const auto& curve = table_[f][s];
+    if (!curve.empty() && curve.rbegin()->first >= std::min(batch, max_batch()))
+      usable.push_back(s);
+  }
+  if (usable.empty()) {
+    for (size_t s = 0; s < shares_.size(); ++s) {
+      if (!table_[f][s].empty()) usable.push_back(s);
+    }
+  }
+  size_t lo = usable.front(), hi = usable.back();
+  for (size_t s : usable) {
+    if (shares_[s] <= share) lo = s;
+  }
+  for (auto it = usable.rbegin(); it != usable.rend(); ++it) {
+    if (shares_[*it] >= share) hi = *it;
+  }
+  const double vlo = AtShare(f, lo, batch);
+  if (lo == hi || shares_[lo] >= share) return vlo;
+  const double vhi = AtShare(f, hi, batch);
+  if (shares_[hi] <= share) return vhi;
+  const double t = (1.0 / share - 1.0 / shares_[lo]) /
+                   (1.0 / shares_[hi] - 1.0 / shares_[lo]);
+  return vlo + t * (vhi - vlo);
+}
+
+double LatencyModel::LatencyMs(int batch, double share_percent) const {
+  return Lookup(kLatency, batch, share_percent);
+}
+double LatencyModel::L2Util(int batch, double share_percent) const {
+  return Lookup(kL2, batch, share_percent);
+}
+double LatencyModel::DramUtil(int batch, double share_percent) const {
+  return Lookup(kDram, batch, share_percent);
+}
+
+}  // namespace tessera

@@ -47,11 +47,19 @@ absl::StatusOr<LatencyModel> LatencyModel::FromProfile(
     double running = 0;
     for (auto& [b, v] : curve) running = v = std::max(v, running);
   }
-  // ... and non-increasing in p at each profiled batch (walk shares from
-  // large to small; compare against the interpolated larger-share value).
+  // ... and non-increasing in p at each profiled batch: walk shares from
+  // large to small and compare with the nearest larger share whose curve
+  // reaches this batch (a share profiled at batch 1 only says nothing
+  // about batch 8).
   for (int s = static_cast<int>(m.shares_.size()) - 2; s >= 0; --s) {
     for (auto& [b, v] : m.table_[kLatency][s]) {
-      v = std::max(v, m.AtShare(kLatency, s + 1, b));
+      for (size_t t = s + 1; t < m.shares_.size(); ++t) {
+        const auto& larger = m.table_[kLatency][t];
+        if (!larger.empty() && larger.rbegin()->first >= b) {
+          v = std::max(v, m.AtShare(kLatency, t, b));
+          break;
+        }
+      }
     }
   }
   return m;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct DeviceSnapshot {
   DeviceKind kind = DEVICE_KIND_UNSPECIFIED;
   int num_cores = 0;         // CPU devices
   int64_t memory_bytes = 0;  // 0 = unlimited
+  // Key of the profiles that describe this device ("cpu", "v100", ...).
+  std::string profile_key;
 };
 
 // One servable model.
@@ -53,10 +56,15 @@ class SchedulingPolicy {
   virtual std::string name() const = 0;
 };
 
+class InterferenceModel;
+
 // Options handed to policy factories. Grows with the policies.
 struct PolicyOptions {
   // Used by the "static" policy.
   Plan static_plan;
+  // Interference model interference-aware policies plan with (e.g.
+  // "gpulet"); nullptr: none. Shared, immutable.
+  std::shared_ptr<const InterferenceModel> interference;
 };
 
 }  // namespace tessera

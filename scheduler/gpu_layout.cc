@@ -1,0 +1,127 @@
+#include "scheduler/gpu_layout.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tessera {
+
+bool GpuLayout::used() const {
+  for (const Slot& s : slots_) {
+    if (!s.free()) return true;
+  }
+  return false;
+}
+
+int GpuLayout::Split(double share) {
+  if (share >= 100) return 0;
+  slots_ = {Slot{share, {}, {}}, Slot{100 - share, {}, {}}};
+  return 0;
+}
+
+void GpuLayout::Unsplit() { slots_ = {Slot{}}; }
+
+bool GpuLayout::Resolve(const InterferenceModel* interference) {
+  const int rounds = interference == nullptr ? 1 : 3;
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& slot = slots_[i];
+      if (slot.free()) continue;
+      SliceLatencyFn latency = SoloLatency;
+      if (interference != nullptr) {
+        latency = [this, i, interference](const Slice& s, int b, double share) {
+          const Placement self{s.demand->latency, b, share};
+          std::vector<Placement> neighbours;
+          for (size_t k = 0; k < slots_.size(); ++k) {
+            const Slot& other = slots_[k];
+            if (k == i || other.free()) continue;
+            for (size_t j = 0; j < other.slices.size(); ++j) {
+              const int nb = j < other.schedule.batches.size()
+                                 ? other.schedule.batches[j]
+                                 : 1;
+              neighbours.push_back(Placement{other.slices[j].demand->latency,
+                                             nb, other.share_percent});
+            }
+          }
+          return interference->LatencyMs(self, neighbours);
+        };
+      }
+      auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
+      if (!schedule) return false;
+      slot.schedule = *schedule;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
+    const ClusterSnapshot& snapshot) {
+  auto inputs = std::unique_ptr<PolicyInputs>(new PolicyInputs());
+  if (snapshot.devices.empty()) {
+    return absl::FailedPreconditionError("the cluster has no devices");
+  }
+  const std::string& key = snapshot.devices.front().profile_key;
+  for (const DeviceSnapshot& d : snapshot.devices) inputs->gpus_.push_back(&d);
+  for (const ModelSnapshot& m : snapshot.models) {
+    auto it = m.profiles.find(key);
+    if (it == m.profiles.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", m.config.name(), "' has no profile for '",
+                       key, "' devices"));
+    }
+    auto model = LatencyModel::FromProfile(it->second);
+    if (!model.ok()) return model.status();
+    inputs->models_.emplace(m.config.name(), std::move(*model));
+  }
+  for (const ModelSnapshot& m : snapshot.models) {
+    if (m.rate_rps <= 0) continue;  // nothing to serve
+    ModelDemand d;
+    d.name = m.config.name();
+    d.rate_rps = m.rate_rps;
+    d.slo_ms = m.config.slo_ms();
+    const LatencyModel& lm = inputs->models_.at(d.name);
+    d.max_batch =
+        std::min(std::max(1, m.config.max_batch_size()), lm.max_batch());
+    d.latency = &lm;
+    inputs->demands_.push_back(d);
+  }
+  return inputs;
+}
+
+Plan BuildPlan(const std::vector<GpuLayout>& gpus, const std::string& policy,
+               const std::string& reason) {
+  Plan plan;
+  plan.set_policy(policy);
+  plan.set_reason(reason);
+  for (const GpuLayout& gpu : gpus) {
+    if (!gpu.used()) continue;
+    DevicePlan* device = plan.add_devices();
+    device->set_backend_id(gpu.device()->backend_id);
+    device->set_device_id(gpu.device()->device_id);
+    int k = 0;
+    for (const GpuLayout::Slot& slot : gpu.slots()) {
+      if (slot.free()) continue;
+      GpuletPlan* g = device->add_gpulets();
+      g->set_gpulet_id(absl::StrCat(gpu.device()->backend_id, "/",
+                                    gpu.device()->device_id, "/g", k++));
+      g->set_share_percent(slot.share_percent);
+      for (size_t j = 0; j < slot.slices.size(); ++j) {
+        ModelAssignment* a = g->add_models();
+        a->set_model(slot.slices[j].demand->name);
+        a->set_batch_size(slot.schedule.batches[j]);
+        a->set_duty_cycle_ms(slot.schedule.duty_cycle_ms);
+        a->set_rate_rps(slot.slices[j].rate_rps);
+      }
+    }
+  }
+  return plan;
+}
+
+absl::Status Unschedulable(const ModelDemand& m, const std::string& why) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "model '%s' (%.1f req/s, SLO %.1f ms) is unschedulable: %s", m.name,
+      m.rate_rps, m.slo_ms, why));
+}
+
+}  // namespace tessera

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "perfmodel/interference_model.h"
+#include "perfmodel/latency_model.h"
+#include "plan.pb.h"
+#include "scheduler/model_demand.h"
+#include "scheduler/scheduling_policy.h"
+#include "scheduler/time_share_solver.h"
+
+namespace tessera {
+
+// Partition sizes of a GPU (percent), as in the gpulet paper: two-way
+// splits 20/80, 40/60, 50/50 and the whole GPU.
+inline const std::vector<double>& AllowedShares() {
+  static const std::vector<double> shares = {20, 40, 50, 60, 80, 100};
+  return shares;
+}
+
+// A policy's working copy of one GPU: its partitions ("slots"), each free
+// or serving slices with a schedule. Value type.
+class GpuLayout {
+ public:
+  struct Slot {
+    double share_percent = 100;
+    std::vector<Slice> slices;  // empty: free
+    GpuletSchedule schedule;
+    bool free() const { return slices.empty(); }
+  };
+
+  explicit GpuLayout(const DeviceSnapshot* device) : device_(device) {
+    slots_.push_back(Slot{});
+  }
+
+  const DeviceSnapshot* device() const { return device_; }
+  std::vector<Slot>& slots() { return slots_; }
+  const std::vector<Slot>& slots() const { return slots_; }
+  bool used() const;
+
+  // Splits the whole-GPU free slot into `share` and 100 - share; returns
+  // the index of the `share` slot. Requires a single free 100 % slot.
+  int Split(double share);
+  // Undoes Split (both halves free).
+  void Unsplit();
+
+  // Re-solves every allocated slot with latencies inflated by the
+  // interference of the other slots' slices (at their current batch
+  // sizes), a few rounds until batch sizes settle. False if some slot has
+  // no feasible schedule. With a null model, slots are solved solo.
+  bool Resolve(const InterferenceModel* interference);
+
+ private:
+  const DeviceSnapshot* device_;
+  std::vector<Slot> slots_;
+};
+
+// Demands and latency models a policy plans with, built from a snapshot.
+// Latency models come from each model's profile for the devices'
+// profile_key (the cluster is homogeneous: the first device's key).
+class PolicyInputs {
+ public:
+  static absl::StatusOr<std::unique_ptr<PolicyInputs>> FromSnapshot(
+      const ClusterSnapshot& snapshot);
+
+  const std::vector<ModelDemand>& demands() const { return demands_; }
+  const std::vector<const DeviceSnapshot*>& gpus() const { return gpus_; }
+
+ private:
+  std::map<std::string, LatencyModel> models_;
+  std::vector<ModelDemand> demands_;
+  std::vector<const DeviceSnapshot*> gpus_;
+};
+
+// Turns layouts into a plan (used GPUs only).
+Plan BuildPlan(const std::vector<GpuLayout>& gpus, const std::string& policy,
+               const std::string& reason);
+
+// RESOURCE_EXHAUSTED naming the model and why.
+absl::Status Unschedulable(const ModelDemand& m, const std::string& why);
+
+}  // namespace tessera

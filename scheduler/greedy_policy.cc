@@ -1,0 +1,92 @@
+#include "scheduler/greedy_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/gpu_layout.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GreedyPolicy::Create(
+    const PolicyOptions&) {
+  return std::unique_ptr<SchedulingPolicy>(new GreedyPolicy());
+}
+
+absl::StatusOr<Plan> GreedyPolicy::Schedule(
+    const ClusterSnapshot& snapshot) const {
+  auto inputs = PolicyInputs::FromSnapshot(snapshot);
+  if (!inputs.ok()) return inputs.status();
+  struct Part {
+    Slice slice;
+    double share;
+  };
+  std::vector<Part> parts;
+  for (const ModelDemand& m : (*inputs)->demands()) {
+    const double t = SaturatedThroughput(m, 100);
+    double remaining = m.rate_rps;
+    while (remaining > 1e-9) {
+      if (t > 0 && remaining > t) {
+        parts.push_back({Slice{&m, t}, 100});
+        remaining -= t;
+        continue;
+      }
+      bool placed = false;
+      for (double p : AllowedShares()) {
+        if (SolveTimeShare({Slice{&m, remaining}}, p, SoloLatency)) {
+          parts.push_back({Slice{&m, remaining}, p});
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) {
+        return Unschedulable(m, "no partition meets its SLO at its rate");
+      }
+      remaining = 0;
+    }
+  }
+  std::stable_sort(
+      parts.begin(), parts.end(),
+      [](const Part& a, const Part& b) { return a.share > b.share; });
+  const auto& gpus = (*inputs)->gpus();
+  std::vector<GpuLayout> layouts;
+  for (const Part& part : parts) {
+    // Best fit: the GPU with one partition whose free remainder is the
+    // smallest that still holds this one.
+    int best = -1;
+    double best_free = 1e9;
+    for (size_t g = 0; g < layouts.size(); ++g) {
+      auto& slots = layouts[g].slots();
+      if (slots.size() != 2 || !slots[1].free()) continue;
+      const double free = slots[1].share_percent;
+      if (free >= part.share && free < best_free) {
+        best = static_cast<int>(g);
+        best_free = free;
+      }
+    }
+    if (best < 0) {
+      if (layouts.size() >= gpus.size()) {
+        return Unschedulable(*part.slice.demand,
+                             absl::StrCat("its partitions need more than the ",
+                                          gpus.size(), " GPUs"));
+      }
+      layouts.emplace_back(gpus[layouts.size()]);
+      best = static_cast<int>(layouts.size()) - 1;
+      layouts[best].Split(part.share);
+      layouts[best].slots()[0].slices = {part.slice};
+    } else {
+      // The partition keeps its own size; the rest of the slot is wasted.
+      auto& slots = layouts[best].slots();
+      const double rest = slots[1].share_percent - part.share;
+      slots[1].share_percent = part.share;
+      slots[1].slices = {part.slice};
+      (void)rest;
+    }
+    layouts[best].Resolve(nullptr);
+  }
+  return BuildPlan(layouts, "greedy", "best-fit spatial partitions");
+}
+
+REGISTER_SCHEDULING_POLICY("greedy", GreedyPolicy::Create);
+
+}  // namespace tessera

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+#include "perfmodel/latency_model.h"
+
+namespace tessera {
+
+// What a policy must serve for one model: its rate and SLO, and its
+// latency model on the cluster's device type.
+struct ModelDemand {
+  std::string name;
+  double rate_rps = 0;
+  double slo_ms = 0;
+  int max_batch = 1;
+  const LatencyModel* latency = nullptr;
+};
+
+// A share of a model's rate placed on a gpulet.
+struct Slice {
+  const ModelDemand* demand = nullptr;
+  double rate_rps = 0;
+};
+
+}  // namespace tessera

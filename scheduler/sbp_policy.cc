@@ -1,0 +1,94 @@
+#include "scheduler/sbp_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/gpu_layout.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> SbpPolicy::Create(
+    const PolicyOptions&) {
+  return std::unique_ptr<SchedulingPolicy>(new SbpPolicy());
+}
+
+absl::StatusOr<Plan> SbpPolicy::Schedule(
+    const ClusterSnapshot& snapshot) const {
+  auto inputs = PolicyInputs::FromSnapshot(snapshot);
+  if (!inputs.ok()) return inputs.status();
+  const auto& gpus = (*inputs)->gpus();
+  std::vector<GpuLayout> layouts;
+  auto new_gpu = [&]() -> GpuLayout* {
+    if (layouts.size() >= gpus.size()) return nullptr;
+    layouts.emplace_back(gpus[layouts.size()]);
+    return &layouts.back();
+  };
+  struct Residue {
+    Slice slice;
+    double occupancy;
+  };
+  std::vector<Residue> residues;
+  for (const ModelDemand& m : (*inputs)->demands()) {
+    const double t = SaturatedThroughput(m, 100);
+    double remaining = m.rate_rps;
+    if (t > 0) {
+      for (; remaining > t; remaining -= t) {
+        GpuLayout* gpu = new_gpu();
+        if (gpu == nullptr) {
+          return Unschedulable(
+              m, absl::StrCat("needs more than the ", gpus.size(), " GPUs"));
+        }
+        GpuLayout::Slot& slot = gpu->slots()[0];
+        slot.slices = {Slice{&m, t}};
+        if (!gpu->Resolve(nullptr)) {
+          return Unschedulable(m, "saturated GPU infeasible");
+        }
+      }
+    }
+    if (remaining <= 1e-9) continue;
+    auto solo = SolveTimeShare({Slice{&m, remaining}}, 100, SoloLatency);
+    if (!solo) {
+      return Unschedulable(m, "its SLO cannot be met even on a whole GPU");
+    }
+    residues.push_back({Slice{&m, remaining}, solo->occupancy});
+  }
+  std::stable_sort(residues.begin(), residues.end(),
+                   [](const Residue& a, const Residue& b) {
+                     return a.occupancy > b.occupancy;
+                   });
+  const size_t first_shared = layouts.size();
+  for (const Residue& r : residues) {
+    // Best fit: the shared GPU left fullest by the merge.
+    int best = -1;
+    GpuletSchedule best_schedule;
+    for (size_t g = first_shared; g < layouts.size(); ++g) {
+      std::vector<Slice> merged = layouts[g].slots()[0].slices;
+      merged.push_back(r.slice);
+      auto s = SolveTimeShare(merged, 100, SoloLatency);
+      if (s && (best < 0 || s->occupancy > best_schedule.occupancy)) {
+        best = static_cast<int>(g);
+        best_schedule = *s;
+      }
+    }
+    if (best >= 0) {
+      GpuLayout::Slot& slot = layouts[best].slots()[0];
+      slot.slices.push_back(r.slice);
+      slot.schedule = best_schedule;
+      continue;
+    }
+    GpuLayout* gpu = new_gpu();
+    if (gpu == nullptr) {
+      return Unschedulable(*r.slice.demand, absl::StrCat("needs more than the ",
+                                                         gpus.size(), " GPUs"));
+    }
+    gpu->slots()[0].slices = {r.slice};
+    gpu->Resolve(nullptr);
+  }
+  return BuildPlan(layouts, "sbp", "squishy bin packing (temporal only)");
+}
+
+REGISTER_SCHEDULING_POLICY("sbp", SbpPolicy::Create);
+
+}  // namespace tessera

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "scheduler/model_demand.h"
+
+namespace tessera {
+
+// The schedule of one gpulet: a duty cycle and a batch size per slice.
+struct GpuletSchedule {
+  double share_percent = 0;
+  double duty_cycle_ms = 0;
+  std::vector<Slice> slices;
+  std::vector<int> batches;     // per slice
+  std::vector<double> exec_ms;  // per slice, interference included
+  double occupancy = 0;         // sum(exec) / duty cycle, in (0, 1]
+};
+
+// Latency of a slice's model at a batch size on the gpulet (the solo
+// profile, possibly inflated by an interference factor).
+using SliceLatencyFn =
+    std::function<double(const Slice& slice, int batch, double share)>;
+
+// Finds the duty cycle and batch sizes under which a gpulet of `share`
+// serves every slice's rate within every SLO, with the time-sharing rules
+// of Nexus as gpulet's artifact applies them:
+//   batch b_j = max(1, ceil(r_j * d / 1000)) <= max batch   (rate served)
+//   sum_j L_j(b_j, p) <= d                                   (round fits)
+//   d + sum_j L_j(b_j, p) <= SLO_j for every j               (strict form:
+//       a request may wait a whole round to be collected, then for every
+//       batch of the round; the digest's pitfall 1: collection time counts)
+// A lone saturated model is the case d = L (2L <= SLO); a lone residue
+// model the case d = 1000 b / r (L + 1000 b / r <= SLO).
+// Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch
+// 1) for every slice and batch size, plus a geometric grid between the
+// shortest round and the tightest SLO;
+// the feasible one with the lowest occupancy (most room left for others)
+// wins. Pure function; returns nullopt when no duty cycle is feasible.
+std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
+                                             double share_percent,
+                                             const SliceLatencyFn& latency);
+
+// Solo latency (no interference).
+double SoloLatency(const Slice& slice, int batch, double share);
+
+// Largest batch with 2 L(b, p) <= SLO (a saturated gpulet), 0 if none.
+int SaturatedBatch(const ModelDemand& m, double share);
+// Requests per second a saturated gpulet of `share` serves (0 if none).
+double SaturatedThroughput(const ModelDemand& m, double share);
+
+}  // namespace tessera

@@ -1,0 +1,61 @@
+#pragma once
+
+// Hand-built profiles and snapshots for policy tests.
+
+#include <string>
+#include <vector>
+
+#include "profile.pb.h"
+#include "scheduler/scheduling_policy.h"
+
+namespace tessera {
+namespace testing {
+
+// A synthetic profile on the gpulet share grid (plus 100 %):
+//   L(b, p) = (fixed_ms + per_item_ms * b) * 100 / p
+// with constant L2/DRAM utilisation.
+inline ModelProfile LinearProfile(const std::string& model, double fixed_ms,
+                                  double per_item_ms, int max_batch = 32,
+                                  double l2 = 20, double dram = 30) {
+  ModelProfile p;
+  p.set_model(model);
+  p.set_device_kind("test-gpu");
+  for (double share : {20.0, 40.0, 50.0, 60.0, 80.0, 100.0}) {
+    for (int b = 1; b <= max_batch; ++b) {
+      LatencyPoint* pt = p.add_latency();
+      pt->set_batch_size(b);
+      pt->set_share_percent(share);
+      pt->set_latency_ms((fixed_ms + per_item_ms * b) * 100 / share);
+      pt->set_l2_util_percent(l2);
+      pt->set_dram_util_percent(dram);
+    }
+  }
+  return p;
+}
+
+inline ClusterSnapshot Snapshot(int num_gpus) {
+  ClusterSnapshot s;
+  for (int i = 0; i < num_gpus; ++i) {
+    DeviceSnapshot d;
+    d.backend_id = "b0";
+    d.device_id = "gpu" + std::to_string(i);
+    d.kind = DEVICE_KIND_EMULATED;
+    d.profile_key = "test-gpu";
+    s.devices.push_back(d);
+  }
+  return s;
+}
+
+inline void AddModel(ClusterSnapshot* s, const ModelProfile& profile,
+                     double rate_rps, double slo_ms, int max_batch = 32) {
+  ModelSnapshot m;
+  m.config.set_name(profile.model());
+  m.config.set_max_batch_size(max_batch);
+  m.config.set_slo_ms(slo_ms);
+  m.rate_rps = rate_rps;
+  m.profiles["test-gpu"] = profile;
+  s->models.push_back(m);
+}
+
+}  // namespace testing
+}  // namespace tessera

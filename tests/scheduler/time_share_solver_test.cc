@@ -1,0 +1,69 @@
+#include "scheduler/time_share_solver.h"
+
+#include "gtest/gtest.h"
+#include "tests/scheduler/policy_test_util.h"
+
+namespace tessera {
+namespace {
+
+class TimeShareSolverTest : public ::testing::Test {
+ protected:
+  TimeShareSolverTest()
+      : a_(*LatencyModel::FromProfile(testing::LinearProfile("a", 2, 1))),
+        b_(*LatencyModel::FromProfile(testing::LinearProfile("b", 4, 2))) {}
+  ModelDemand Demand(const LatencyModel& m, double rate, double slo) {
+    return ModelDemand{m.model(), rate, slo, 32, &m};
+  }
+  LatencyModel a_, b_;
+};
+
+TEST_F(TimeShareSolverTest, SaturatedBatchAndThroughputByHand) {
+  // 2 (2 + b) <= 20 -> b = 8, L = 10 ms -> 800 req/s on the whole GPU.
+  ModelDemand m = Demand(a_, 0, 20);
+  EXPECT_EQ(SaturatedBatch(m, 100), 8);
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 100), 800);
+  // At 50 %: L doubles; 2 * 2 (2 + b) <= 20 -> b = 3, L = 10 -> 300 req/s.
+  EXPECT_EQ(SaturatedBatch(m, 50), 3);
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 50), 300);
+}
+
+TEST_F(TimeShareSolverTest, LoneResidueModelByHand) {
+  // 100 req/s, SLO 20 ms, L(b) = 2 + b: b = 2 needs d in (10, 20] and
+  // d + 4 <= 20 -> d = 16, occupancy 4 / 16; b = 1 gives at best 3 / 10.
+  ModelDemand m = Demand(a_, 100, 20);
+  auto s = SolveTimeShare({Slice{&m, 100}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->batches[0], 2);
+  EXPECT_NEAR(s->duty_cycle_ms, 16, 1e-9);
+  EXPECT_NEAR(s->occupancy, 0.25, 1e-9);
+}
+
+TEST_F(TimeShareSolverTest, TwoModelsShareWithinBothSlos) {
+  ModelDemand x = Demand(a_, 100, 40);
+  ModelDemand y = Demand(b_, 50, 60);
+  auto s = SolveTimeShare({Slice{&x, 100}, Slice{&y, 50}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  const double sum = s->exec_ms[0] + s->exec_ms[1];
+  EXPECT_LE(sum, s->duty_cycle_ms + 1e-9);       // round fits
+  EXPECT_LE(s->duty_cycle_ms + sum, 40 + 1e-9);  // tightest SLO
+  EXPECT_GE(1000.0 * s->batches[0] / s->duty_cycle_ms, 100 - 1e-9);
+  EXPECT_GE(1000.0 * s->batches[1] / s->duty_cycle_ms, 50 - 1e-9);
+}
+
+TEST_F(TimeShareSolverTest, InfeasibleWhenSloBelowTwoExecutions) {
+  ModelDemand m = Demand(a_, 10, 5);  // L(1) = 3: 2 * 3 > 5
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, 10}}, 100, SoloLatency).has_value());
+}
+
+TEST_F(TimeShareSolverTest, InterferenceFactorInflatesLatency) {
+  ModelDemand m = Demand(a_, 100, 20);
+  auto slowed = [](const Slice& s, int b, double p) {
+    return 1.5 * SoloLatency(s, b, p);
+  };
+  auto s = SolveTimeShare({Slice{&m, 100}}, 100, slowed);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_NEAR(s->exec_ms[0], 1.5 * (2 + s->batches[0]), 1e-9);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -8,11 +8,12 @@ namespace tessera {
 
 std::vector<std::shared_ptr<GpuletWorker>> Router::Install(
     std::vector<std::shared_ptr<GpuletWorker>> workers) {
-  std::map<std::string, std::vector<Target>> by_model;
+  std::map<std::string, Targets> by_model;
   for (const auto& w : workers) {
     for (const ModelAssignment& a : w->options().gpulet.models()) {
-      by_model[a.model()].push_back(
-          Target{w, a.rate_rps() > 0 ? a.rate_rps() : 1.0, 0});
+      Targets& t = by_model[a.model()];
+      t.workers.push_back(w);
+      t.choice.Add(a.rate_rps());
     }
   }
   absl::MutexLock lock(&mu_);
@@ -32,22 +33,12 @@ absl::Status Router::Submit(std::unique_ptr<InferCall>& call) {
   {
     absl::MutexLock lock(&mu_);
     auto it = by_model_.find(call->config->name());
-    if (it == by_model_.end() || it->second.empty()) {
+    if (it == by_model_.end() || it->second.workers.empty()) {
       return absl::UnavailableError(absl::StrCat(
           "no gpulet serves model '", call->config->name(),
           by_model_.empty() ? "' yet: the server has no plan" : "'"));
     }
-    // Smooth weighted round robin.
-    std::vector<Target>& targets = it->second;
-    double total = 0;
-    Target* best = nullptr;
-    for (Target& t : targets) {
-      t.credit += t.weight;
-      total += t.weight;
-      if (best == nullptr || t.credit > best->credit) best = &t;
-    }
-    best->credit -= total;
-    worker = best->worker;
+    worker = it->second.workers[it->second.choice.Next()];
   }
   worker->Submit(std::move(call));
   return absl::OkStatus();

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "frontend/gpulet_worker.h"
+#include "scheduler/weighted_round_robin.h"
 
 namespace tessera {
 
@@ -34,14 +35,13 @@ class Router {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  struct Target {
-    std::shared_ptr<GpuletWorker> worker;
-    double weight = 1;
-    double credit = 0;
+  struct Targets {
+    std::vector<std::shared_ptr<GpuletWorker>> workers;
+    WeightedRoundRobin choice;
   };
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<GpuletWorker>> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<Target>> by_model_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Targets> by_model_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -44,7 +44,8 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
                                              nb, other.share_percent});
             }
           }
-          return interference->LatencyMs(self, neighbours);
+          return interference->LatencyMs(self, neighbours) *
+                 s.demand->latency_scale;
         };
       }
       auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
@@ -56,7 +57,7 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
 }
 
 absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
-    const ClusterSnapshot& snapshot) {
+    const ClusterSnapshot& snapshot, const PolicyOptions& options) {
   auto inputs = std::unique_ptr<PolicyInputs>(new PolicyInputs());
   if (snapshot.devices.empty()) {
     return absl::FailedPreconditionError("the cluster has no devices");
@@ -78,7 +79,9 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     if (m.rate_rps <= 0) continue;  // nothing to serve
     ModelDemand d;
     d.name = m.config.name();
-    d.rate_rps = m.rate_rps;
+    d.rate_rps = m.rate_rps * options.rate_headroom;
+    d.latency_scale = options.latency_headroom;
+    d.queueing_check = options.queueing_check;
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = inputs->models_.at(d.name);
     d.max_batch =
@@ -109,7 +112,10 @@ Plan BuildPlan(const std::vector<GpuLayout>& gpus, const std::string& policy,
       for (size_t j = 0; j < slot.slices.size(); ++j) {
         ModelAssignment* a = g->add_models();
         a->set_model(slot.slices[j].demand->name);
-        a->set_batch_size(slot.schedule.batches[j]);
+        // The dispatcher's cap: room above the nominal batch to absorb
+        // bursts without breaking the round's SLOs.
+        a->set_batch_size(slot.schedule.caps.empty() ? slot.schedule.batches[j]
+                                                     : slot.schedule.caps[j]);
         a->set_duty_cycle_ms(slot.schedule.duty_cycle_ms);
         a->set_rate_rps(slot.slices[j].rate_rps);
       }

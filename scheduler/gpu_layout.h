@@ -65,8 +65,9 @@ class GpuLayout {
 // profile_key (the cluster is homogeneous: the first device's key).
 class PolicyInputs {
  public:
+  // Rates and latencies carry the options' headroom.
   static absl::StatusOr<std::unique_ptr<PolicyInputs>> FromSnapshot(
-      const ClusterSnapshot& snapshot);
+      const ClusterSnapshot& snapshot, const PolicyOptions& options);
 
   const std::vector<ModelDemand>& demands() const { return demands_; }
   const std::vector<const DeviceSnapshot*>& gpus() const { return gpus_; }

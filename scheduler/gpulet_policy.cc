@@ -35,13 +35,13 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::Create(
         "'gpulet-noint')");
   }
   return std::unique_ptr<SchedulingPolicy>(
-      new GpuletPolicy("gpulet", options.interference));
+      new GpuletPolicy("gpulet", options.interference, options));
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::CreateNoInt(
-    const PolicyOptions&) {
+    const PolicyOptions& options) {
   return std::unique_ptr<SchedulingPolicy>(
-      new GpuletPolicy("gpulet-noint", nullptr));
+      new GpuletPolicy("gpulet-noint", nullptr, options));
 }
 
 double GpuletPolicy::MaxEfficientPartition(const ModelDemand& m) {
@@ -196,7 +196,7 @@ absl::StatusOr<std::vector<GpuLayout>> GpuletPolicy::Partition(
 
 absl::StatusOr<Plan> GpuletPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot);
+  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
   if (!inputs.ok()) return inputs.status();
   // Lower bound on GPUs: no placement serves a model faster per percent of
   // GPU than its best saturated partition does.

@@ -59,8 +59,11 @@ class GpuletPolicy : public SchedulingPolicy {
 
  private:
   GpuletPolicy(std::string name,
-               std::shared_ptr<const InterferenceModel> interference)
-      : name_(std::move(name)), interference_(std::move(interference)) {}
+               std::shared_ptr<const InterferenceModel> interference,
+               PolicyOptions options)
+      : name_(std::move(name)),
+        interference_(std::move(interference)),
+        options_(std::move(options)) {}
 
   // Algorithm 1 on the first n GPUs; OK with layouts, or the first model
   // that could not be placed.
@@ -75,6 +78,7 @@ class GpuletPolicy : public SchedulingPolicy {
 
   std::string name_;
   std::shared_ptr<const InterferenceModel> interference_;
+  PolicyOptions options_;
 };
 
 }  // namespace tessera

@@ -9,13 +9,13 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GreedyPolicy::Create(
-    const PolicyOptions&) {
-  return std::unique_ptr<SchedulingPolicy>(new GreedyPolicy());
+    const PolicyOptions& options) {
+  return std::unique_ptr<SchedulingPolicy>(new GreedyPolicy(options));
 }
 
 absl::StatusOr<Plan> GreedyPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot);
+  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
   if (!inputs.ok()) return inputs.status();
   struct Part {
     Slice slice;

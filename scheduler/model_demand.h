@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "perfmodel/latency_model.h"
@@ -14,6 +15,12 @@ struct ModelDemand {
   double slo_ms = 0;
   int max_batch = 1;
   const LatencyModel* latency = nullptr;
+  // Multiplies every latency of this model while planning (headroom).
+  double latency_scale = 1.0;
+  // Apply SolveTimeShare's queueing bound (PolicyOptions::queueing_check).
+  bool queueing_check = true;
+  // Memo of SaturatedThroughput by share (filled lazily while planning).
+  mutable std::map<double, double> saturated_cache;
 };
 
 // A share of a model's rate placed on a gpulet.

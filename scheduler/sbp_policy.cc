@@ -10,13 +10,13 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> SbpPolicy::Create(
-    const PolicyOptions&) {
-  return std::unique_ptr<SchedulingPolicy>(new SbpPolicy());
+    const PolicyOptions& options) {
+  return std::unique_ptr<SchedulingPolicy>(new SbpPolicy(options));
 }
 
 absl::StatusOr<Plan> SbpPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot);
+  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
   if (!inputs.ok()) return inputs.status();
   const auto& gpus = (*inputs)->gpus();
   std::vector<GpuLayout> layouts;

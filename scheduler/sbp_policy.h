@@ -19,6 +19,10 @@ class SbpPolicy : public SchedulingPolicy {
       const PolicyOptions& options);
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
   std::string name() const override { return "sbp"; }
+
+ private:
+  explicit SbpPolicy(PolicyOptions options) : options_(std::move(options)) {}
+  PolicyOptions options_;
 };
 
 }  // namespace tessera

@@ -6,22 +6,39 @@
 
 namespace tessera {
 
+double PlannedLatency(const ModelDemand& m, int batch, double share) {
+  return m.latency->LatencyMs(batch, share) * m.latency_scale;
+}
+
 double SoloLatency(const Slice& slice, int batch, double share) {
-  return slice.demand->latency->LatencyMs(batch, share);
+  return PlannedLatency(*slice.demand, batch, share);
 }
 
 int SaturatedBatch(const ModelDemand& m, double share) {
   int best = 0;
   for (int b = 1; b <= m.max_batch; ++b) {
-    if (2 * m.latency->LatencyMs(b, share) <= m.slo_ms) best = b;
+    if (2 * PlannedLatency(m, b, share) <= m.slo_ms) best = b;
   }
   return best;
 }
 
 double SaturatedThroughput(const ModelDemand& m, double share) {
+  auto it = m.saturated_cache.find(share);
+  if (it != m.saturated_cache.end()) return it->second;
+  // Upper bound: back-to-back batches of the saturated batch size.
   const int b = SaturatedBatch(m, share);
-  if (b == 0) return 0;
-  return 1000.0 * b / m.latency->LatencyMs(b, share);
+  double hi = b == 0 ? 0 : 1000.0 * b / PlannedLatency(m, b, share);
+  double lo = 0;
+  if (hi > 0 && SolveTimeShare({Slice{&m, hi}}, share, SoloLatency)) {
+    lo = hi;
+  } else if (hi > 0) {
+    for (int i = 0; i < 24 && hi - lo > 1e-3 * hi; ++i) {
+      const double mid = (lo + hi) / 2;
+      (SolveTimeShare({Slice{&m, mid}}, share, SoloLatency) ? lo : hi) = mid;
+    }
+  }
+  m.saturated_cache[share] = lo;
+  return lo;
 }
 
 namespace {
@@ -42,8 +59,20 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
     sum += out->exec_ms[j];
   }
   if (sum > d * (1 + 1e-9)) return false;
+  // Queueing under Poisson arrivals: with the round as the service time
+  // and utilisation rho = sum / d, the heavy-traffic M/D/1 waiting time is
+  // about exponential with mean rho * sum / (2 (1 - rho)); its 99th
+  // percentile is ln(100) times that.
+  const double rho = sum / d;
+  const double wait99 = rho >= 1 - 1e-9
+                            ? std::numeric_limits<double>::infinity()
+                            : std::log(100.0) * rho * sum / (2 * (1 - rho));
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
+    if (s.demand->queueing_check &&
+        sum + wait99 > s.demand->slo_ms * (1 + 1e-9)) {
+      return false;
+    }
   }
   out->duty_cycle_ms = d;
   out->occupancy = sum / d;
@@ -85,6 +114,33 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   }
   std::optional<GpuletSchedule> best;
   GpuletSchedule trial;
+  auto add_caps = [&](GpuletSchedule* g) {
+    double sum = 0;
+    for (double e : g->exec_ms) sum += e;
+    g->caps.assign(slices.size(), 0);
+    for (size_t j = 0; j < slices.size(); ++j) {
+      int cap = g->batches[j];
+      for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
+        const double round =
+            sum - g->exec_ms[j] + latency(slices[j], b, share_percent);
+        if (g->duty_cycle_ms + round > min_slo) break;
+        cap = b;
+      }
+      if (slices.size() == 1) {
+        // Alone on the gpulet, a burst may run at the saturated batch: a
+        // request then waits at most one full batch before its own
+        // (2 L(b) <= SLO).
+        for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
+          if (2 * latency(slices[j], b, share_percent) >
+              slices[j].demand->slo_ms) {
+            break;
+          }
+          cap = b;
+        }
+      }
+      g->caps[j] = cap;
+    }
+  };
   trial.share_percent = share_percent;
   trial.slices = slices;
   for (double d : candidates) {
@@ -94,6 +150,7 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
       best = trial;
     }
   }
+  if (best) add_caps(&*best);
   return best;
 }
 

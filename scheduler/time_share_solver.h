@@ -13,7 +13,11 @@ struct GpuletSchedule {
   double share_percent = 0;
   double duty_cycle_ms = 0;
   std::vector<Slice> slices;
-  std::vector<int> batches;     // per slice
+  std::vector<int> batches;  // per slice: nominal batch per round
+  // Per slice: the batch-size cap for the dispatcher, the largest batch
+  // with which a burst of this model still keeps every SLO of the round
+  // (d + sum L with this slice at the cap <= every SLO); >= batches.
+  std::vector<int> caps;
   std::vector<double> exec_ms;  // per slice, interference included
   double occupancy = 0;         // sum(exec) / duty cycle, in (0, 1]
 };
@@ -31,6 +35,11 @@ using SliceLatencyFn =
 //   d + sum_j L_j(b_j, p) <= SLO_j for every j               (strict form:
 //       a request may wait a whole round to be collected, then for every
 //       batch of the round; the digest's pitfall 1: collection time counts)
+//   sum_j L_j + W99 <= SLO_j                                 (queueing:
+//       the papers' rules assume evenly spaced arrivals; under Poisson
+//       arrivals a gpulet near full occupancy queues without bound. W99 is
+//       the heavy-traffic M/D/1 99th-percentile wait with the round as
+//       service time: ln(100) rho sum / (2 (1 - rho)), rho = sum / d)
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch
@@ -42,12 +51,18 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);
 
-// Solo latency (no interference).
+// Latency the policy plans with: the profile's L(b, p) times the model's
+// latency_scale (headroom).
+double PlannedLatency(const ModelDemand& m, int batch, double share);
+// Planned solo latency of a slice (no interference).
 double SoloLatency(const Slice& slice, int batch, double share);
 
 // Largest batch with 2 L(b, p) <= SLO (a saturated gpulet), 0 if none.
 int SaturatedBatch(const ModelDemand& m, double share);
-// Requests per second a saturated gpulet of `share` serves (0 if none).
+// Requests per second a gpulet of `share` serving only this model sustains
+// within its SLO: the largest rate SolveTimeShare accepts (bisection; at
+// most back-to-back batches of SaturatedBatch). 0 if none. Memoised in
+// the demand.
 double SaturatedThroughput(const ModelDemand& m, double share);
 
 }  // namespace tessera

@@ -1,0 +1,188 @@
+// tessera_simulator: runs scheduling policies on a simulated cluster of
+// V100s whose ground truth is iGniter's public measurements.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/policy_registry.h"
+#include "sim/cluster_simulator.h"
+#include "sim/throughput_search.h"
+#include "sim/v100_workload.h"
+
+ABSL_FLAG(std::string, v100_profile,
+          "../shared/data/igniter-v100/profile.jsonl",
+          "iGniter's public V100 measurements (profile.jsonl).");
+ABSL_FLAG(std::string, share100_rule, "batch1-ratio",
+          "L(b>1,100%): batch1-ratio, same-as-80 or omit.");
+ABSL_FLAG(std::string, policy, "gpulet",
+          "Comma-separated scheduling policies to run.");
+ABSL_FLAG(std::string, interference, "linear",
+          "Interference model interference-aware policies plan with: "
+          "linear (gpulet's), pairwise (Tessera's) or none.");
+ABSL_FLAG(std::string, models, "alexnet,resnet50,vgg19,ssd",
+          "Comma-separated model instances (replicas: alexnet/2).");
+ABSL_FLAG(double, rate, 100, "Request rate per model (req/s).");
+ABSL_FLAG(double, slo_factor, 5,
+          "SLO = factor x the model's batch-1 full-GPU latency.");
+ABSL_FLAG(int, gpus, 4, "GPUs in the cluster.");
+ABSL_FLAG(double, duration_s, 20, "Simulated seconds per run.");
+ABSL_FLAG(double, noise, 0, "Relative log-normal noise on latencies.");
+ABSL_FLAG(int, seed, 1, "Random seed.");
+ABSL_FLAG(bool, search, false,
+          "Search the SLO-preserved max throughput (<= 1% violations) "
+          "instead of one run at --rate.");
+ABSL_FLAG(bool, print_plan, false, "Print each policy's plan.");
+ABSL_FLAG(std::string, trace, "",
+          "CSV with lines 'model,seconds' to replay instead of Poisson "
+          "arrivals (the plan is made for the trace's average rates).");
+
+namespace tessera {
+namespace {
+
+int Run() {
+  Share100Rule rule = Share100Rule::kBatch1Ratio;
+  if (absl::GetFlag(FLAGS_share100_rule) == "same-as-80") {
+    rule = Share100Rule::kSameAs80;
+  } else if (absl::GetFlag(FLAGS_share100_rule) == "omit") {
+    rule = Share100Rule::kOmit;
+  }
+  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), rule,
+                             absl::GetFlag(FLAGS_noise));
+  if (!setup.ok()) {
+    std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
+    return 2;
+  }
+  std::vector<WorkloadModel> workload;
+  for (absl::string_view m :
+       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
+    workload.push_back({std::string(m), absl::GetFlag(FLAGS_rate)});
+  }
+  std::map<std::string, std::vector<double>> trace;
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_trace));
+    if (!in) {
+      std::fprintf(stderr, "cannot open trace %s\n",
+                   absl::GetFlag(FLAGS_trace).c_str());
+      return 2;
+    }
+    std::string line;
+    double last = 0;
+    while (std::getline(in, line)) {
+      std::vector<std::string> parts = absl::StrSplit(line, ',');
+      double t;
+      if (parts.size() != 2 || !absl::SimpleAtod(parts[1], &t)) continue;
+      trace[parts[0]].push_back(t);
+      last = std::max(last, t);
+    }
+    workload.clear();
+    for (auto& [m, times] : trace) {
+      std::sort(times.begin(), times.end());
+      workload.push_back({m, times.size() / std::max(last, 1e-9)});
+    }
+  }
+  const ClusterSnapshot snapshot =
+      MakeV100Snapshot(**setup, absl::GetFlag(FLAGS_gpus), workload,
+                       absl::GetFlag(FLAGS_slo_factor));
+  if (snapshot.models.size() != workload.size()) {
+    std::fprintf(stderr, "unknown model in --models; measured models: %s\n",
+                 absl::StrJoin((*setup)->data.profiles, ", ",
+                               [](std::string* out, const auto& p) {
+                                 out->append(p.first);
+                               })
+                     .c_str());
+    return 2;
+  }
+  const ClusterSimulator simulator((*setup)->truth.get(), Configs(snapshot));
+  SimOptions options;
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.seed = absl::GetFlag(FLAGS_seed);
+
+  PolicyOptions policy_options;
+  const std::string intf = absl::GetFlag(FLAGS_interference);
+  policy_options.interference = intf == "pairwise" ? (*setup)->pairwise
+                                : intf == "none"
+                                    ? std::make_shared<NoInterference>()
+                                    : (*setup)->linear;
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policy), ',', absl::SkipEmpty())) {
+    auto policy = PolicyRegistry::Create(std::string(name), policy_options);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
+      return 2;
+    }
+    if (absl::GetFlag(FLAGS_search)) {
+      SearchResult r =
+          SearchMaxThroughput(**policy, snapshot, simulator, options);
+      std::printf(
+          "%-13s SLO-preserved max throughput %8.1f req/s (scale %.3f of "
+          "%.0f req/s/model), violations %.2f%%, GPUs %d, share sum %.0f%%; "
+          "policy called up to scale %.3f schedulable (%d runs)\n",
+          std::string(name).c_str(), r.max_throughput_rps, r.best.scale,
+          absl::GetFlag(FLAGS_rate), 100 * r.best.sim.violation_fraction(),
+          r.best.sim.gpus_used, r.best.sim.share_sum, r.max_schedulable_scale,
+          r.runs);
+      continue;
+    }
+    auto plan = (*policy)->Schedule(snapshot);
+    if (!plan.ok()) {
+      std::printf("%-13s unschedulable: %s\n", std::string(name).c_str(),
+                  std::string(plan.status().message()).c_str());
+      continue;
+    }
+    if (absl::GetFlag(FLAGS_print_plan)) {
+      for (const DevicePlan& d : plan->devices()) {
+        std::printf("  %s:", d.device_id().c_str());
+        for (const GpuletPlan& g : d.gpulets()) {
+          std::printf("  [%.0f%%", g.share_percent());
+          for (const ModelAssignment& a : g.models()) {
+            std::printf(" %s b%d d%.1fms %.0frps", a.model().c_str(),
+                        a.batch_size(), a.duty_cycle_ms(), a.rate_rps());
+          }
+          std::printf("]");
+        }
+        std::printf("\n");
+      }
+    }
+    SimResult r;
+    if (trace.empty()) {
+      std::map<std::string, double> rates;
+      for (const auto& m : snapshot.models) rates[m.config.name()] = m.rate_rps;
+      r = simulator.Run(*plan, rates, options);
+    } else {
+      r = simulator.RunTrace(*plan, trace, options);
+    }
+    std::printf(
+        "%-13s GPUs %d, share sum %.0f%%, goodput %.1f req/s, "
+        "violations %.2f%%\n",
+        std::string(name).c_str(), r.gpus_used, r.share_sum, r.goodput_rps,
+        100 * r.violation_fraction());
+    for (const ModelResult& m : r.models) {
+      std::printf(
+          "    %-12s arrived %6lld  late %5lld  dropped %5lld  "
+          "p50 %7.2f ms  p99 %7.2f ms  violations %.2f%%\n",
+          m.model.c_str(), static_cast<long long>(m.arrived),
+          static_cast<long long>(m.late), static_cast<long long>(m.dropped),
+          m.p50_ms, m.p99_ms, 100 * m.violation_fraction());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Tessera cluster simulator: runs scheduling policies against iGniter's "
+      "V100 measurements (solo profiles and co-location latencies as ground "
+      "truth) with the serving path's Dispatcher.\nExample: "
+      "tessera_simulator --policy=sbp,gpulet --rate=200 --search");
+  absl::ParseCommandLine(argc, argv);
+  return tessera::Run();
+}

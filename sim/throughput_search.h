@@ -1,0 +1,50 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "scheduler/scheduling_policy.h"
+#include "sim/cluster_simulator.h"
+
+namespace tessera {
+
+struct ScaleOutcome {
+  double scale = 0;
+  bool schedulable = false;  // the policy produced a plan
+  Plan plan;
+  SimResult sim;  // valid when schedulable
+  bool feasible(double limit) const {
+    return schedulable && sim.violation_fraction() <= limit;
+  }
+};
+
+struct SearchResult {
+  // Largest uniform rate scale whose plan keeps violations <= limit in
+  // simulation, and the total rate there.
+  ScaleOutcome best;
+  double max_throughput_rps = 0;
+  // Largest scale the policy itself called schedulable (simulation not
+  // consulted): where the two differ, the policy trusted a wrong model.
+  double max_schedulable_scale = 0;
+  int runs = 0;
+};
+
+// Scales every model's base rate in `base` by s, asks `policy` for a plan
+// and simulates it. Finds the largest s with violations <= `limit`:
+// doubling to bracket, then bisection to a relative precision of 1 %.
+// Assumes feasibility is (roughly) monotone in s.
+SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
+                                 const ClusterSnapshot& base,
+                                 const ClusterSimulator& simulator,
+                                 const SimOptions& options,
+                                 double limit = 0.01);
+
+// One scale: plan and simulate.
+ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
+                           const ClusterSnapshot& base,
+                           const ClusterSimulator& simulator,
+                           const SimOptions& options, double scale);
+
+}  // namespace tessera

@@ -1,0 +1,68 @@
+#include "sim/v100_workload.h"
+
+namespace tessera {
+
+std::string BaseModel(const std::string& instance) {
+  return instance.substr(0, instance.find('/'));
+}
+
+absl::StatusOr<std::unique_ptr<V100Setup>> LoadV100Setup(
+    const std::string& profile_jsonl, Share100Rule rule, double noise_sigma) {
+  auto setup = std::make_unique<V100Setup>();
+  auto data = LoadIgniterV100(profile_jsonl, rule);
+  if (!data.ok()) return data.status();
+  setup->data = std::move(*data);
+  auto models = BuildLatencyModels(setup->data.profiles);
+  if (!models.ok()) return models.status();
+  // Interference models are fitted on samples that point into `models`;
+  // the fitted models keep only coefficients and names.
+  const auto samples = ToSamples(setup->data.colocation, *models);
+  auto linear = LinearInterference::Fit(samples);
+  if (!linear.ok()) return linear.status();
+  setup->linear = std::make_shared<LinearInterference>(*linear);
+  auto pairwise = PairwiseInterference::Fit(samples);
+  if (!pairwise.ok()) return pairwise.status();
+  setup->pairwise = std::make_shared<PairwiseInterference>(*pairwise);
+  setup->truth = std::make_unique<GroundTruth>(
+      std::move(*models), setup->data.colocation, noise_sigma);
+  return setup;
+}
+
+ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
+                                 const std::vector<WorkloadModel>& models,
+                                 double slo_factor) {
+  ClusterSnapshot s;
+  for (int i = 0; i < gpus; ++i) {
+    DeviceSnapshot d;
+    d.backend_id = "sim";
+    d.device_id = "gpu" + std::to_string(i);
+    d.kind = DEVICE_KIND_EMULATED;
+    d.profile_key = "v100";
+    d.memory_bytes = int64_t{16} << 30;
+    s.devices.push_back(d);
+  }
+  for (const WorkloadModel& w : models) {
+    const std::string base = BaseModel(w.name);
+    const LatencyModel* lm = setup.truth->model(base);
+    if (lm == nullptr) continue;
+    ModelSnapshot m;
+    m.config.set_name(w.name);
+    m.config.set_platform("torchscript");
+    m.config.set_max_batch_size(lm->max_batch());
+    m.config.set_slo_ms(slo_factor * lm->LatencyMs(1, 100));
+    m.rate_rps = w.rate_rps;
+    m.profiles["v100"] = setup.data.profiles.at(base);
+    s.models.push_back(std::move(m));
+  }
+  return s;
+}
+
+std::map<std::string, ModelConfig> Configs(const ClusterSnapshot& snapshot) {
+  std::map<std::string, ModelConfig> configs;
+  for (const ModelSnapshot& m : snapshot.models) {
+    configs[m.config.name()] = m.config;
+  }
+  return configs;
+}
+
+}  // namespace tessera

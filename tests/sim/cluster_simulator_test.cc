@@ -1,0 +1,157 @@
+#include "sim/cluster_simulator.h"
+
+#include "gtest/gtest.h"
+#include "perfmodel/interference_model.h"
+#include "scheduler/policy_registry.h"
+#include "sim/throughput_search.h"
+#include "tests/scheduler/policy_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::AddModel;
+using testing::LinearProfile;
+using testing::Snapshot;
+
+// Two models whose co-located latency is measured at 2.5x solo in every
+// cell of the grid (as the V100 rows are laid out).
+class SimulatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    profiles_ = {LinearProfile("a", 2, 1), LinearProfile("b", 3, 1.5)};
+    std::map<std::string, LatencyModel> models;
+    for (const auto& p : profiles_) {
+      models.emplace(p.model(), *LatencyModel::FromProfile(p));
+    }
+    std::vector<IgniterCoLocationRow> rows;
+    for (int b1 : {2, 4, 8, 16, 32}) {
+      for (int b2 : {2, 4, 8, 16, 32}) {
+        for (double s : {20.0, 40.0, 50.0, 60.0, 80.0}) {
+          IgniterCoLocationRow r;
+          r.model1 = "a";
+          r.model2 = "b";
+          r.batch1 = b1;
+          r.batch2 = b2;
+          r.share1 = s;
+          r.latency1_ms = kSlowdown * models.at("a").LatencyMs(b1, s);
+          r.latency2_ms = kSlowdown * models.at("b").LatencyMs(b2, 100 - s);
+          rows.push_back(r);
+        }
+      }
+    }
+    truth_ = std::make_unique<GroundTruth>(std::move(models), rows);
+    snapshot_ = Snapshot(4);
+    AddModel(&snapshot_, profiles_[0], 150, 25);
+    AddModel(&snapshot_, profiles_[1], 150, 40);
+    for (const auto& m : snapshot_.models) configs_[m.config.name()] = m.config;
+  }
+
+  std::unique_ptr<SchedulingPolicy> Policy(const std::string& name) {
+    PolicyOptions options;
+    options.interference = std::make_shared<ConstantInterference>(kSlowdown);
+    return std::move(*PolicyRegistry::Create(name, options));
+  }
+
+  static constexpr double kSlowdown = 2.5;
+  std::vector<ModelProfile> profiles_;
+  std::unique_ptr<GroundTruth> truth_;
+  ClusterSnapshot snapshot_;
+  std::map<std::string, ModelConfig> configs_;
+};
+
+TEST_F(SimulatorTest, GroundTruthUsesMeasuredSlowdownOnlyWithABusyNeighbour) {
+  const std::string b = "b";
+  const double solo = truth_->LatencyMs("a", 4, 50, nullptr, 0, 0, nullptr);
+  EXPECT_DOUBLE_EQ(solo, (2 + 4) * 2.0);
+  EXPECT_NEAR(truth_->LatencyMs("a", 4, 50, &b, 8, 50, nullptr),
+              kSlowdown * solo, 1e-9);
+  // Batch 1 was not co-measured: batch 2's factor; replicas behave alike.
+  EXPECT_NEAR(truth_->Factor("a/2", 1, 50, "b", 3), kSlowdown, 1e-9);
+  // Never measured together (same model): mean over its partners.
+  EXPECT_NEAR(truth_->Factor("a", 4, 50, "a", 4), kSlowdown, 1e-9);
+}
+
+TEST_F(SimulatorTest, NoIntPlanViolatesWhileInterferenceAwarePlanHolds) {
+  // As in the gpulet paper's Fig. 14: at the highest load gpulet-noint
+  // still calls schedulable, its plan (blind to the 2.5x slowdown) breaks
+  // the SLOs in simulation; gpulet either declines that load or holds it,
+  // and its own plans hold up to the highest load it accepts.
+  const ClusterSimulator sim(truth_.get(), configs_);
+  SimOptions options;
+  options.duration = absl::Seconds(20);
+  auto noint = Policy("gpulet-noint");
+  auto aware = Policy("gpulet");
+
+  double top = 0;  // highest scale (1 % steps) noint calls schedulable
+  for (double s = 0.5; s < 20; s *= 1.01) {
+    ClusterSnapshot snap = snapshot_;
+    for (auto& m : snap.models) m.rate_rps *= s;
+    if (noint->Schedule(snap).ok()) top = s;
+  }
+  ASSERT_GT(top, 0);
+  const ScaleOutcome blind =
+      EvaluateScale(*noint, snapshot_, sim, options, top);
+  ASSERT_TRUE(blind.schedulable);
+  const ScaleOutcome careful =
+      EvaluateScale(*aware, snapshot_, sim, options, top);
+  std::cout << "[ info ] scale " << top << ": gpulet-noint "
+            << 100 * blind.sim.violation_fraction() << "% violations on "
+            << blind.sim.gpus_used << " GPU(s); gpulet "
+            << (careful.schedulable
+                    ? std::to_string(100 * careful.sim.violation_fraction()) +
+                          "% violations"
+                    : std::string("declines"))
+            << "\n";
+  EXPECT_GT(blind.sim.violation_fraction(), 0.01);
+  if (careful.schedulable) {
+    EXPECT_LE(careful.sim.violation_fraction(), 0.01);
+  }
+  const SearchResult best =
+      SearchMaxThroughput(*aware, snapshot_, sim, options);
+  EXPECT_LE(best.best.sim.violation_fraction(), 0.01);
+  EXPECT_NEAR(best.max_schedulable_scale, best.best.scale,
+              0.06 * best.best.scale);
+}
+
+TEST_F(SimulatorTest, DeterministicForASeedAndCountsEveryRequest) {
+  std::map<std::string, double> rates = {{"a", 150}, {"b", 150}};
+  const ClusterSimulator sim(truth_.get(), configs_);
+  auto plan = Policy("gpulet")->Schedule(snapshot_);
+  ASSERT_TRUE(plan.ok());
+  SimOptions options;
+  const SimResult x = sim.Run(*plan, rates, options);
+  const SimResult y = sim.Run(*plan, rates, options);
+  EXPECT_EQ(x.arrived, y.arrived);
+  EXPECT_EQ(x.violations, y.violations);
+  for (const ModelResult& m : x.models) {
+    EXPECT_LE(m.late, m.completed);
+    EXPECT_EQ(m.completed + m.dropped, m.arrived) << m.model;
+  }
+}
+
+TEST_F(SimulatorTest, UnservedModelsRequestsAreDropped) {
+  Plan empty;
+  const ClusterSimulator sim(truth_.get(), configs_);
+  const SimResult r = sim.Run(empty, {{"a", 100}}, SimOptions());
+  ASSERT_EQ(r.models.size(), 1u);
+  EXPECT_EQ(r.models[0].dropped, r.models[0].arrived);
+  EXPECT_DOUBLE_EQ(r.violation_fraction(), 1.0);
+}
+
+TEST_F(SimulatorTest, MaxThroughputSearchFindsTheViolationBoundary) {
+  const ClusterSimulator sim(truth_.get(), configs_);
+  SimOptions options;
+  options.duration = absl::Seconds(10);
+  auto policy = Policy("gpulet");
+  const SearchResult r = SearchMaxThroughput(*policy, snapshot_, sim, options);
+  ASSERT_GT(r.best.scale, 0);
+  EXPECT_LE(r.best.sim.violation_fraction(), 0.01);
+  EXPECT_NEAR(r.max_throughput_rps, 300 * r.best.scale, 1e-6);
+  // 5 % above the boundary the plan is either refused or violates.
+  const ScaleOutcome above =
+      EvaluateScale(*policy, snapshot_, sim, options, r.best.scale * 1.05);
+  EXPECT_FALSE(above.feasible(0.01));
+}
+
+}  // namespace
+}  // namespace tessera

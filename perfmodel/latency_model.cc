@@ -62,10 +62,37 @@ absl::StatusOr<LatencyModel> LatencyModel::FromProfile(
       }
     }
   }
+  // Dense tables for every batch 1..max_batch (the policies' hot path).
+  m.dense_.assign(3, std::vector<std::vector<double>>(m.shares_.size()));
+  for (int f = 0; f < 3; ++f) {
+    for (size_t s = 0; s < m.shares_.size(); ++s) {
+      auto& row = m.dense_[f][s];
+      row.assign(m.max_batch() + 1, 0.0);
+      for (int b = 1; b <= m.max_batch(); ++b) {
+        row[b] = m.AtShareSlow(static_cast<Field>(f), s, b);
+      }
+    }
+  }
+  // Largest profiled batch per (field, share), 0 when none.
+  m.covered_.assign(3, std::vector<int>(m.shares_.size(), 0));
+  for (int f = 0; f < 3; ++f) {
+    for (size_t s = 0; s < m.shares_.size(); ++s) {
+      if (!m.table_[f][s].empty()) {
+        m.covered_[f][s] = m.table_[f][s].rbegin()->first;
+      }
+    }
+  }
   return m;
 }
 
 double LatencyModel::AtShare(Field f, size_t share_index, int batch) const {
+  if (!dense_.empty() && batch >= 1 && batch <= max_batch()) {
+    return dense_[f][share_index][batch];
+  }
+  return AtShareSlow(f, share_index, batch);
+}
+
+double LatencyModel::AtShareSlow(Field f, size_t share_index, int batch) const {
   const std::map<int, double>& curve = table_[f][share_index];
   if (curve.empty()) return 0;
   auto hi = curve.lower_bound(batch);
@@ -90,25 +117,30 @@ double LatencyModel::AtShare(Field f, size_t share_index, int batch) const {
 double LatencyModel::Lookup(Field f, int batch, double share) const {
   // Shares whose curve covers this batch size: a share profiled only at
   // batch 1 (e.g. 10 % and 100 % in the V100 data) must not be used to
-  // extrapolate large batches.
-  std::vector<size_t> usable;
+  // extrapolate large batches. (No allocation: this is the policies' hot
+  // path.)
+  const int need = std::min(batch, max_batch());
+  // Fast path: a profiled share that covers the batch.
   for (size_t s = 0; s < shares_.size(); ++s) {
-    const auto& curve = table_[f][s];
-    if (!curve.empty() && curve.rbegin()->first >= std::min(batch, max_batch()))
-      usable.push_back(s);
-  }
-  if (usable.empty()) {
-    for (size_t s = 0; s < shares_.size(); ++s) {
-      if (!table_[f][s].empty()) usable.push_back(s);
+    if (shares_[s] == share && covered_[f][s] >= need) {
+      return AtShare(f, s, batch);
     }
   }
-  size_t lo = usable.front(), hi = usable.back();
-  for (size_t s : usable) {
-    if (shares_[s] <= share) lo = s;
+  auto usable = [&](size_t s) { return covered_[f][s] >= need; };
+  bool any = false;
+  for (size_t s = 0; s < shares_.size() && !any; ++s) any = usable(s);
+  auto ok = [&](size_t s) { return any ? usable(s) : covered_[f][s] > 0; };
+  int lo = -1, hi = -1, first = -1, last = -1;
+  for (size_t s = 0; s < shares_.size(); ++s) {
+    if (!ok(s)) continue;
+    if (first < 0) first = static_cast<int>(s);
+    last = static_cast<int>(s);
+    if (shares_[s] <= share) lo = static_cast<int>(s);
+    if (hi < 0 && shares_[s] >= share) hi = static_cast<int>(s);
   }
-  for (auto it = usable.rbegin(); it != usable.rend(); ++it) {
-    if (shares_[*it] >= share) hi = *it;
-  }
+  if (first < 0) return 0;
+  if (lo < 0) lo = first;
+  if (hi < 0) hi = last;
   const double vlo = AtShare(f, lo, batch);
   if (lo == hi || shares_[lo] >= share) return vlo;
   const double vhi = AtShare(f, hi, batch);

@@ -39,12 +39,17 @@ class LatencyModel {
   enum Field { kLatency = 0, kL2 = 1, kDram = 2 };
   double Lookup(Field f, int batch, double share) const;
   double AtShare(Field f, size_t share_index, int batch) const;
+  double AtShareSlow(Field f, size_t share_index, int batch) const;
 
   std::string model_;
   std::vector<int> batches_;    // ascending
   std::vector<double> shares_;  // ascending
   // [field][share index] -> batch -> value; only profiled batches present.
   std::vector<std::vector<std::map<int, double>>> table_;
+  // [field][share index][batch] for batch 1..max_batch.
+  std::vector<std::vector<std::vector<double>>> dense_;
+  // [field][share index] -> largest profiled batch (0: none).
+  std::vector<std::vector<int>> covered_;
   int64_t memory_bytes_ = 0;
 };
 

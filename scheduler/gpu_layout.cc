@@ -1,6 +1,7 @@
 #include "scheduler/gpu_layout.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -29,23 +30,35 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
       Slot& slot = slots_[i];
       if (slot.free()) continue;
       SliceLatencyFn latency = SoloLatency;
+      // The neighbours are fixed while this slot is solved: list them once
+      // and memoise the inflated latency by (model, batch).
+      std::vector<Placement> neighbours;
+      std::vector<std::tuple<const ModelDemand*, int, double>> memo;
       if (interference != nullptr) {
-        latency = [this, i, interference](const Slice& s, int b, double share) {
-          const Placement self{s.demand->latency, b, share};
-          std::vector<Placement> neighbours;
-          for (size_t k = 0; k < slots_.size(); ++k) {
-            const Slot& other = slots_[k];
-            if (k == i || other.free()) continue;
-            for (size_t j = 0; j < other.slices.size(); ++j) {
-              const int nb = j < other.schedule.batches.size()
-                                 ? other.schedule.batches[j]
-                                 : 1;
-              neighbours.push_back(Placement{other.slices[j].demand->latency,
-                                             nb, other.share_percent});
-            }
+        for (size_t k = 0; k < slots_.size(); ++k) {
+          const Slot& other = slots_[k];
+          if (k == i || other.free()) continue;
+          for (size_t j = 0; j < other.slices.size(); ++j) {
+            const int nb = j < other.schedule.batches.size()
+                               ? other.schedule.batches[j]
+                               : 1;
+            neighbours.push_back(Placement{other.slices[j].demand->latency, nb,
+                                           other.share_percent});
           }
-          return interference->LatencyMs(self, neighbours) *
-                 s.demand->latency_scale;
+        }
+        latency = [interference, &neighbours, &memo](const Slice& s, int b,
+                                                     double share) {
+          for (const auto& [d, batch, v] : memo) {
+            if (d == s.demand && batch == b) return v;
+          }
+          const double v =
+              neighbours.empty()
+                  ? PlannedLatency(*s.demand, b, share)
+                  : interference->LatencyMs(
+                        Placement{s.demand->latency, b, share}, neighbours) *
+                        s.demand->latency_scale;
+          memo.emplace_back(s.demand, b, v);
+          return v;
         };
       }
       auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);

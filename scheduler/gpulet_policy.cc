@@ -10,6 +10,7 @@ namespace tessera {
 namespace {
 
 constexpr int kMaxModelsPerGpulet = 3;
+constexpr size_t kMergeAttempts = 8;
 
 // Smallest allowed partition <= cap that serves `slice` alone, else the
 // smallest above the cap; 0 if none.
@@ -72,34 +73,56 @@ bool GpuletPolicy::Place(Slice slice, double want, bool saturated,
                          double* placed_rate) const {
   *placed_rate = slice.rate_rps;
   const InterferenceModel* intf = interference_.get();
-  // 1. Temporal merge (residues only): the feasible merge leaving its
-  // gpulet fullest.
+  // 1. Temporal merge (residues only): the fullest gpulet that can take
+  // the slice. Cheap necessary conditions first (the merged load stays
+  // below 1; the round, which only grows, stays within every SLO), then
+  // candidates fullest first, stopping at the first feasible merge.
   if (!saturated) {
-    int best_g = -1, best_s = -1;
-    double best_occupancy = -1;
+    struct Candidate {
+      double occupancy;
+      size_t gpu, slot;
+    };
+    std::vector<Candidate> candidates;
+    const ModelDemand& m = *slice.demand;
     for (size_t g = 0; g < layouts->size(); ++g) {
-      auto& slots = (*layouts)[g].slots();
+      const auto& slots = (*layouts)[g].slots();
       for (size_t s = 0; s < slots.size(); ++s) {
-        if (slots[s].free() ||
-            static_cast<int>(slots[s].slices.size()) >= kMaxModelsPerGpulet ||
-            slots[s].schedule.occupancy >= 1) {
+        const GpuLayout::Slot& slot = slots[s];
+        if (slot.free() ||
+            static_cast<int>(slot.slices.size()) >= kMaxModelsPerGpulet ||
+            slot.schedule.occupancy >= 1) {
           continue;
         }
-        GpuLayout trial = (*layouts)[g];
-        trial.slots()[s].slices.push_back(slice);
-        if (!trial.Resolve(intf)) continue;
-        const double occ = trial.slots()[s].schedule.occupancy;
-        if (occ > best_occupancy) {
-          best_occupancy = occ;
-          best_g = static_cast<int>(g);
-          best_s = static_cast<int>(s);
+        const double p = slot.share_percent;
+        double load = 0, round = 0, min_slo = m.slo_ms;
+        for (size_t j = 0; j < slot.slices.size(); ++j) {
+          const int b = slot.schedule.batches[j];
+          load +=
+              slot.slices[j].rate_rps * slot.schedule.exec_ms[j] / (1000.0 * b);
+          round += slot.schedule.exec_ms[j];
+          min_slo = std::min(min_slo, slot.slices[j].demand->slo_ms);
         }
+        const int mb = m.max_batch;
+        load += slice.rate_rps * PlannedLatency(m, mb, p) / (1000.0 * mb);
+        round += PlannedLatency(m, 1, p);
+        if (load >= 1 || 2 * round > min_slo) continue;
+        candidates.push_back({slot.schedule.occupancy, g, s});
       }
     }
-    if (best_g >= 0) {
-      GpuLayout& gpu = (*layouts)[best_g];
-      gpu.slots()[best_s].slices.push_back(slice);
-      gpu.Resolve(intf);
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       return a.occupancy > b.occupancy;
+                     });
+    // At most kMergeAttempts full re-solves per placement: with hundreds of
+    // gpulets, trying every one makes planning quadratic (a deviation from
+    // the paper, which tries all; the fullest candidates are the ones a
+    // best fit wants).
+    if (candidates.size() > kMergeAttempts) candidates.resize(kMergeAttempts);
+    for (const Candidate& c : candidates) {
+      GpuLayout trial = (*layouts)[c.gpu];
+      trial.slots()[c.slot].slices.push_back(slice);
+      if (!trial.Resolve(intf)) continue;
+      (*layouts)[c.gpu] = std::move(trial);
       return true;
     }
   }
@@ -216,44 +239,19 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
                      return a->rate_rps * a->slo_ms < b->rate_rps * b->slo_ms;
                    });
   const auto& gpus = (*inputs)->gpus();
-  const size_t max_n = gpus.size();
   if (order.empty()) return BuildPlan({}, name_, "no load");
-  // Algorithm 2: smallest N that works (exponential, then bisection).
-  size_t lo = std::clamp<size_t>(
-      static_cast<size_t>(std::ceil(gpu_lower_bound - 1e-9)), 1, max_n);
-  auto attempt = Partition(order, gpus, lo);
-  if (attempt.ok()) {
-    return BuildPlan(*attempt, name_, absl::StrCat("fits on ", lo, " GPU(s)"));
-  }
-  absl::Status last_error = attempt.status();
-  size_t step = 1, hi = lo;
-  std::vector<GpuLayout> found;
-  while (true) {
-    if (hi == max_n) {
-      return last_error;  // names the model that did not fit
-    }
-    hi = std::min(max_n, hi + step);
-    step *= 2;
-    auto a = Partition(order, gpus, hi);
-    if (a.ok()) {
-      found = std::move(*a);
-      break;
-    }
-    last_error = a.status();
-    lo = hi;
-  }
-  // Now Partition(lo) failed and Partition(hi) succeeded.
-  while (hi - lo > 1) {
-    const size_t mid = (lo + hi) / 2;
-    auto a = Partition(order, gpus, mid);
-    if (a.ok()) {
-      hi = mid;
-      found = std::move(*a);
-    } else {
-      lo = mid;
-    }
-  }
-  return BuildPlan(found, name_, absl::StrCat("fits on ", hi, " GPU(s)"));
+  // Algorithm 2 (smallest N for which Algorithm 1 succeeds) in one pass:
+  // placement is best fit, so a whole GPU is opened (split) only when no
+  // slot on the GPUs already in use can take the gpulet. A pass over all
+  // GPUs therefore uses exactly U GPUs where U is the smallest N that
+  // succeeds: with N < U, Algorithm 1 fails at the moment this pass opened
+  // GPU U, and with N = U it makes the same placements.
+  auto layouts = Partition(order, gpus, gpus.size());
+  if (!layouts.ok()) return layouts.status();
+  int used = 0;
+  for (const GpuLayout& g : *layouts) used += g.used() ? 1 : 0;
+  (void)gpu_lower_bound;
+  return BuildPlan(*layouts, name_, absl::StrCat("fits on ", used, " GPU(s)"));
 }
 
 REGISTER_SCHEDULING_POLICY("gpulet", GpuletPolicy::Create);

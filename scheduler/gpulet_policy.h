@@ -40,10 +40,10 @@ namespace tessera {
 //  * Interference is a multiplier >= 1 on latency from the worst
 //    neighbour on the same GPU (the artifact's semantics; pitfall 2).
 //
-// Algorithm 2, SCALING: the smallest N (from a lower bound given by the
-// models' minimal partitions) for which Algorithm 1 succeeds, searched
-// exponentially then by bisection instead of one GPU at a time, since
-// feasibility grows with N; at most the cluster's GPUs.
+// Algorithm 2, SCALING (the smallest N for which Algorithm 1 succeeds) is
+// one pass over all the cluster's GPUs: best-fit placement opens a GPU only
+// when none in use can take the gpulet, so the pass uses exactly that N
+// (see Schedule()).
 class GpuletPolicy : public SchedulingPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "perfmodel/latency_model.h"
 
@@ -21,6 +22,9 @@ struct ModelDemand {
   bool queueing_check = true;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
+  // Memo of planned latency for the partition sizes of AllowedShares()
+  // (index) and batches 1..max_batch; other shares are computed directly.
+  mutable std::vector<std::vector<double>> latency_cache;
 };
 
 // A share of a model's rate placed on a gpulet.

@@ -7,7 +7,38 @@
 namespace tessera {
 
 double PlannedLatency(const ModelDemand& m, int batch, double share) {
-  return m.latency->LatencyMs(batch, share) * m.latency_scale;
+  // Index of `share` among the gpulet sizes (20, 40, 50, 60, 80, 100).
+  int index = -1;
+  switch (static_cast<int>(share)) {
+    case 20:
+      index = 0;
+      break;
+    case 40:
+      index = 1;
+      break;
+    case 50:
+      index = 2;
+      break;
+    case 60:
+      index = 3;
+      break;
+    case 80:
+      index = 4;
+      break;
+    case 100:
+      index = 5;
+      break;
+  }
+  if (index < 0 || share != static_cast<int>(share) || batch < 1 ||
+      batch > m.max_batch) {
+    return m.latency->LatencyMs(batch, share) * m.latency_scale;
+  }
+  if (m.latency_cache.empty()) {
+    m.latency_cache.assign(6, std::vector<double>(m.max_batch + 1, -1.0));
+  }
+  double& v = m.latency_cache[index][batch];
+  if (v < 0) v = m.latency->LatencyMs(batch, share) * m.latency_scale;
+  return v;
 }
 
 double SoloLatency(const Slice& slice, int batch, double share) {
@@ -47,6 +78,7 @@ namespace {
 bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
                   const SliceLatencyFn& latency, GpuletSchedule* out) {
   double sum = 0;
+  double load = 0;  // fraction of time the gpulet is busy at these rates
   out->batches.assign(slices.size(), 0);
   out->exec_ms.assign(slices.size(), 0);
   for (size_t j = 0; j < slices.size(); ++j) {
@@ -57,13 +89,14 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
     out->batches[j] = b;
     out->exec_ms[j] = latency(s, b, share);
     sum += out->exec_ms[j];
+    load += s.rate_rps * out->exec_ms[j] / (1000.0 * b);
   }
   if (sum > d * (1 + 1e-9)) return false;
   // Queueing under Poisson arrivals: with the round as the service time
-  // and utilisation rho = sum / d, the heavy-traffic M/D/1 waiting time is
-  // about exponential with mean rho * sum / (2 (1 - rho)); its 99th
-  // percentile is ln(100) times that.
-  const double rho = sum / d;
+  // and utilisation rho (the busy fraction at these rates), the
+  // heavy-traffic M/D/1 waiting time is about exponential with mean
+  // rho * sum / (2 (1 - rho)); its 99th percentile is ln(100) times that.
+  const double rho = load;
   const double wait99 = rho >= 1 - 1e-9
                             ? std::numeric_limits<double>::infinity()
                             : std::log(100.0) * rho * sum / (2 * (1 - rho));
@@ -108,9 +141,10 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   const double hi = min_slo - min_round;
   if (hi < min_round) return std::nullopt;  // not even batch 1 fits
   const int kGrid = 48;
-  for (int i = 0; i <= kGrid; ++i) {
-    candidates.push_back(
-        min_round * std::pow(hi / min_round, static_cast<double>(i) / kGrid));
+  const double step = std::pow(hi / min_round, 1.0 / kGrid);
+  double grid_d = min_round;
+  for (int i = 0; i <= kGrid; ++i, grid_d *= step) {
+    candidates.push_back(grid_d);
   }
   std::optional<GpuletSchedule> best;
   GpuletSchedule trial;

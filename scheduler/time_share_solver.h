@@ -39,7 +39,8 @@ using SliceLatencyFn =
 //       the papers' rules assume evenly spaced arrivals; under Poisson
 //       arrivals a gpulet near full occupancy queues without bound. W99 is
 //       the heavy-traffic M/D/1 99th-percentile wait with the round as
-//       service time: ln(100) rho sum / (2 (1 - rho)), rho = sum / d)
+//       service time: ln(100) rho sum / (2 (1 - rho)), rho = the busy
+//       fraction sum_j r_j L_j(b_j) / (1000 b_j))
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch

@@ -17,7 +17,10 @@ ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
     rates[m.config.name()] = m.rate_rps;
   }
   auto plan = policy.Schedule(snapshot);
-  if (!plan.ok()) return out;
+  if (!plan.ok()) {
+    out.inconclusive = absl::IsDeadlineExceeded(plan.status());
+    return out;
+  }
   out.schedulable = true;
   out.plan = *plan;
   out.sim = simulator.Run(*plan, rates, options);
@@ -32,6 +35,7 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
   auto eval = [&](double s) {
     ++result.runs;
     ScaleOutcome o = EvaluateScale(policy, base, simulator, options, s);
+    if (o.inconclusive) result.inconclusive = true;
     if (o.schedulable) {
       result.max_schedulable_scale = std::max(result.max_schedulable_scale, s);
     }

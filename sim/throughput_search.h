@@ -13,6 +13,8 @@ namespace tessera {
 struct ScaleOutcome {
   double scale = 0;
   bool schedulable = false;  // the policy produced a plan
+  // The policy could not decide (e.g. ideal ran out of its search budget).
+  bool inconclusive = false;
   Plan plan;
   SimResult sim;  // valid when schedulable
   bool feasible(double limit) const {
@@ -29,6 +31,8 @@ struct SearchResult {
   // consulted): where the two differ, the policy trusted a wrong model.
   double max_schedulable_scale = 0;
   int runs = 0;
+  // Some evaluation was inconclusive: the result is not trustworthy.
+  bool inconclusive = false;
 };
 
 // Scales every model's base rate in `base` by s, asks `policy` for a plan

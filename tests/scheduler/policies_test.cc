@@ -200,3 +200,79 @@ TEST(GpuletPolicyTest, MaxEfficientPartitionFollowsTheKnee) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Largest uniform rate scale (5 % steps) at which `policy` returns a plan.
+double MaxSchedulableScale(const SchedulingPolicy& policy,
+                           const ClusterSnapshot& base) {
+  double best = 0;
+  for (double s = 0.05; s < 40; s *= 1.05) {
+    ClusterSnapshot snap = base;
+    for (auto& m : snap.models) m.rate_rps *= s;
+    if (!policy.Schedule(snap).ok()) break;
+    best = s;
+  }
+  return best;
+}
+
+TEST(IdealPolicyTest, AtLeastAsGoodAsEveryPolicyOnTwoGpus) {
+  std::vector<ClusterSnapshot> cases;
+  {
+    ClusterSnapshot s = Snapshot(2);  // a heavy and a light model
+    AddModel(&s, LinearProfile("heavy", 4, 2), 100, 40);
+    AddModel(&s, LinearProfile("light", 1, 0.3), 100, 20);
+    cases.push_back(s);
+  }
+  {
+    ClusterSnapshot s = Snapshot(2);  // three similar models
+    AddModel(&s, LinearProfile("x", 2, 1), 100, 30);
+    AddModel(&s, LinearProfile("y", 3, 1), 100, 40);
+    AddModel(&s, LinearProfile("z", 1, 1), 100, 25);
+    cases.push_back(s);
+  }
+  {
+    ClusterSnapshot s = Snapshot(2);  // one fast model, tight SLO
+    AddModel(&s, LinearProfile("fast", 0.5, 0.2), 100, 6);
+    cases.push_back(s);
+  }
+  // Like with like: ideal planning without interference against the
+  // policies that ignore it (sbp, greedy, gpulet-noint), and ideal with
+  // the 1.1x factor against gpulet with the same factor.
+  PolicyOptions blind;
+  blind.interference = std::make_shared<NoInterference>();
+  PolicyOptions aware;
+  aware.interference = std::make_shared<ConstantInterference>(1.1);
+  const std::vector<std::pair<const char*, const PolicyOptions*>> rivals = {
+      {"sbp", &blind},
+      {"greedy", &blind},
+      {"gpulet-noint", &blind},
+      {"gpulet", &aware}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (const auto& [name, options] : rivals) {
+      auto ideal = PolicyRegistry::Create("ideal", *options);
+      auto other = PolicyRegistry::Create(name, *options);
+      ASSERT_TRUE(ideal.ok() && other.ok());
+      const double ideal_scale = MaxSchedulableScale(**ideal, cases[c]);
+      const double s = MaxSchedulableScale(**other, cases[c]);
+      EXPECT_GT(ideal_scale, 0) << "case " << c;
+      EXPECT_GE(ideal_scale, s) << "case " << c << ": ideal " << ideal_scale
+                                << " < " << name << " " << s;
+    }
+  }
+}
+
+TEST(IdealPolicyTest, RefusesClustersBeyondItsSearch) {
+  ClusterSnapshot s = Snapshot(2);
+  for (int i = 0; i < 5; ++i) {
+    AddModel(&s, LinearProfile("m" + std::to_string(i), 1, 0.5), 10, 100);
+  }
+  PolicyOptions options;
+  auto ideal = PolicyRegistry::Create("ideal", options);
+  EXPECT_EQ((*ideal)->Schedule(s).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,301 @@
+// tessera_experiments: the scheduling-core experiments of issue 3 on the
+// V100 measurements, printed as tables (and written as CSV for plotting).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/policy_registry.h"
+#include "sim/throughput_search.h"
+#include "sim/v100_workload.h"
+
+ABSL_FLAG(std::string, v100_profile,
+          "../shared/data/igniter-v100/profile.jsonl",
+          "iGniter's public V100 measurements (profile.jsonl).");
+ABSL_FLAG(std::string, experiments, "throughput,sweep,share100,planning",
+          "Which experiments to run.");
+ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
+ABSL_FLAG(std::string, policies, "sbp,greedy,gpulet-noint,gpulet,ideal",
+          "Policies to compare.");
+ABSL_FLAG(double, base_rate, 100, "Base rate per model (req/s).");
+ABSL_FLAG(int, gpus, 4, "GPUs for the throughput experiments.");
+ABSL_FLAG(double, duration_s, 20, "Simulated seconds per run.");
+ABSL_FLAG(std::string, csv, "", "Write the throughput table here as CSV.");
+ABSL_FLAG(std::string, planning_sizes, "9x8,100x100,1000x1000",
+          "Models x GPUs of the planning-time runs.");
+
+namespace tessera {
+namespace {
+
+struct Workload {
+  std::string name;
+  std::vector<std::string> models;
+};
+
+std::vector<Workload> Workloads() {
+  const std::vector<std::string> all = {"alexnet", "resnet50", "vgg19", "ssd"};
+  std::vector<Workload> w;
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (size_t j = i + 1; j < all.size(); ++j) {
+      w.push_back({all[i] + "+" + all[j], {all[i], all[j]}});
+    }
+  }
+  w.push_back({"all four", all});
+  // In the spirit of the gpulet paper's `game`: several instances of the
+  // smallest model beside a large one.
+  w.push_back({"game (3 alexnet + vgg19)",
+               {"alexnet/1", "alexnet/2", "alexnet/3", "vgg19"}});
+  return w;
+}
+
+std::vector<double> Doubles(const std::string& csv) {
+  std::vector<double> v;
+  for (absl::string_view s : absl::StrSplit(csv, ',', absl::SkipEmpty())) {
+    v.push_back(std::stod(std::string(s)));
+  }
+  return v;
+}
+
+PolicyOptions Options(const V100Setup& setup, const std::string& policy) {
+  PolicyOptions o;
+  o.interference = setup.linear;
+  (void)policy;
+  return o;
+}
+
+void Throughput(const V100Setup& setup) {
+  const auto policies = absl::StrSplit(absl::GetFlag(FLAGS_policies), ',');
+  std::vector<std::string> names(policies.begin(), policies.end());
+  SimOptions options;
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  std::ofstream csv;
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    csv.open(absl::GetFlag(FLAGS_csv));
+    csv << "slo_factor,workload,policy,max_throughput_rps,violation_pct,"
+           "gpus,share_sum,max_schedulable_scale,noint_violation_pct\n";
+  }
+  for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
+    std::printf(
+        "\nSLO-preserved max throughput (req/s, <= 1%% violations in "
+        "simulation), %d V100s, SLO = %.0fx batch-1 full-GPU latency\n\n",
+        absl::GetFlag(FLAGS_gpus), slo);
+    std::printf("%-26s", "workload");
+    for (const auto& n : names) std::printf(" %13s", n.c_str());
+    std::printf(" %12s %16s\n", "gpulet/ideal", "noint viol. @max");
+    for (const Workload& w : Workloads()) {
+      std::vector<WorkloadModel> models;
+      for (const auto& m : w.models) {
+        models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
+      }
+      const ClusterSnapshot snap =
+          MakeV100Snapshot(setup, absl::GetFlag(FLAGS_gpus), models, slo);
+      const ClusterSimulator sim(setup.truth.get(), Configs(snap));
+      std::printf("%-26s", w.name.c_str());
+      std::map<std::string, double> tput;
+      double noint_violation = -1;
+      for (const auto& n : names) {
+        auto policy = PolicyRegistry::Create(n, Options(setup, n));
+        if (!policy.ok()) {
+          std::printf(" %13s", "error");
+          continue;
+        }
+        const SearchResult r =
+            SearchMaxThroughput(**policy, snap, sim, options);
+        if (r.inconclusive) {
+          std::printf(" %13s", "(budget)");
+          continue;
+        }
+        tput[n] = r.max_throughput_rps;
+        std::printf(" %13.1f", r.max_throughput_rps);
+        if (n == "gpulet-noint" && r.max_schedulable_scale > 0) {
+          // Violations of noint's plan at the highest load it accepts.
+          const ScaleOutcome at = EvaluateScale(**policy, snap, sim, options,
+                                                r.max_schedulable_scale);
+          noint_violation = 100 * at.sim.violation_fraction();
+        }
+        if (csv.is_open()) {
+          csv << slo << ",\"" << w.name << "\"," << n << ","
+              << r.max_throughput_rps << ","
+              << 100 * r.best.sim.violation_fraction() << ","
+              << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
+              << r.max_schedulable_scale << ","
+              << (n == "gpulet-noint" ? noint_violation : -1) << "\n";
+        }
+      }
+      if (tput.count("ideal") && tput["ideal"] > 0 && tput.count("gpulet")) {
+        std::printf(" %11.1f%%", 100 * tput["gpulet"] / tput["ideal"]);
+      } else {
+        std::printf(" %12s", "-");
+      }
+      std::printf(" %15.2f%%\n", noint_violation);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// Schedulability sweep in the style of the gpulet paper's Section 3.2:
+// every combination of per-model rates from {0, r, 2r} (all zero excluded)
+// for the four models; a scenario counts for a policy when the policy
+// plans it and the plan keeps violations <= 1 % in simulation.
+void Sweep(const V100Setup& setup) {
+  const std::vector<std::string> all = {"alexnet", "resnet50", "vgg19", "ssd"};
+  const double r = absl::GetFlag(FLAGS_base_rate);
+  const std::vector<std::string> names = {"sbp", "greedy", "gpulet-noint",
+                                          "gpulet"};
+  SimOptions options;
+  options.duration = absl::Seconds(10);
+  std::printf(
+      "\nSchedulability sweep: rates in {0, %.0f, %.0f} req/s per model "
+      "(80 scenarios), %d GPUs, SLO 5x\n\n",
+      r, 2 * r, absl::GetFlag(FLAGS_gpus));
+  std::printf("%-13s %12s %16s %16s\n", "policy", "planned", "held (<=1%)",
+              "planned but >1%");
+  for (const auto& n : names) {
+    auto policy = PolicyRegistry::Create(n, Options(setup, n));
+    int planned = 0, held = 0;
+    for (int code = 1; code < 81; ++code) {
+      std::vector<WorkloadModel> models;
+      int c = code;
+      for (const auto& m : all) {
+        const int level = c % 3;
+        c /= 3;
+        if (level > 0) models.push_back({m, level * r});
+      }
+      const ClusterSnapshot snap =
+          MakeV100Snapshot(setup, absl::GetFlag(FLAGS_gpus), models, 5);
+      const ClusterSimulator sim(setup.truth.get(), Configs(snap));
+      const ScaleOutcome o = EvaluateScale(**policy, snap, sim, options, 1.0);
+      if (!o.schedulable) continue;
+      ++planned;
+      if (o.feasible(0.01)) ++held;
+    }
+    std::printf("%-13s %12d %16d %16d\n", n.c_str(), planned, held,
+                planned - held);
+  }
+}
+
+// How much the results depend on the rule that fills L(b>1, 100%).
+void Share100(const std::string& path) {
+  std::printf(
+      "\nSensitivity to L(b>1,100%%) (not measured): SLO-preserved max "
+      "throughput of the four-model mix, SLO 5x, %d GPUs\n\n",
+      absl::GetFlag(FLAGS_gpus));
+  std::printf("%-14s %10s %10s %14s %10s\n", "rule", "sbp", "greedy",
+              "gpulet-noint", "gpulet");
+  for (auto [name, rule] :
+       {std::pair{"batch1-ratio", Share100Rule::kBatch1Ratio},
+        std::pair{"same-as-80", Share100Rule::kSameAs80},
+        std::pair{"omit", Share100Rule::kOmit}}) {
+    auto setup = LoadV100Setup(path, rule, 0);
+    if (!setup.ok()) return;
+    std::vector<WorkloadModel> models;
+    for (const char* m : {"alexnet", "resnet50", "vgg19", "ssd"}) {
+      models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
+    }
+    const ClusterSnapshot snap =
+        MakeV100Snapshot(**setup, absl::GetFlag(FLAGS_gpus), models, 5);
+    const ClusterSimulator sim((*setup)->truth.get(), Configs(snap));
+    SimOptions options;
+    options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+    std::printf("%-14s", name);
+    for (const char* n : {"sbp", "greedy", "gpulet-noint", "gpulet"}) {
+      auto policy = PolicyRegistry::Create(n, Options(**setup, n));
+      const SearchResult r = SearchMaxThroughput(**policy, snap, sim, options);
+      std::printf(" %*.1f", std::string(n) == "gpulet-noint" ? 14 : 10,
+                  r.max_throughput_rps);
+    }
+    std::printf("\n");
+  }
+}
+
+// Planning time of gpulet: V100 models replicated under new names, SLOs
+// drawn from 3-10x batch-1 latency, rates sized so the cluster is about
+// half loaded.
+void Planning(const V100Setup& setup) {
+  std::printf("\nPlanning time of gpulet (median of 5 runs)\n\n");
+  std::printf("%8s %6s %12s %14s %10s\n", "models", "GPUs", "time (ms)",
+              "result", "GPUs used");
+  const std::vector<std::string> base = {"alexnet", "resnet50", "vgg19", "ssd"};
+  std::vector<std::pair<int, int>> sizes;
+  for (absl::string_view size : absl::StrSplit(
+           absl::GetFlag(FLAGS_planning_sizes), ',', absl::SkipEmpty())) {
+    std::vector<std::string> mg = absl::StrSplit(size, 'x');
+    if (mg.size() == 2) sizes.push_back({std::stoi(mg[0]), std::stoi(mg[1])});
+  }
+  for (auto [n_models, n_gpus] : sizes) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> slo_dist(3, 10);
+    std::vector<WorkloadModel> models;
+    ClusterSnapshot snap =
+        MakeV100Snapshot(setup, n_gpus, {}, 5);  // devices only
+    for (int i = 0; i < n_models; ++i) {
+      const std::string b = base[i % base.size()];
+      const std::string name = absl::StrCat(b, "/", i);
+      ClusterSnapshot one =
+          MakeV100Snapshot(setup, 0, {{name, 0}}, slo_dist(rng));
+      ModelSnapshot m = one.models[0];
+      // Rate: a tenth of what a whole GPU sustains for it at batch 4.
+      const LatencyModel* lm = setup.truth->model(b);
+      m.rate_rps = 1000.0 / lm->LatencyMs(4, 100) * 4 / 10;
+      snap.models.push_back(m);
+    }
+    PolicyOptions o = Options(setup, "gpulet");
+    auto policy = PolicyRegistry::Create("gpulet", o);
+    std::vector<double> times;
+    absl::StatusOr<Plan> plan;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      plan = (*policy)->Schedule(snap);
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+      if (n_models >= 1000) break;  // one run is enough to see the scale
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("%8d %6d %12.2f %14s %10d\n", n_models, n_gpus,
+                times[times.size() / 2],
+                plan.ok() ? "planned" : "unschedulable",
+                plan.ok() ? plan->devices_size() : 0);
+    if (!plan.ok()) {
+      std::printf("         (%s)\n",
+                  std::string(plan.status().message()).c_str());
+    }
+    std::fflush(stdout);
+  }
+}
+
+int Run() {
+  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
+                             Share100Rule::kBatch1Ratio, 0);
+  if (!setup.ok()) {
+    std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
+    return 2;
+  }
+  for (absl::string_view e :
+       absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
+    if (e == "throughput") Throughput(**setup);
+    if (e == "sweep") Sweep(**setup);
+    if (e == "share100") Share100(absl::GetFlag(FLAGS_v100_profile));
+    if (e == "planning") Planning(**setup);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Scheduling-core experiments on iGniter's V100 measurements: "
+      "SLO-preserved max throughput per policy and workload, a "
+      "schedulability sweep, sensitivity to the 100% extrapolation, and "
+      "planning time. Prints tables; --csv writes the throughput table.");
+  absl::ParseCommandLine(argc, argv);
+  return tessera::Run();
+}

@@ -35,6 +35,8 @@ PACKAGES=(
   libopenblas0-openmp
   # model generation and the Python protocol-compatibility test
   python3-torch python3-torchvision python3-grpcio python3-protobuf
+  # plots of benchmark and experiment results
+  python3-matplotlib
 )
 
 missing=()

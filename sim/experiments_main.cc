@@ -180,35 +180,58 @@ void Sweep(const V100Setup& setup) {
   }
 }
 
-// How much the results depend on the rule that fills L(b>1, 100%).
+// How much the results depend on the rule that fills L(b>1, 100%): the
+// four-model mix on 4 GPUs, and each model alone on one GPU at SLO 10x,
+// where a whole GPU's throughput depends on L(b, 100%) directly.
 void Share100(const std::string& path) {
   std::printf(
       "\nSensitivity to L(b>1,100%%) (not measured): SLO-preserved max "
-      "throughput of the four-model mix, SLO 5x, %d GPUs\n\n",
-      absl::GetFlag(FLAGS_gpus));
-  std::printf("%-14s %10s %10s %14s %10s\n", "rule", "sbp", "greedy",
-              "gpulet-noint", "gpulet");
-  for (auto [name, rule] :
-       {std::pair{"batch1-ratio", Share100Rule::kBatch1Ratio},
-        std::pair{"same-as-80", Share100Rule::kSameAs80},
-        std::pair{"omit", Share100Rule::kOmit}}) {
+      "throughput (req/s) under each extrapolation rule\n\n");
+  std::printf("%-34s %-13s %13s %13s %13s\n", "workload", "policy",
+              "batch1-ratio", "same-as-80", "omit");
+  struct Case {
+    std::string name;
+    std::vector<std::string> models;
+    int gpus;
+    double slo;
+    std::string policy;
+  };
+  std::vector<Case> cases = {{"all four, 4 GPUs, SLO 5x",
+                              {"alexnet", "resnet50", "vgg19", "ssd"},
+                              4,
+                              5,
+                              "sbp"},
+                             {"all four, 4 GPUs, SLO 5x",
+                              {"alexnet", "resnet50", "vgg19", "ssd"},
+                              4,
+                              5,
+                              "gpulet"}};
+  for (const char* m : {"alexnet", "resnet50", "vgg19", "ssd"}) {
+    cases.push_back(
+        {std::string(m) + " alone, 1 GPU, SLO 10x", {m}, 1, 10, "sbp"});
+  }
+  std::vector<std::unique_ptr<V100Setup>> setups;
+  for (Share100Rule rule : {Share100Rule::kBatch1Ratio, Share100Rule::kSameAs80,
+                            Share100Rule::kOmit}) {
     auto setup = LoadV100Setup(path, rule, 0);
     if (!setup.ok()) return;
-    std::vector<WorkloadModel> models;
-    for (const char* m : {"alexnet", "resnet50", "vgg19", "ssd"}) {
-      models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
-    }
-    const ClusterSnapshot snap =
-        MakeV100Snapshot(**setup, absl::GetFlag(FLAGS_gpus), models, 5);
-    const ClusterSimulator sim((*setup)->truth.get(), Configs(snap));
-    SimOptions options;
-    options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
-    std::printf("%-14s", name);
-    for (const char* n : {"sbp", "greedy", "gpulet-noint", "gpulet"}) {
-      auto policy = PolicyRegistry::Create(n, Options(**setup, n));
+    setups.push_back(std::move(*setup));
+  }
+  SimOptions options;
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  for (const Case& c : cases) {
+    std::printf("%-34s %-13s", c.name.c_str(), c.policy.c_str());
+    for (const auto& setup : setups) {
+      std::vector<WorkloadModel> models;
+      for (const auto& m : c.models) {
+        models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
+      }
+      const ClusterSnapshot snap =
+          MakeV100Snapshot(*setup, c.gpus, models, c.slo);
+      const ClusterSimulator sim(setup->truth.get(), Configs(snap));
+      auto policy = PolicyRegistry::Create(c.policy, Options(*setup, c.policy));
       const SearchResult r = SearchMaxThroughput(**policy, snap, sim, options);
-      std::printf(" %*.1f", std::string(n) == "gpulet-noint" ? 14 : 10,
-                  r.max_throughput_rps);
+      std::printf(" %13.1f", r.max_throughput_rps);
     }
     std::printf("\n");
   }

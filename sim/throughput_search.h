@@ -27,8 +27,8 @@ struct SearchResult {
   // simulation, and the total rate there.
   ScaleOutcome best;
   double max_throughput_rps = 0;
-  // Largest scale the policy itself called schedulable (simulation not
-  // consulted): where the two differ, the policy trusted a wrong model.
+  // Largest scale the scan saw the policy call schedulable (simulation
+  // not consulted).
   double max_schedulable_scale = 0;
   int runs = 0;
   // Some evaluation was inconclusive: the result is not trustworthy.
@@ -36,9 +36,11 @@ struct SearchResult {
 };
 
 // Scales every model's base rate in `base` by s, asks `policy` for a plan
-// and simulates it. Finds the largest s with violations <= `limit`:
-// doubling to bracket, then bisection to a relative precision of 1 %.
-// Assumes feasibility is (roughly) monotone in s.
+// and simulates it. As in the gpulet paper, the load is raised until
+// violations exceed `limit` (or the policy refuses the load): an upward
+// scan from s = 1/64 in 15 % steps to the first failure, then bisection to
+// 1 % precision. (Feasibility is not monotone in s, so the first failure
+// is what an operator raising the load would meet.)
 SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
                                  const ClusterSnapshot& base,
                                  const ClusterSimulator& simulator,

@@ -29,6 +29,15 @@ std::map<int, std::map<double, double>> Grid(const Json& j) {
 
 }  // namespace
 
+absl::StatusOr<Share100Rule> ParseShare100Rule(const std::string& name) {
+  if (name == "batch1-ratio") return Share100Rule::kBatch1Ratio;
+  if (name == "same-as-80") return Share100Rule::kSameAs80;
+  if (name == "omit") return Share100Rule::kOmit;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown L(b,100%) rule '", name,
+                   "'; known: batch1-ratio, same-as-80, omit"));
+}
+
 absl::StatusOr<IgniterV100Data> LoadIgniterV100(const std::string& path,
                                                 Share100Rule rule) {
   std::ifstream in(path);

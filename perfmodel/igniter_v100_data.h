@@ -23,6 +23,9 @@ enum class Share100Rule {
   kOmit,
 };
 
+// "batch1-ratio", "same-as-80" or "omit"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<Share100Rule> ParseShare100Rule(const std::string& name);
+
 // A co-location measurement of the V100 data: model1 at share1 % beside
 // model2 at (100 - share1) %, both running at the same time.
 struct IgniterCoLocationRow {

@@ -46,13 +46,12 @@ namespace tessera {
 namespace {
 
 int Run() {
-  Share100Rule rule = Share100Rule::kBatch1Ratio;
-  if (absl::GetFlag(FLAGS_share100_rule) == "same-as-80") {
-    rule = Share100Rule::kSameAs80;
-  } else if (absl::GetFlag(FLAGS_share100_rule) == "omit") {
-    rule = Share100Rule::kOmit;
+  auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
+  if (!rule.ok()) {
+    std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
+    return 2;
   }
-  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), rule,
+  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), *rule,
                              absl::GetFlag(FLAGS_noise));
   if (!setup.ok()) {
     std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());

@@ -67,11 +67,12 @@ std::vector<double> LeaveGroupOut(
 }
 
 int Run() {
-  const std::string rule_name = absl::GetFlag(FLAGS_share100_rule);
-  Share100Rule rule = Share100Rule::kBatch1Ratio;
-  if (rule_name == "same-as-80") rule = Share100Rule::kSameAs80;
-  if (rule_name == "omit") rule = Share100Rule::kOmit;
-  auto data = LoadIgniterV100(absl::GetFlag(FLAGS_v100_profile), rule);
+  auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
+  if (!rule.ok()) {
+    std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
+    return 2;
+  }
+  auto data = LoadIgniterV100(absl::GetFlag(FLAGS_v100_profile), *rule);
   if (!data.ok()) {
     std::fprintf(stderr, "%s\n", data.status().ToString().c_str());
     return 1;

@@ -60,26 +60,29 @@ double LinearInterference::Factor(const Placement& self,
 std::vector<double> PairwiseInterference::Features(
     const Placement& self, const Placement& other) const {
   // Per model m (as the one slowed down): intercept, sensitivity to the
-  // neighbour's DRAM and L2 pressure; shared: shares and batch sizes.
+  // neighbour's DRAM and L2 pressure, and to its own batch size and share;
+  // shared: the neighbour's share and batch size.
+  constexpr size_t kPer = 5;
   const size_t m = models_.size();
-  std::vector<double> f(3 * m + 4, 0.0);
-  auto it = models_.find(self.model->model());
+  std::vector<double> f(kPer * m + 2, 0.0);
   const double d = Dram(other), l = L2(other);
+  const double lb = std::log2(static_cast<double>(std::max(1, self.batch)));
+  const double ps = self.share_percent / 100.0;
+  auto fill = [&](size_t i, double w) {
+    f[kPer * i + 0] += w;
+    f[kPer * i + 1] += w * d;
+    f[kPer * i + 2] += w * l;
+    f[kPer * i + 3] += w * lb;
+    f[kPer * i + 4] += w * ps;
+  };
+  auto it = models_.find(self.model->model());
   if (it != models_.end()) {
-    f[3 * it->second + 0] = 1.0;
-    f[3 * it->second + 1] = d;
-    f[3 * it->second + 2] = l;
+    fill(it->second, 1.0);
   } else {  // unknown model: the average model
-    for (size_t i = 0; i < m; ++i) {
-      f[3 * i + 0] = 1.0 / m;
-      f[3 * i + 1] = d / m;
-      f[3 * i + 2] = l / m;
-    }
+    for (size_t i = 0; i < m; ++i) fill(i, 1.0 / m);
   }
-  f[3 * m + 0] = self.share_percent / 100.0;
-  f[3 * m + 1] = other.share_percent / 100.0;
-  f[3 * m + 2] = std::log2(static_cast<double>(std::max(1, self.batch)));
-  f[3 * m + 3] = std::log2(static_cast<double>(std::max(1, other.batch)));
+  f[kPer * m + 0] = other.share_percent / 100.0;
+  f[kPer * m + 1] = std::log2(static_cast<double>(std::max(1, other.batch)));
   return f;
 }
 
@@ -97,7 +100,7 @@ absl::StatusOr<PairwiseInterference> PairwiseInterference::Fit(
   std::vector<double> y;
   for (const auto& r : rows) {
     x.push_back(model.Features(r.self, r.other));
-    y.push_back(r.latency_ms / Solo(r.self));
+    y.push_back(std::log(r.latency_ms / Solo(r.self)));
   }
   auto w = SolveLeastSquares(x, y, ridge);
   if (!w.ok()) return w.status();
@@ -110,7 +113,7 @@ double PairwiseInterference::Factor(const Placement& self,
   const std::vector<double> f = Features(self, other);
   double v = 0;
   for (size_t i = 0; i < f.size(); ++i) v += w_[i] * f[i];
-  return std::max(1.0, v);
+  return std::max(1.0, std::exp(v));
 }
 
 }  // namespace tessera

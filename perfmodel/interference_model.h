@@ -83,14 +83,14 @@ class LinearInterference : public InterferenceModel {
   std::vector<double> c_;  // c1..c5
 };
 
-// A richer linear model (Tessera's): per-model terms for the model slowed
-// down and for its neighbour, the neighbour's share and batch, and the
-// products of both sides' L2 and DRAM utilisation:
-//   factor = a[self model] + n[other model]
-//          + k1 L2_self L2_other + k2 DRAM_self DRAM_other
-//          + k3 share_other + k4 log2(b_other) + k5 share_self
-// fitted with a small ridge. Models absent from training fall back to the
-// mean per-model terms.
+// Tessera's model: per model m that is slowed down, its own intercept and
+// its own sensitivity to the neighbour's DRAM and L2 pressure, to its own
+// batch size (log2) and to its own share; shared terms for the neighbour's
+// share and batch size (log2). Fitted by ridge least squares on
+// log(factor), so effects multiply:
+//   log factor = a_m + s_m DRAM_other + t_m L2_other + u_m log2 b_self
+//              + v_m share_self + k1 share_other + k2 log2 b_other
+// A model absent from training falls back to the average model's terms.
 class PairwiseInterference : public InterferenceModel {
  public:
   static absl::StatusOr<PairwiseInterference> Fit(

@@ -12,7 +12,9 @@ namespace {
 std::vector<Dispatcher::ModelSlot> Slots(const GpuletPlan& gpulet) {
   std::vector<Dispatcher::ModelSlot> slots;
   for (const ModelAssignment& a : gpulet.models()) {
-    slots.push_back({a.model(), std::max(1, a.batch_size())});
+    slots.push_back(
+        {a.model(), std::max(1, a.batch_size()),
+         absl::Microseconds(static_cast<int64_t>(a.duty_cycle_ms() * 1000))});
   }
   return slots;
 }

@@ -12,6 +12,7 @@ Dispatcher::Dispatcher(std::vector<ModelSlot> models,
       clock_(clock),
       options_(options),
       queues_(models_.size()),
+      last_sent_(models_.size(), absl::InfinitePast()),
       overhead_(options.initial_overhead) {}
 
 void Dispatcher::Enqueue(const DispatchRequest& request) {
@@ -75,8 +76,11 @@ Dispatcher::Decision Dispatcher::Poll() {
       const absl::Time oldest_deadline = queue.front().deadline;
       const bool must_send =
           now + overhead_ + Exec(m, items) >= oldest_deadline;  // rule (b)
-      const bool ready =
-          full || must_send || (options_.work_conserving && idle_soon);
+      const absl::Duration duty = models_[m].duty_cycle;
+      const bool round_due = duty > absl::ZeroDuration() &&
+                             now >= last_sent_[m] + duty;  // rule (c)
+      const bool ready = full || must_send || round_due ||
+                         (options_.work_conserving && idle_soon);
       if (!ready) continue;
       // Largest prefix that still meets the oldest request's deadline.
       while (take > 1 && Completion(now, m, items) > oldest_deadline) {
@@ -100,6 +104,7 @@ Dispatcher::Decision Dispatcher::Poll() {
     batch.requests.assign(queue.begin(), queue.begin() + best_take);
     queue.erase(queue.begin(), queue.begin() + best_take);
     busy_until_ = Completion(now, best, best_items);
+    last_sent_[best] = now;
     inflight_[batch.batch_id] =
         Inflight{best, best_items, now, batch.predicted_exec};
     decision.batches.push_back(std::move(batch));
@@ -117,6 +122,10 @@ Dispatcher::Decision Dispatcher::Poll() {
         Exec(m, std::min(models_[m].batch_cap, static_cast<int>(queue.size())));
     if (options_.work_conserving && !inflight_.empty()) {
       t = std::min(t, busy_until_ - overhead_);
+    }
+    if (models_[m].duty_cycle > absl::ZeroDuration() &&
+        last_sent_[m] != absl::InfinitePast()) {
+      t = std::min(t, last_sent_[m] + models_[m].duty_cycle);
     }
     if (t <= now) {
       // Only an event (a completion) can unblock this queue now; if we can

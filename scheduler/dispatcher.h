@@ -39,8 +39,10 @@ struct FormedBatch {
 // model m leaves when
 //   (a) it is full (its queue holds at least the cap),
 //   (b) waiting longer would make its oldest request miss its deadline:
-//       now >= deadline - overhead - L(items), or
-//   (c) (work-conserving mode) the gpulet is about to go idle: nothing in
+//       now >= deadline - overhead - L(items),
+//   (c) its duty cycle (time-shared gpulets) has passed since the model's
+//       previous batch left, or
+//   (d) (work-conserving mode) the gpulet is about to go idle: nothing in
 //       flight, or the in-flight work ends within one overhead;
 // and it takes the largest prefix of the queue (in deadline order, up to the
 // cap) whose predicted completion still meets the oldest request's
@@ -61,6 +63,10 @@ class Dispatcher {
   struct ModelSlot {
     std::string name;
     int batch_cap = 1;
+    // Round length of a time-shared gpulet (ZeroDuration: none). The
+    // model's batch leaves at the latest one duty cycle after its previous
+    // batch left, full or not.
+    absl::Duration duty_cycle = absl::ZeroDuration();
   };
   struct Options {
     // Batches in flight at once; >1 hides the network hop.
@@ -70,7 +76,7 @@ class Dispatcher {
     double overhead_ewma_weight = 0.2;
     // Safety margin on predicted execution times.
     double exec_margin_fraction = 0.1;
-    // Send as soon as the gpulet would otherwise idle (rule (c)).
+    // Send as soon as the gpulet would otherwise idle (rule (d)).
     bool work_conserving = true;
   };
 
@@ -121,6 +127,8 @@ class Dispatcher {
   const Clock* clock_;
   Options options_;
   std::vector<std::deque<DispatchRequest>> queues_;  // ordered by deadline
+  // When each model's previous batch left (InfinitePast: never).
+  std::vector<absl::Time> last_sent_;
   std::map<uint64_t, Inflight> inflight_;
   absl::Time busy_until_ = absl::InfinitePast();
   absl::Duration overhead_;

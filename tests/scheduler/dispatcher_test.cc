@@ -152,6 +152,34 @@ TEST_F(DispatcherTest, RequestLargerThanCapGoesAlone) {
   EXPECT_EQ(decision.batches[0].requests.size(), 1u);
 }
 
+TEST_F(DispatcherTest, DutyCycleSendsAModelsBatchEachRound) {
+  // Not work-conserving, model "b" (L = 2 ms/item) with a 10 ms duty
+  // cycle and a 500 ms SLO: rule (b) alone would hold a request for
+  // ~496 ms; the duty cycle sends it one round after the previous batch.
+  Dispatcher::Options options;
+  options.work_conserving = false;
+  options.max_inflight_batches = 1;
+  options.initial_overhead = Milliseconds(1);
+  options.exec_margin_fraction = 0;
+  Dispatcher d({{"a", 8}, {"b", 8, Milliseconds(10)}}, &estimator_, &clock_,
+               options);
+  d.Enqueue(Request(1, 1, Milliseconds(500)));
+  auto first = d.Poll();  // never sent before: the round is due at once
+  ASSERT_EQ(first.batches.size(), 1u);
+  clock_.Advance(Milliseconds(3));
+  d.OnBatchDone(first.batches[0].batch_id, Milliseconds(2), Milliseconds(3),
+                true);
+  d.Enqueue(Request(2, 1, Milliseconds(500)));
+  d.Enqueue(Request(3, 1, Milliseconds(500)));
+  auto waiting = d.Poll();
+  EXPECT_TRUE(waiting.batches.empty());
+  EXPECT_EQ(waiting.wake_at, absl::UnixEpoch() + Milliseconds(10));
+  clock_.Set(absl::UnixEpoch() + Milliseconds(10));
+  auto round = d.Poll();
+  ASSERT_EQ(round.batches.size(), 1u);
+  EXPECT_EQ(round.batches[0].items, 2);
+}
+
 TEST_F(DispatcherTest, TakeAllEmptiesQueues) {
   auto d = Make(8, 8, /*conserving=*/false);
   d->Enqueue(Request(1, 0, Milliseconds(500)));

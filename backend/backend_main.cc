@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "backend/backend_service.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
@@ -49,6 +50,9 @@ int main(int argc, char** argv) {
       "Example: tessera_backend --listen=127.0.0.1:8101 "
       "--model_repository=models");
   absl::ParseCommandLine(argc, argv);
+  // absl's lock-order (deadlock) detection costs graph bookkeeping on every
+  // lock on the serving path; the tests keep it on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tessera::BlockTerminationSignals();
   spdlog::set_pattern("[%H:%M:%S.%e] [backend] [%l] %v");
 

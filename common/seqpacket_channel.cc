@@ -51,7 +51,12 @@ absl::Status SeqPacketChannel::Send(
 absl::Status SeqPacketChannel::Receive(google::protobuf::MessageLite* message,
                                        absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  std::string buffer(kMaxMessageBytes, '\0');
+  // Allocated once: a fresh zero-filled 1 MiB buffer per message cost a
+  // memset per request on the serving path (found with perf).
+  if (receive_buffer_.size() != kMaxMessageBytes) {
+    receive_buffer_.resize(kMaxMessageBytes);
+  }
+  std::string& buffer = receive_buffer_;
   while (true) {
     int wait_ms = -1;
     if (timeout != absl::InfiniteDuration()) {

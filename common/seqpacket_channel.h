@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -47,6 +48,8 @@ class SeqPacketChannel {
  private:
   int fd_;
   absl::Mutex send_mu_;
+  // Reused by Receive() (one caller at a time).
+  std::string receive_buffer_;
 };
 
 }  // namespace tessera

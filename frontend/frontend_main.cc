@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "frontend/frontend_server.h"
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
       "\nExample: tessera_frontend --config=configs/local_cpu.pbtxt "
       "--model_repository=models");
   absl::ParseCommandLine(argc, argv);
+  // absl's lock-order (deadlock) detection costs graph bookkeeping on every
+  // lock on the serving path; the tests keep it on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tessera::BlockTerminationSignals();
   spdlog::set_pattern("[%H:%M:%S.%e] [frontend] [%l] %v");
 

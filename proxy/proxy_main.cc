@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/cpu_affinity.h"
 #include "common/grpc_status_util.h"
 #include "common/model_repository.h"
@@ -116,6 +117,9 @@ int main(int argc, char** argv) {
       "Tessera proxy: serves the TorchScript models of one gpulet on a "
       "device partition.\nStarted by tessera_backend, not by hand.");
   absl::ParseCommandLine(argc, argv);
+  // absl's lock-order (deadlock) detection costs graph bookkeeping on every
+  // lock on the serving path; the tests keep it on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // No PR_SET_PDEATHSIG: it fires when the spawning *thread* exits (the
   // backend spawns from a gRPC pool thread). The proxy exits instead when
   // its control channel closes, which happens when the backend dies.

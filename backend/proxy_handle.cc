@@ -324,6 +324,9 @@ bool ProxyHandle::Drain(absl::Duration timeout) {
 }
 
 void ProxyHandle::Stop(absl::Duration grace) {
+  // Idempotent and safe from several threads (a plan change retiring this
+  // proxy while the daemon shuts down).
+  absl::MutexLock stop_lock(&stop_mu_);
   if (reader_.joinable()) {
     ProxyCommand command;
     command.set_shutdown(true);

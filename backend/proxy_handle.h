@@ -107,6 +107,8 @@ class ProxyHandle {
   std::deque<Pending> waiting_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Serialises Stop(); taken before mu_ (FailAll takes mu_ under it).
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // When the proxy last finished a batch: a batch launched earlier started
   // executing only then (the proxy runs one batch at a time).
   absl::Time last_completion_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -185,6 +185,17 @@ void GpuletWorker::OnBatchResponse(
   // Time queued behind earlier batches on the device is not overhead.
   const absl::Duration round_trip =
       received - sent - absl::Microseconds(response.queue_time_us());
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    dispatcher_.OnBatchDone(batch_id,
+                            absl::Microseconds(response.exec_time_us()),
+                            round_trip, status.ok());
+    if (!stopping_) actions = PollLocked();
+  }
+  // Give the device its next batch first (sent from this stream reader
+  // thread: no hop to the timer thread), then answer the finished calls.
+  Execute(std::move(actions));
   int row = 0;
   for (auto& call : calls) {
     absl::Status s = status;
@@ -213,16 +224,6 @@ void GpuletWorker::OnBatchResponse(
     row += call->decoded.items;
     FinishCall(std::move(call), s);
   }
-  Actions actions;
-  {
-    absl::MutexLock lock(&mu_);
-    dispatcher_.OnBatchDone(batch_id,
-                            absl::Microseconds(response.exec_time_us()),
-                            round_trip, status.ok());
-    if (!stopping_) actions = PollLocked();
-  }
-  // Sent from this (stream reader) thread: no hop to the timer thread.
-  Execute(std::move(actions));
 }
 
 void GpuletWorker::Stop() {

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "perfmodel/glet_data.h"
 #include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/interference_model.h"
 
@@ -22,6 +23,9 @@ ABSL_FLAG(std::string, v100_profile,
 ABSL_FLAG(std::string, share100_rule, "batch1-ratio",
           "How to fill L(b>1, 100%): batch1-ratio, same-as-80 or omit.");
 ABSL_FLAG(int, seed, 1, "Seed of the random split.");
+ABSL_FLAG(std::string, glet_dir, "../shared/data/glet",
+          "The glet artifact's data; its published interference "
+          "coefficients are applied to the V100 rows where present.");
 
 namespace tessera {
 namespace {
@@ -157,6 +161,19 @@ int Run() {
                   100 * Percentile(*e, .9), 100 * Percentile(*e, .95));
     }
     std::printf("\n");
+  }
+  // Transfer check: gpulet's own published coefficients (fitted by its
+  // authors on other GPUs) applied unchanged to the V100 rows.
+  for (const char* gpu : {"2080ti", "3080"}) {
+    auto published = LoadGletInterferenceConstants(
+        absl::GetFlag(FLAGS_glet_dir) + "/" + gpu + "/INT_MODEL_CONSTANT.CSV");
+    if (!published.ok()) continue;
+    const auto e = Errors(*published, samples);
+    std::printf(
+        "gpulet's published %s coefficients on all V100 rows: p50 %.1f%%  "
+        "p90 %.1f%%  p95 %.1f%%\n",
+        gpu, 100 * Percentile(e, .5), 100 * Percentile(e, .9),
+        100 * Percentile(e, .95));
   }
   auto linear = LinearInterference::Fit(samples);
   if (linear.ok()) {

@@ -140,3 +140,33 @@ TEST(IgniterV100DataTest, MissingFileIsNotFound) {
 
 }  // namespace
 }  // namespace tessera
+
+#include "perfmodel/glet_data.h"
+
+namespace tessera {
+namespace {
+
+TEST(GletDataTest, ReadsPublishedCoefficients) {
+  const std::string path = ::testing::TempDir() + "/int_constants.csv";
+  {
+    std::ofstream out(path);
+    out << "l2_util_m1,l2_util_m2,dram_util_m1,dram_util_m2,constant\n"
+        << "0.1,0.7,0.35,0.09,0.9\n";
+  }
+  auto m = LoadGletInterferenceConstants(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->coefficients(),
+            (std::vector<double>{0.1, 0.7, 0.35, 0.09, 0.9}));
+  {
+    std::ofstream out(path);
+    out << "header\n0.1,0.2,x\n";
+  }
+  EXPECT_EQ(LoadGletInterferenceConstants(path).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::remove(path.c_str());
+  EXPECT_EQ(LoadGletInterferenceConstants(path).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tessera

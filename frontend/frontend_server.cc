@@ -82,11 +82,22 @@ absl::Status FrontendServer::Start() {
 }
 
 void FrontendServer::PlannerLoop() {
+  int failures = 0;
+  absl::Time last_log = absl::InfinitePast();
   while (true) {
     absl::Status status = PlanAndApply();
     absl::MutexLock lock(&mu_);
     if (status.ok() || stopping_) return;
-    spdlog::warn("planning failed, retrying: {}", status.ToString());
+    // The first failure, then at most one line every 30 s.
+    ++failures;
+    if (absl::Now() - last_log >= absl::Seconds(30)) {
+      spdlog::warn(
+          "planning failed ({} attempt(s) so far), retrying every "
+          "{}: {}",
+          failures, absl::FormatDuration(options_.plan_retry_interval),
+          status.ToString());
+      last_log = absl::Now();
+    }
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_;
     };

@@ -3,14 +3,18 @@
 // TorchScript files run in this process.
 #include <signal.h>
 
+#include <sys/wait.h>
 #include <atomic>
 #include <cmath>
+
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/model_repository.h"
@@ -407,6 +411,40 @@ TEST_F(ServingTest, ProxiesRunOnExactlyTheirPartitionsCores) {
     }
   }
   EXPECT_EQ(checked, 2);
+}
+
+TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {
+  const std::string csv =
+      ::testing::TempDir() + "/loadgen_" + std::to_string(getpid()) + ".csv";
+  Subprocess::Options options;
+  options.argv = {std::string(TESSERA_BIN_DIR) + "/tessera_loadgen",
+                  "--server=" + cluster_->frontend_address(),
+                  "--load=lenet:40,bert_tiny:10",
+                  "--duration_s=3",
+                  "--slos=lenet:10000,bert_tiny:10000",
+                  "--csv=" + csv};
+  auto loadgen = Subprocess::Spawn(options);
+  ASSERT_TRUE(loadgen.ok()) << loadgen.status();
+  auto status = (*loadgen)->Wait(absl::Seconds(120));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  EXPECT_EQ(line.rfind("model,offered_rps", 0), 0u) << line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ',');
+    ASSERT_EQ(f.size(), 11u) << line;
+    const double sent = std::stod(f[9]), errors = std::stod(f[10]);
+    const double attainment = std::stod(f[8]);
+    EXPECT_GT(sent, 0) << line;  // ~120 lenet, ~30 bert_tiny requests
+    EXPECT_EQ(errors, 0) << line;
+    EXPECT_DOUBLE_EQ(attainment, 1.0) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+  std::remove(csv.c_str());
 }
 
 // A backend killed under load: calls in flight get UNAVAILABLE, none hang,

@@ -43,6 +43,11 @@ ABSL_FLAG(std::string, slos, "",
 ABSL_FLAG(double, timeout_s, 30, "Client deadline of each request.");
 ABSL_FLAG(int, seed, 1, "Random seed (arrivals and input data).");
 ABSL_FLAG(std::string, csv, "", "Write the per-model report here as CSV.");
+ABSL_FLAG(bool, search, false,
+          "Search the SLO-preserved max throughput: raise every rate of "
+          "--load by 25% per run of --duration_s until more than 1% of "
+          "requests miss their SLO or fail, then bisect 3 times.");
+ABSL_FLAG(int, search_steps, 10, "Most runs of the upward search.");
 
 namespace tessera {
 namespace {
@@ -175,6 +180,124 @@ class Call {
   absl::Time start_;
 };
 
+struct ModelResult {
+  std::string model;
+  double offered_rps = 0, ok_rps = 0;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  double slo_ms = 0;
+  int64_t sent = 0, met = 0, error_count = 0;
+  std::string errors;  // "NAME:count ..."
+};
+
+// Sends every model's Poisson load at rate x `scale` for --duration_s and
+// waits for every answer (or the client deadline).
+std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
+                                 const std::vector<ModelLoad>& loads,
+                                 double scale, bool progress) {
+  // One sender thread per model, each with its own Poisson schedule
+  // (absolute times, so sending delays do not lower the offered rate).
+  std::vector<std::unique_ptr<ModelStats>> stats;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    stats.push_back(std::make_unique<ModelStats>());
+  }
+  const absl::Time start = absl::Now();
+  const absl::Duration duration =
+      absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  std::vector<std::thread> senders;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    senders.emplace_back([&, i] {
+      std::mt19937_64 r(absl::GetFlag(FLAGS_seed) * 7919 + i);
+      std::exponential_distribution<double> gap(loads[i].rate * scale);
+      absl::Time next = start + absl::Seconds(gap(r));
+      while (next < start + duration) {
+        absl::SleepFor(next - absl::Now());
+        Call::Start(stub, loads[i].request, stats[i].get(), timeout);
+        next += absl::Seconds(gap(r));
+      }
+    });
+  }
+  // Live progress, once a second, until everything sent is answered.
+  const absl::Time give_up = start + duration + timeout + absl::Seconds(5);
+  while (true) {
+    absl::SleepFor(absl::Seconds(1));
+    int64_t sent = 0, done = 0;
+    for (const auto& st : stats) {
+      sent += st->sent;
+      done += st->done;
+    }
+    if (progress) {
+      const double t = absl::ToDoubleSeconds(absl::Now() - start);
+      std::fprintf(stderr,
+                   "\r[%5.1fs] sent %lld  answered %lld  in flight %lld ", t,
+                   static_cast<long long>(sent), static_cast<long long>(done),
+                   static_cast<long long>(sent - done));
+    }
+    if (absl::Now() >= start + duration && sent == done) break;
+    if (absl::Now() > give_up) {
+      std::fprintf(stderr, "\ngave up waiting for %lld answers\n",
+                   static_cast<long long>(sent - done));
+      break;
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  for (auto& t : senders) t.join();
+
+  const double seconds = absl::ToDoubleSeconds(duration);
+  std::vector<ModelResult> results;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    ModelStats& st = *stats[i];
+    absl::MutexLock lock(&st.mu);
+    const auto& lat = st.latencies_ms;
+    ModelResult r;
+    r.model = loads[i].model;
+    r.slo_ms = loads[i].slo_ms;
+    r.sent = st.sent;
+    r.offered_rps = st.sent / seconds;
+    r.ok_rps = lat.size() / seconds;
+    r.p50_ms = Percentile(lat, .5);
+    r.p90_ms = Percentile(lat, .9);
+    r.p99_ms = Percentile(lat, .99);
+    r.max_ms = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+    for (double ms : lat) r.met += (r.slo_ms <= 0 || ms <= r.slo_ms);
+    for (const auto& [name, n] : st.errors) {
+      absl::StrAppend(&r.errors, r.errors.empty() ? "" : " ", name, ":", n);
+      r.error_count += n;
+    }
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+void PrintReport(const std::vector<ModelResult>& results,
+                 const std::string& csv_path) {
+  std::printf("%-20s %9s %9s %8s %8s %8s %8s %10s  %s\n", "model", "offered/s",
+              "ok/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "SLO met",
+              "errors");
+  std::ofstream csv;
+  if (!csv_path.empty()) {
+    csv.open(csv_path);
+    csv << "model,offered_rps,ok_rps,p50_ms,p90_ms,p99_ms,max_ms,slo_ms,"
+           "slo_attainment,sent,errors\n";
+  }
+  for (const ModelResult& r : results) {
+    const double attainment =
+        r.sent == 0 ? 0 : static_cast<double>(r.met) / r.sent;
+    const std::string slo_text =
+        r.slo_ms > 0 ? absl::StrFormat("%.2f%%", 100 * attainment) : "-";
+    std::printf("%-20s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %10s  %s\n",
+                r.model.c_str(), r.offered_rps, r.ok_rps, r.p50_ms, r.p90_ms,
+                r.p99_ms, r.max_ms, slo_text.c_str(),
+                r.errors.empty() ? "none" : r.errors.c_str());
+    if (csv.is_open()) {
+      csv << r.model << "," << r.offered_rps << "," << r.ok_rps << ","
+          << r.p50_ms << "," << r.p90_ms << "," << r.p99_ms << "," << r.max_ms
+          << "," << r.slo_ms << "," << attainment << "," << r.sent << ","
+          << r.error_count << "\n";
+    }
+  }
+}
+
 int Run() {
   std::vector<ModelLoad> loads;
   std::map<std::string, double> slos;
@@ -222,95 +345,56 @@ int Run() {
     }
   }
 
-  // One sender thread per model, each with its own Poisson schedule
-  // (absolute times, so sending delays do not lower the offered rate).
-  std::vector<std::unique_ptr<ModelStats>> stats;
-  for (size_t i = 0; i < loads.size(); ++i) {
-    stats.push_back(std::make_unique<ModelStats>());
+  if (!absl::GetFlag(FLAGS_search)) {
+    const std::vector<ModelResult> results =
+        RunOnce(stub.get(), loads, 1.0, /*progress=*/true);
+    PrintReport(results, absl::GetFlag(FLAGS_csv));
+    return 0;
   }
-  const absl::Time start = absl::Now();
-  const absl::Duration duration =
-      absl::Seconds(absl::GetFlag(FLAGS_duration_s));
-  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-  std::vector<std::thread> senders;
-  for (size_t i = 0; i < loads.size(); ++i) {
-    senders.emplace_back([&, i] {
-      std::mt19937_64 r(absl::GetFlag(FLAGS_seed) * 7919 + i);
-      std::exponential_distribution<double> gap(loads[i].rate);
-      absl::Time next = start + absl::Seconds(gap(r));
-      while (next < start + duration) {
-        absl::SleepFor(next - absl::Now());
-        Call::Start(stub.get(), loads[i].request, stats[i].get(), timeout);
-        next += absl::Seconds(gap(r));
-      }
-    });
-  }
-  // Live progress, once a second, until everything sent is answered.
-  const absl::Time give_up = start + duration + timeout + absl::Seconds(5);
-  while (true) {
-    absl::SleepFor(absl::Seconds(1));
-    int64_t sent = 0, done = 0;
-    for (const auto& s : stats) {
-      sent += s->sent;
-      done += s->done;
+  // SLO-preserved max throughput: raise every rate by 25 % a step until
+  // more than 1 % of the requests miss their SLO or fail, then bisect.
+  std::printf("%8s %12s %12s %10s\n", "scale", "offered/s", "ok/s", "SLO met");
+  double lo = 0, hi = 0, best_rate = 0;
+  auto attempt = [&](double scale) {
+    const std::vector<ModelResult> r =
+        RunOnce(stub.get(), loads, scale, /*progress=*/false);
+    int64_t sent = 0, met = 0;
+    double offered = 0, ok = 0;
+    for (const ModelResult& m : r) {
+      sent += m.sent;
+      met += m.met;
+      offered += m.offered_rps;
+      ok += m.ok_rps;
     }
-    const double t = absl::ToDoubleSeconds(absl::Now() - start);
-    std::fprintf(stderr, "\r[%5.1fs] sent %lld  answered %lld  in flight %lld ",
-                 t, static_cast<long long>(sent), static_cast<long long>(done),
-                 static_cast<long long>(sent - done));
-    if (absl::Now() >= start + duration && sent == done) break;
-    if (absl::Now() > give_up) {
-      std::fprintf(stderr, "\ngave up waiting for %lld answers\n",
-                   static_cast<long long>(sent - done));
+    const double attainment = sent == 0 ? 0 : static_cast<double>(met) / sent;
+    std::printf("%8.3f %12.1f %12.1f %9.2f%%\n", scale, offered, ok,
+                100 * attainment);
+    std::fflush(stdout);
+    if (attainment >= 0.99) best_rate = std::max(best_rate, ok);
+    return attainment >= 0.99;
+  };
+  double scale = 1.0;
+  for (int step = 0; step < absl::GetFlag(FLAGS_search_steps); ++step) {
+    if (attempt(scale)) {
+      lo = scale;
+      scale *= 1.25;
+    } else {
+      hi = scale;
       break;
     }
   }
-  std::fprintf(stderr, "\n");
-  for (auto& t : senders) t.join();
-
-  std::printf("%-20s %9s %9s %8s %8s %8s %8s %10s  %s\n", "model", "offered/s",
-              "ok/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "SLO met",
-              "errors");
-  std::ofstream csv;
-  if (!absl::GetFlag(FLAGS_csv).empty()) {
-    csv.open(absl::GetFlag(FLAGS_csv));
-    csv << "model,offered_rps,ok_rps,p50_ms,p90_ms,p99_ms,max_ms,slo_ms,"
-           "slo_attainment,sent,errors\n";
+  for (int i = 0; i < 3 && lo > 0 && hi > 0; ++i) {
+    const double mid = (lo + hi) / 2;
+    (attempt(mid) ? lo : hi) = mid;
   }
-  const double seconds = absl::ToDoubleSeconds(duration);
-  for (size_t i = 0; i < loads.size(); ++i) {
-    ModelStats& s = *stats[i];
-    absl::MutexLock lock(&s.mu);
-    const auto& lat = s.latencies_ms;
-    std::string errors;
-    int64_t error_count = 0;
-    for (const auto& [name, n] : s.errors) {
-      absl::StrAppend(&errors, errors.empty() ? "" : " ", name, ":", n);
-      error_count += n;
-    }
-    int64_t met = 0;
-    for (double ms : lat)
-      met += (loads[i].slo_ms <= 0 || ms <= loads[i].slo_ms);
-    const double attainment =
-        s.sent == 0 ? 0 : static_cast<double>(met) / s.sent;
-    std::string slo_text =
-        loads[i].slo_ms > 0
-            ? absl::StrCat(absl::SixDigits(100 * attainment), "%")
-            : std::string("-");
-    std::printf("%-20s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %10s  %s\n",
-                loads[i].model.c_str(), s.sent / seconds, lat.size() / seconds,
-                Percentile(lat, .5), Percentile(lat, .9), Percentile(lat, .99),
-                lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end()),
-                slo_text.c_str(), errors.empty() ? "none" : errors.c_str());
-    if (csv.is_open()) {
-      csv << loads[i].model << "," << s.sent / seconds << ","
-          << lat.size() / seconds << "," << Percentile(lat, .5) << ","
-          << Percentile(lat, .9) << "," << Percentile(lat, .99) << ","
-          << (lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end()))
-          << "," << loads[i].slo_ms << "," << attainment << "," << s.sent << ","
-          << error_count << "\n";
-    }
+  if (lo == 0) {
+    std::printf("SLOs not met even at the base rates (--load)\n");
+    return 1;
   }
+  std::printf(
+      "SLO-preserved max throughput: %.1f req/s (scale %.3f of "
+      "--load)%s\n",
+      best_rate, lo, hi == 0 ? " (not bracketed: raise --search_steps)" : "");
   return 0;
 }
 

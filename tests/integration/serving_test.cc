@@ -447,6 +447,31 @@ TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {
   std::remove(csv.c_str());
 }
 
+TEST_F(ServingTest, LoadGeneratorSearchSaysWhenBaseRateAlreadyFails) {
+  // Two 1 s runs upward (scale 1 and 1.25) under a 1 ms SLO that lenet
+  // cannot meet at all: the search must report that the base rate already
+  // fails, and exit 1, rather than invent a throughput.
+  const std::string out = ::testing::TempDir() + "/loadgen_search_" +
+                          std::to_string(getpid()) + ".txt";
+  Subprocess::Options options;
+  options.argv = {"/bin/sh", "-c",
+                  std::string(TESSERA_BIN_DIR) + "/tessera_loadgen --server=" +
+                      cluster_->frontend_address() +
+                      " --load=lenet:20 --slos=lenet:0.001 --duration_s=1 "
+                      "--search --search_steps=2 > " +
+                      out + " 2>/dev/null"};
+  auto loadgen = Subprocess::Spawn(options);
+  ASSERT_TRUE(loadgen.ok());
+  auto status = (*loadgen)->Wait(absl::Seconds(120));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("SLOs not met even at the base rates"));
+  std::remove(out.c_str());
+}
+
 // A backend killed under load: calls in flight get UNAVAILABLE, none hang,
 // later calls get UNAVAILABLE, the frontend stays up.
 TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/random_request.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:8100", "Frontend host:port.");
 ABSL_FLAG(std::string, model, "", "Model to query; empty: list models.");
@@ -79,36 +80,10 @@ int main(int argc, char** argv) {
   const int batch = absl::GetFlag(FLAGS_batch);
   std::mt19937 rng(absl::GetFlag(FLAGS_seed));
   inference::ModelInferRequest request;
-  request.set_model_name(model);
-  for (const auto& in : meta.inputs()) {
-    auto* t = request.add_inputs();
-    t->set_name(in.name());
-    t->set_datatype(in.datatype());
-    int64_t n = 1;
-    for (int d = 0; d < in.shape_size(); ++d) {
-      const int64_t dim = d == 0 ? batch : in.shape(d);
-      t->add_shape(dim);
-      n *= dim;
-    }
-    std::string* raw = request.add_raw_input_contents();
-    if (in.datatype() == "FP32") {
-      std::normal_distribution<float> dist;
-      raw->resize(n * 4);
-      float* p = reinterpret_cast<float*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
-    } else if (in.datatype() == "INT64") {
-      std::uniform_int_distribution<int64_t> dist(0, 999);
-      raw->resize(n * 8);
-      int64_t* p = reinterpret_cast<int64_t*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
-    } else if (in.datatype() == "INT32") {
-      raw->resize(n * 4);
-      int32_t* p = reinterpret_cast<int32_t*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = 1;
-    } else {
-      std::cerr << "input datatype " << in.datatype() << " not supported\n";
-      return 1;
-    }
+  absl::Status filled = tessera::FillRandomRequest(meta, batch, &rng, &request);
+  if (!filled.ok()) {
+    std::cerr << filled.message() << "\n";
+    return 1;
   }
   for (int i = 0; i < absl::GetFlag(FLAGS_count); ++i) {
     inference::ModelInferResponse response;

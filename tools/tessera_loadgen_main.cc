@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/random_request.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:8100", "Frontend host:port.");
 ABSL_FLAG(std::string, load, "lenet:50",
@@ -90,37 +91,10 @@ bool BuildRequest(inference::GRPCInferenceService::Stub* stub,
                  s.error_message().c_str());
     return false;
   }
-  request->set_model_name(model);
-  for (const auto& in : meta.inputs()) {
-    auto* t = request->add_inputs();
-    t->set_name(in.name());
-    t->set_datatype(in.datatype());
-    int64_t n = 1;
-    for (int d = 0; d < in.shape_size(); ++d) {
-      const int64_t dim = d == 0 ? batch : in.shape(d);
-      t->add_shape(dim);
-      n *= dim;
-    }
-    std::string* raw = request->add_raw_input_contents();
-    if (in.datatype() == "FP32") {
-      std::normal_distribution<float> dist;
-      raw->resize(n * 4);
-      float* p = reinterpret_cast<float*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = dist(*rng);
-    } else if (in.datatype() == "INT64") {
-      std::uniform_int_distribution<int64_t> dist(0, 999);
-      raw->resize(n * 8);
-      int64_t* p = reinterpret_cast<int64_t*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = dist(*rng);
-    } else if (in.datatype() == "INT32") {
-      raw->resize(n * 4);
-      int32_t* p = reinterpret_cast<int32_t*>(raw->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = 1;
-    } else {
-      std::fprintf(stderr, "%s: input datatype %s not supported\n",
-                   model.c_str(), in.datatype().c_str());
-      return false;
-    }
+  absl::Status filled = FillRandomRequest(meta, batch, rng, request);
+  if (!filled.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(filled.message()).c_str());
+    return false;
   }
   return true;
 }

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "absl/status/status.h"
+#include "grpc_service.pb.h"
+
+namespace tessera {
+
+// Fills `request` with random inputs of the shapes `meta` declares, at batch
+// `batch`: FP32 standard normal, INT64 uniform in [0, 1000) (token ids),
+// INT32 all ones (attention masks). INVALID_ARGUMENT for other datatypes.
+// Used by the CLI client and the load generator.
+absl::Status FillRandomRequest(const inference::ModelMetadataResponse& meta,
+                               int batch, std::mt19937* rng,
+                               inference::ModelInferRequest* request);
+
+}  // namespace tessera

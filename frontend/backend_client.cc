@@ -171,9 +171,4 @@ void BackendClient::Shutdown() {
   FailPending(absl::UnavailableError("frontend is shutting down"));
 }
 
-bool BackendClient::connected() const {
-  absl::MutexLock lock(&mu_);
-  return connected_;
-}
-
 }  // namespace tessera

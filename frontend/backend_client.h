@@ -41,7 +41,6 @@ class BackendClient {
   void Send(BatchRequest batch, Callback done) ABSL_LOCKS_EXCLUDED(mu_);
   // Fails pending batches and stops reconnecting.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
-  bool connected() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Stream = grpc::ClientReaderWriter<BatchRequest, BatchResponse>;

@@ -73,11 +73,6 @@ void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
   Execute(std::move(actions));
 }
 
-size_t GpuletWorker::queued() const {
-  absl::MutexLock lock(&mu_);
-  return dispatcher_.queued();
-}
-
 GpuletWorker::Actions GpuletWorker::PollLocked() {
   Actions actions;
   Dispatcher::Decision decision = dispatcher_.Poll();

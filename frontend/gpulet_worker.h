@@ -53,7 +53,6 @@ class GpuletWorker {
 
   const Options& options() const { return options_; }
   const std::string& gpulet_id() const { return options_.gpulet.gpulet_id(); }
-  size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // What a dispatcher poll decided, carried out after the lock is released.

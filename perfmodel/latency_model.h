@@ -32,7 +32,6 @@ class LatencyModel {
   double DramUtil(int batch, double share_percent) const;
 
   int max_batch() const { return batches_.back(); }
-  const std::vector<double>& shares() const { return shares_; }
   int64_t memory_bytes() const { return memory_bytes_; }
 
  private:

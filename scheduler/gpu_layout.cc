@@ -21,8 +21,6 @@ int GpuLayout::Split(double share) {
   return 0;
 }
 
-void GpuLayout::Unsplit() { slots_ = {Slot{}}; }
-
 bool GpuLayout::Resolve(const InterferenceModel* interference) {
   const int rounds = interference == nullptr ? 1 : 3;
   for (int round = 0; round < rounds; ++round) {

@@ -46,8 +46,6 @@ class GpuLayout {
   // Splits the whole-GPU free slot into `share` and 100 - share; returns
   // the index of the `share` slot. Requires a single free 100 % slot.
   int Split(double share);
-  // Undoes Split (both halves free).
-  void Unsplit();
 
   // Re-solves every allocated slot with latencies inflated by the
   // interference of the other slots' slices (at their current batch

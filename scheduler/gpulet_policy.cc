@@ -185,9 +185,9 @@ bool GpuletPolicy::Place(Slice slice, double want, bool saturated,
 
 absl::StatusOr<std::vector<GpuLayout>> GpuletPolicy::Partition(
     const std::vector<const ModelDemand*>& order,
-    const std::vector<const DeviceSnapshot*>& gpus, size_t n) const {
+    const std::vector<const DeviceSnapshot*>& gpus) const {
   std::vector<GpuLayout> layouts;
-  for (size_t i = 0; i < n; ++i) layouts.emplace_back(gpus[i]);
+  for (const DeviceSnapshot* gpu : gpus) layouts.emplace_back(gpu);
   for (const ModelDemand* m : order) {
     const double p_eff = MaxEfficientPartition(*m);
     double remaining = m->rate_rps;
@@ -208,8 +208,9 @@ absl::StatusOr<std::vector<GpuLayout>> GpuletPolicy::Partition(
       }
       double placed_rate = 0;
       if (!Place(slice, want, saturated, remaining, &layouts, &placed_rate)) {
-        return Unschedulable(*m, absl::StrCat("no room for a ", want,
-                                              "% gpulet on ", n, " GPU(s)"));
+        return Unschedulable(
+            *m, absl::StrCat("no room for a ", want, "% gpulet on ",
+                             gpus.size(), " GPU(s)"));
       }
       remaining -= placed_rate;
     }
@@ -221,19 +222,8 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
   if (!inputs.ok()) return inputs.status();
-  // Lower bound on GPUs: no placement serves a model faster per percent of
-  // GPU than its best saturated partition does.
   std::vector<const ModelDemand*> order;
-  double gpu_lower_bound = 0;
-  for (const ModelDemand& m : (*inputs)->demands()) {
-    order.push_back(&m);
-    double best_per_gpu = 0;
-    for (double p : AllowedShares()) {
-      best_per_gpu =
-          std::max(best_per_gpu, SaturatedThroughput(m, p) * 100 / p);
-    }
-    if (best_per_gpu > 0) gpu_lower_bound += m.rate_rps / best_per_gpu;
-  }
+  for (const ModelDemand& m : (*inputs)->demands()) order.push_back(&m);
   std::stable_sort(order.begin(), order.end(),
                    [](const ModelDemand* a, const ModelDemand* b) {
                      return a->rate_rps * a->slo_ms < b->rate_rps * b->slo_ms;
@@ -246,11 +236,10 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
   // GPUs therefore uses exactly U GPUs where U is the smallest N that
   // succeeds: with N < U, Algorithm 1 fails at the moment this pass opened
   // GPU U, and with N = U it makes the same placements.
-  auto layouts = Partition(order, gpus, gpus.size());
+  auto layouts = Partition(order, gpus);
   if (!layouts.ok()) return layouts.status();
   int used = 0;
   for (const GpuLayout& g : *layouts) used += g.used() ? 1 : 0;
-  (void)gpu_lower_bound;
   return BuildPlan(*layouts, name_, absl::StrCat("fits on ", used, " GPU(s)"));
 }
 

@@ -65,11 +65,11 @@ class GpuletPolicy : public SchedulingPolicy {
         interference_(std::move(interference)),
         options_(std::move(options)) {}
 
-  // Algorithm 1 on the first n GPUs; OK with layouts, or the first model
-  // that could not be placed.
+  // Algorithm 1 over `gpus`; OK with layouts, or the first model that
+  // could not be placed.
   absl::StatusOr<std::vector<GpuLayout>> Partition(
       const std::vector<const ModelDemand*>& order,
-      const std::vector<const DeviceSnapshot*>& gpus, size_t n) const;
+      const std::vector<const DeviceSnapshot*>& gpus) const;
   // Places `slice` (residues: merge or free slot; saturated: free slot);
   // `placed_rate` receives the rate actually placed (a saturated slice on
   // a larger slot takes more of `remaining`).

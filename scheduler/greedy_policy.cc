@@ -77,10 +77,8 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
     } else {
       // The partition keeps its own size; the rest of the slot is wasted.
       auto& slots = layouts[best].slots();
-      const double rest = slots[1].share_percent - part.share;
       slots[1].share_percent = part.share;
       slots[1].slices = {part.slice};
-      (void)rest;
     }
     layouts[best].Resolve(nullptr);
   }

@@ -175,17 +175,15 @@ SimResult ClusterSimulator::RunTrace(
       // The neighbour running on the same GPU right now, if any.
       const std::string* other = nullptr;
       int other_batch = 0;
-      double other_share = 0;
       for (int ni : device_gpulets[g.device]) {
         if (ni != gi && gpulets[ni].busy) {
           other = &gpulets[ni].running_model;
           other_batch = gpulets[ni].running_batch;
-          other_share = gpulets[ni].share;
         }
       }
       const std::string& model = g.models[b.model];
-      const double exec_ms = truth_->LatencyMs(model, b.items, g.share, other,
-                                               other_batch, other_share, &rng);
+      const double exec_ms =
+          truth_->LatencyMs(model, b.items, g.share, other, other_batch, &rng);
       g.busy = true;
       g.running_model = model;
       g.running_batch = b.items;

@@ -65,10 +65,11 @@ std::vector<double> Doubles(const std::string& csv) {
   return v;
 }
 
-PolicyOptions Options(const V100Setup& setup, const std::string& policy) {
+// Every policy plans with gpulet's linear interference model (for the
+// interference-aware ones) and the default headroom.
+PolicyOptions Options(const V100Setup& setup) {
   PolicyOptions o;
   o.interference = setup.linear;
-  (void)policy;
   return o;
 }
 
@@ -103,7 +104,7 @@ void Throughput(const V100Setup& setup) {
       std::map<std::string, double> tput;
       double noint_violation = -1;
       for (const auto& n : names) {
-        auto policy = PolicyRegistry::Create(n, Options(setup, n));
+        auto policy = PolicyRegistry::Create(n, Options(setup));
         if (!policy.ok()) {
           std::printf(" %13s", "error");
           continue;
@@ -165,7 +166,7 @@ void Sweep(const V100Setup& setup) {
   std::printf("%-13s %12s %16s %16s\n", "policy", "planned", "held (<=1%)",
               "planned but >1%");
   for (const auto& n : names) {
-    auto policy = PolicyRegistry::Create(n, Options(setup, n));
+    auto policy = PolicyRegistry::Create(n, Options(setup));
     int planned = 0, held = 0;
     for (int code = 1; code < 81; ++code) {
       std::vector<WorkloadModel> models;
@@ -237,7 +238,7 @@ void Share100(const std::string& path) {
       const ClusterSnapshot snap =
           MakeV100Snapshot(*setup, c.gpus, models, c.slo);
       const ClusterSimulator sim(setup->truth.get(), Configs(snap));
-      auto policy = PolicyRegistry::Create(c.policy, Options(*setup, c.policy));
+      auto policy = PolicyRegistry::Create(c.policy, Options(*setup));
       const SearchResult r = SearchMaxThroughput(**policy, snap, sim, options);
       std::printf(" %13.1f", r.max_throughput_rps);
     }
@@ -276,7 +277,7 @@ void Planning(const V100Setup& setup) {
       m.rate_rps = 1000.0 / lm->LatencyMs(4, 100) * 4 / 10;
       snap.models.push_back(m);
     }
-    PolicyOptions o = Options(setup, "gpulet");
+    PolicyOptions o = Options(setup);
     auto policy = PolicyRegistry::Create("gpulet", o);
     std::vector<double> times;
     absl::StatusOr<Plan> plan;

@@ -93,8 +93,7 @@ double GroundTruth::Factor(const std::string& model_name, int batch,
 
 double GroundTruth::LatencyMs(const std::string& model, int batch, double share,
                               const std::string* other, int other_batch,
-                              double other_share, std::mt19937_64* rng) const {
-  (void)other_share;  // the measured rows pair complementary shares
+                              std::mt19937_64* rng) const {
   const LatencyModel* m = this->model(model);
   double latency = m->LatencyMs(batch, share);
   if (other != nullptr) {

@@ -34,10 +34,11 @@ class GroundTruth {
 
   const LatencyModel* model(const std::string& name) const;
   // Latency of `model` at (batch, share) while `other` (nullptr: nothing)
-  // runs at (other_batch, other_share) on the same GPU.
+  // runs at batch `other_batch` on the other partition of the same GPU
+  // (the measured rows pair complementary shares, so its share follows).
   double LatencyMs(const std::string& model, int batch, double share,
                    const std::string* other, int other_batch,
-                   double other_share, std::mt19937_64* rng) const;
+                   std::mt19937_64* rng) const;
   // The measured slowdown factor used above (>= some value near 1).
   double Factor(const std::string& model, int batch, double share,
                 const std::string& other, int other_batch) const;

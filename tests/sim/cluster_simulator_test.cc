@@ -61,10 +61,10 @@ class SimulatorTest : public ::testing::Test {
 
 TEST_F(SimulatorTest, GroundTruthUsesMeasuredSlowdownOnlyWithABusyNeighbour) {
   const std::string b = "b";
-  const double solo = truth_->LatencyMs("a", 4, 50, nullptr, 0, 0, nullptr);
+  const double solo = truth_->LatencyMs("a", 4, 50, nullptr, 0, nullptr);
   EXPECT_DOUBLE_EQ(solo, (2 + 4) * 2.0);
-  EXPECT_NEAR(truth_->LatencyMs("a", 4, 50, &b, 8, 50, nullptr),
-              kSlowdown * solo, 1e-9);
+  EXPECT_NEAR(truth_->LatencyMs("a", 4, 50, &b, 8, nullptr), kSlowdown * solo,
+              1e-9);
   // Batch 1 was not co-measured: batch 2's factor; replicas behave alike.
   EXPECT_NEAR(truth_->Factor("a/2", 1, 50, "b", 3), kSlowdown, 1e-9);
   // Never measured together (same model): mean over its partners.

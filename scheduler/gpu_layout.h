@@ -16,13 +16,6 @@
 
 namespace tessera {
 
-// Partition sizes of a GPU (percent), as in the gpulet paper: two-way
-// splits 20/80, 40/60, 50/50 and the whole GPU.
-inline const std::vector<double>& AllowedShares() {
-  static const std::vector<double> shares = {20, 40, 50, 60, 80, 100};
-  return shares;
-}
-
 // A policy's working copy of one GPU: its partitions ("slots"), each free
 // or serving slices with a schedule. Value type.
 class GpuLayout {

@@ -23,7 +23,8 @@ struct ModelDemand {
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()
-  // (index) and batches 1..max_batch; other shares are computed directly.
+  // (by index) and batches 1..max_batch; other shares are computed
+  // directly.
   mutable std::vector<std::vector<double>> latency_cache;
 };
 

@@ -7,34 +7,17 @@
 namespace tessera {
 
 double PlannedLatency(const ModelDemand& m, int batch, double share) {
-  // Index of `share` among the gpulet sizes (20, 40, 50, 60, 80, 100).
-  int index = -1;
-  switch (static_cast<int>(share)) {
-    case 20:
-      index = 0;
-      break;
-    case 40:
-      index = 1;
-      break;
-    case 50:
-      index = 2;
-      break;
-    case 60:
-      index = 3;
-      break;
-    case 80:
-      index = 4;
-      break;
-    case 100:
-      index = 5;
-      break;
-  }
-  if (index < 0 || share != static_cast<int>(share) || batch < 1 ||
+  // Memoised for the partition sizes the policies use.
+  const auto& shares = AllowedShares();
+  const int index = static_cast<int>(
+      std::find(shares.begin(), shares.end(), share) - shares.begin());
+  if (index == static_cast<int>(shares.size()) || batch < 1 ||
       batch > m.max_batch) {
     return m.latency->LatencyMs(batch, share) * m.latency_scale;
   }
   if (m.latency_cache.empty()) {
-    m.latency_cache.assign(6, std::vector<double>(m.max_batch + 1, -1.0));
+    m.latency_cache.assign(shares.size(),
+                           std::vector<double>(m.max_batch + 1, -1.0));
   }
   double& v = m.latency_cache[index][batch];
   if (v < 0) v = m.latency->LatencyMs(batch, share) * m.latency_scale;

@@ -8,6 +8,13 @@
 
 namespace tessera {
 
+// Partition sizes of a GPU (percent), as in the gpulet paper: two-way
+// splits 20/80, 40/60, 50/50 and the whole GPU.
+inline const std::vector<double>& AllowedShares() {
+  static const std::vector<double> shares = {20, 40, 50, 60, 80, 100};
+  return shares;
+}
+
 // The schedule of one gpulet: a duty cycle and a batch size per slice.
 struct GpuletSchedule {
   double share_percent = 0;

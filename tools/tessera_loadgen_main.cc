@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_status_util.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/random_request.h"
@@ -122,26 +123,7 @@ class Call {
       if (s.ok()) {
         stats_->latencies_ms.push_back(ms);
       } else {
-        static const char* kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-        const int code = static_cast<int>(s.error_code());
-        stats_->errors[code >= 0 && code <= 16 ? kNames[code]
-                                               : absl::StrCat(code)]++;
+        stats_->errors[absl::StatusCodeToString(FromGrpcStatus(s).code())]++;
       }
     }
     stats_->done++;

@@ -1,10 +1,12 @@
 #include "common/subprocess.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -44,17 +46,35 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
   for (auto& s : argv_copy) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  // Map every source through a temporary copy numbered above all child
+  // slots, so no dup2 overwrites a source still to be read (crosswise
+  // mappings) and none maps a descriptor onto its own number (which would
+  // keep it close-on-exec).
+  int first_free = 3;
+  for (const auto& [child_fd, parent_fd] : options.inherit_fds) {
+    first_free = std::max(first_free, child_fd + 1);
+  }
+  std::vector<int> temporaries;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   for (const auto& [child_fd, parent_fd] : options.inherit_fds) {
-    // dup2 onto the same number would keep CLOEXEC; the caller's fds are
-    // CLOEXEC and are never numbered like the child slots we use (3, 4).
-    posix_spawn_file_actions_adddup2(&actions, parent_fd, child_fd);
+    const int tmp = fcntl(parent_fd, F_DUPFD_CLOEXEC, first_free);
+    if (tmp < 0) {
+      const int err = errno;
+      posix_spawn_file_actions_destroy(&actions);
+      for (int t : temporaries) close(t);
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot pass fd ", parent_fd, " as ", child_fd, ": ",
+                       std::strerror(err)));
+    }
+    temporaries.push_back(tmp);
+    posix_spawn_file_actions_adddup2(&actions, tmp, child_fd);
   }
   pid_t pid;
   const int rc =
       posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  for (int t : temporaries) close(t);
   if (rc != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot start '", options.argv[0], "': ", std::strerror(rc)));

@@ -21,7 +21,8 @@ class Subprocess {
     std::vector<std::string> argv;  // argv[0] is the executable path
     // Added to (or replacing in) the parent's environment.
     std::map<std::string, std::string> env;
-    // child fd -> parent fd to dup2 into it (e.g. {3, channel_fd}).
+    // child fd -> parent fd to pass as it (e.g. {3, channel_fd}); any
+    // numbering works, including parent fds equal to child slots.
     std::map<int, int> inherit_fds;
   };
 

@@ -1,5 +1,6 @@
 // SeqPacketChannel, SharedMemoryRegion and Subprocess: the local IPC the
 // backend and its proxies are built on.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,37 @@ TEST(SubprocessTest, InheritsDescriptorsAndStops) {
   EXPECT_TRUE((*p)->Running());
   (*p)->Stop(absl::Seconds(5));
   EXPECT_FALSE((*p)->Running());
+}
+
+// Parent descriptors may already carry the numbers of the child's slots:
+// a descriptor mapped onto its own number, and two mapped crosswise.
+TEST(SubprocessTest, InheritsDescriptorsWhoseNumbersCollideWithSlots) {
+  auto a = SharedMemoryRegion::Create("a", 4096);
+  auto b = SharedMemoryRegion::Create("b", 4096);
+  auto c = SharedMemoryRegion::Create("c", 4096);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  // Parent fds 60 (a), 61 (b), 62 (c), close-on-exec like all of ours.
+  ASSERT_EQ(dup3((*a)->fd(), 60, O_CLOEXEC), 60);
+  ASSERT_EQ(dup3((*b)->fd(), 61, O_CLOEXEC), 61);
+  ASSERT_EQ(dup3((*c)->fd(), 62, O_CLOEXEC), 62);
+  Subprocess::Options options;
+  // bash: dash cannot redirect to descriptors above 9.
+  options.argv = {"/bin/bash", "-c",
+                  "printf A >&60; printf B >&61; printf C >&62"};
+  // Crosswise: child 60 <- parent 61 (b), child 61 <- parent 60 (a);
+  // same number: child 62 <- parent 62 (c).
+  options.inherit_fds = {{60, 61}, {61, 60}, {62, 62}};
+  auto p = Subprocess::Spawn(options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto status = (*p)->Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_EQ(std::memcmp((*a)->data(), "B", 1), 0);
+  EXPECT_EQ(std::memcmp((*b)->data(), "A", 1), 0);
+  EXPECT_EQ(std::memcmp((*c)->data(), "C", 1), 0);
+  close(60);
+  close(61);
+  close(62);
 }
 
 TEST(SubprocessTest, MissingExecutableIsAnError) {

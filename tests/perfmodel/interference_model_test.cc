@@ -151,12 +151,11 @@ TEST(GletDataTest, ReadsPublishedCoefficients) {
   {
     std::ofstream out(path);
     out << "l2_util_m1,l2_util_m2,dram_util_m1,dram_util_m2,constant\n"
-        << "0.1,0.7,0.35,0.09,0.9\n";
+        << "1.5,-2.25,0.5,4,-1\n";  // synthetic values
   }
   auto m = LoadGletInterferenceConstants(path);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->coefficients(),
-            (std::vector<double>{0.1, 0.7, 0.35, 0.09, 0.9}));
+  EXPECT_EQ(m->coefficients(), (std::vector<double>{1.5, -2.25, 0.5, 4, -1}));
   {
     std::ofstream out(path);
     out << "header\n0.1,0.2,x\n";

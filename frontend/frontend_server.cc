@@ -1,31 +1,12 @@
 #include "frontend/frontend_server.h"
 
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
-#include "common/text_proto.h"
+#include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
-namespace {
-
-std::string DeviceKindDir(DeviceKind kind) {
-  switch (kind) {
-    case DEVICE_KIND_CPU:
-      return "cpu";
-    case DEVICE_KIND_CUDA:
-      return "cuda";
-    case DEVICE_KIND_EMULATED:
-      return "emulated";
-    default:
-      return "unknown";
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     Options options, const Clock* clock) {
   if (options.config.backends_size() == 0) {
@@ -108,9 +89,8 @@ void FrontendServer::PlannerLoop() {
 }
 
 absl::Status FrontendServer::PlanAndApply() {
-  ClusterSnapshot snapshot;
-  snapshot.now = clock_->Now();
   std::map<std::string, BackendClient*> backend_by_id;
+  std::vector<NodeInfo> nodes;
   for (auto& backend : backends_) {
     auto info = backend->GetNodeInfo(absl::Seconds(5));
     if (!info.ok()) {
@@ -124,32 +104,16 @@ absl::Status FrontendServer::PlanAndApply() {
           info->backend_id(), "', config says '", backend->id(), "'"));
     }
     backend_by_id[backend->id()] = backend.get();
-    for (const DeviceInfo& d : info->devices()) {
-      snapshot.devices.push_back(DeviceSnapshot{backend->id(), d.device_id(),
-                                                d.kind(), d.num_cores(),
-                                                d.memory_bytes()});
-    }
+    nodes.push_back(std::move(*info));
   }
-  for (const std::string& name : repository_->ModelNames()) {
-    ModelSnapshot m;
-    m.config = repository_->Find(name)->config;
-    if (!options_.config.profile_dir().empty()) {
-      for (const char* kind : {"cpu", "emulated", "cuda"}) {
-        const std::string path = absl::StrCat(options_.config.profile_dir(),
-                                              "/", kind, "/", name, ".pbtxt");
-        ModelProfile profile;
-        if (std::filesystem::exists(path) &&
-            ReadTextProto(path, &profile).ok()) {
-          m.profiles[kind] = profile;
-        }
-      }
-    }
-    snapshot.models.push_back(std::move(m));
-  }
+  Plan current;
   {
     absl::MutexLock lock(&mu_);
-    snapshot.current_plan = plan_;
+    current = plan_;
   }
+  const ClusterSnapshot snapshot =
+      BuildClusterSnapshot(nodes, *repository_, options_.config.profile_dir(),
+                           current, clock_->Now());
   auto plan = policy_->Schedule(snapshot);
   if (!plan.ok()) return plan.status();
   plan->set_epoch(snapshot.current_plan.epoch() + 1);
@@ -190,7 +154,7 @@ absl::Status FrontendServer::PlanAndApply() {
         const ModelRepository::Entry* entry = repository_->Find(a.model());
         wo.configs[a.model()] = &entry->config;
         for (const ModelSnapshot& m : snapshot.models) {
-          auto it = m.profiles.find(DeviceKindDir(kind));
+          auto it = m.profiles.find(ProfileKey(kind));
           if (m.config.name() == a.model() && it != m.profiles.end()) {
             estimator.SeedFromProfile(it->second, g.share_percent());
           }

@@ -1,0 +1,98 @@
+#include "frontend/cluster_snapshot_builder.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/text_proto.h"
+#include "gtest/gtest.h"
+#include "scheduler/policy_registry.h"
+#include "tests/scheduler/policy_test_util.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ClusterSnapshotBuilderTest, ProfilesAreFoundUnderTheDevicesProfileKey) {
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("snapshot_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "models" / "m");
+  fs::create_directories(root / "profiles" / "cpu");
+  std::ofstream(root / "models" / "m" / "config.pbtxt") << R"pb(
+    name: "m"
+    max_batch_size: 8
+    slo_ms: 100
+    input {
+      name: "x"
+      data_type: TYPE_FP32
+      dims: [ -1, 4 ]
+    }
+    output {
+      name: "y"
+      data_type: TYPE_FP32
+      dims: [ -1, 2 ]
+    })pb";
+  ModelProfile profile = testing::LinearProfile("m", 2, 1, 8);
+  profile.set_device_kind("cpu");
+  ASSERT_TRUE(
+      WriteTextProto((root / "profiles" / "cpu" / "m.pbtxt").string(), profile)
+          .ok());
+  auto repo = ModelRepository::Load((root / "models").string());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+
+  NodeInfo node;
+  node.set_backend_id("b0");
+  DeviceInfo* cpu = node.add_devices();
+  cpu->set_device_id("cpu0");
+  cpu->set_kind(DEVICE_KIND_CPU);
+  cpu->set_num_cores(2);
+  ClusterSnapshot snapshot = BuildClusterSnapshot(
+      {node}, **repo, (root / "profiles").string(), Plan(), absl::Now());
+
+  ASSERT_EQ(snapshot.devices.size(), 1u);
+  EXPECT_EQ(snapshot.devices[0].backend_id, "b0");
+  EXPECT_EQ(snapshot.devices[0].profile_key, "cpu");
+  ASSERT_EQ(snapshot.models.size(), 1u);
+  EXPECT_EQ(snapshot.models[0].profiles.count("cpu"), 1u);
+
+  // A profile-based policy can plan from it.
+  snapshot.models[0].rate_rps = 50;
+  PolicyOptions options;
+  auto policy = PolicyRegistry::Create("greedy", options);
+  ASSERT_TRUE(policy.ok());
+  auto plan = (*policy)->Schedule(snapshot);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  fs::remove_all(root);
+}
+
+TEST(ClusterSnapshotBuilderTest, NoProfileDirMeansNoProfiles) {
+  const fs::path root = fs::path(::testing::TempDir()) /
+                        ("snapshot_none_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "m");
+  std::ofstream(root / "m" / "config.pbtxt") << R"pb(
+    name: "m"
+    max_batch_size: 1
+    slo_ms: 1
+    input {
+      name: "x"
+      data_type: TYPE_FP32
+      dims: [ -1 ]
+    }
+    output {
+      name: "y"
+      data_type: TYPE_FP32
+      dims: [ -1 ]
+    })pb";
+  auto repo = ModelRepository::Load(root.string());
+  ASSERT_TRUE(repo.ok());
+  ClusterSnapshot s = BuildClusterSnapshot({}, **repo, "", Plan(), absl::Now());
+  ASSERT_EQ(s.models.size(), 1u);
+  EXPECT_TRUE(s.models[0].profiles.empty());
+  EXPECT_TRUE(s.devices.empty());
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace tessera

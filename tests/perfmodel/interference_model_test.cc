@@ -131,6 +131,14 @@ TEST(IgniterV100DataTest, ReadsGridsRowsAndFillsFullShare) {
   std::remove(path.c_str());
 }
 
+TEST(IgniterV100DataTest, ParsesShare100RuleNames) {
+  EXPECT_EQ(*ParseShare100Rule("batch1-ratio"), Share100Rule::kBatch1Ratio);
+  EXPECT_EQ(*ParseShare100Rule("same-as-80"), Share100Rule::kSameAs80);
+  EXPECT_EQ(*ParseShare100Rule("omit"), Share100Rule::kOmit);
+  EXPECT_EQ(ParseShare100Rule("same_as_80").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(IgniterV100DataTest, MissingFileIsNotFound) {
   EXPECT_EQ(LoadIgniterV100("/nonexistent.jsonl", Share100Rule::kOmit)
                 .status()

@@ -177,6 +177,23 @@ TEST(PoliciesTest, PlansRespectShareAndBatchLimits) {
   }
 }
 
+TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, LinearProfile("m", 2, 1), 100, 40);
+  PolicyOptions options;
+  options.latency_headroom = 1.25;
+  options.rate_headroom = 1.5;
+  options.queueing_check = false;
+  auto inputs = PolicyInputs::FromSnapshot(s, options);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  ASSERT_EQ((*inputs)->demands().size(), 1u);
+  const ModelDemand& d = (*inputs)->demands()[0];
+  EXPECT_DOUBLE_EQ(d.rate_rps, 150);
+  EXPECT_FALSE(d.queueing_check);
+  // L(1,100) = 3 ms, planned with 25 % headroom.
+  EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 100), 3.75);
+}
+
 TEST(GpuletPolicyTest, MaxEfficientPartitionFollowsTheKnee) {
   // Fixed cost dominates below 50 %: L(b,p) = (2 + b) * 100 / p for p >= 50
   // but much worse below. Build it by hand.

@@ -83,6 +83,35 @@ TEST_F(TimeShareSolverTest, QueueingBoundByHand) {
   EXPECT_EQ(s->batches[0], 1);
 }
 
+TEST_F(TimeShareSolverTest, BurstCapsByHand) {
+  // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
+  // round leaves no room above it (16 + L(3) > 20), but alone the cap is
+  // the saturated batch: 2 (2 + b) <= 20 -> 8.
+  ModelDemand m = Demand(a_, 100, 20);
+  auto alone = SolveTimeShare({Slice{&m, 100}}, 100, SoloLatency);
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_EQ(alone->batches[0], 2);
+  EXPECT_EQ(alone->caps[0], 8);
+  // Shared: each cap keeps d + (round with that slice at its cap) within
+  // the tightest SLO, and is never below the nominal batch.
+  ModelDemand x = Demand(a_, 100, 40);
+  ModelDemand y = Demand(b_, 50, 60);
+  auto shared =
+      SolveTimeShare({Slice{&x, 100}, Slice{&y, 50}}, 100, SoloLatency);
+  ASSERT_TRUE(shared.has_value());
+  const double round = shared->exec_ms[0] + shared->exec_ms[1];
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_GE(shared->caps[j], shared->batches[j]);
+    const Slice s = shared->slices[j];
+    const double with_cap =
+        round - shared->exec_ms[j] + SoloLatency(s, shared->caps[j], 100);
+    EXPECT_LE(shared->duty_cycle_ms + with_cap, 40 + 1e-9) << j;
+    const double one_more =
+        round - shared->exec_ms[j] + SoloLatency(s, shared->caps[j] + 1, 100);
+    EXPECT_GT(shared->duty_cycle_ms + one_more, 40) << j;
+  }
+}
+
 TEST_F(TimeShareSolverTest, InterferenceFactorInflatesLatency) {
   ModelDemand m = Demand(a_, 100, 20);
   auto slowed = [](const Slice& s, int b, double p) {

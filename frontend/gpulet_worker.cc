@@ -129,7 +129,6 @@ void GpuletWorker::Loop() {
       }
       armed_wake_ = absl::InfiniteFuture();
       if (stopping_) return;
-      dirty_ = false;
       actions = PollLocked();
       dirty_ = false;  // this thread re-arms with next_wake_ right away
     }

@@ -103,19 +103,20 @@ bool BuildRequest(inference::GRPCInferenceService::Stub* stub,
 // One asynchronous call; deletes itself when done.
 class Call {
  public:
+  // `stats` is shared so a late answer never outlives it.
   static void Start(inference::GRPCInferenceService::Stub* stub,
                     const inference::ModelInferRequest& request,
-                    ModelStats* stats, absl::Duration timeout) {
-    auto* call = new Call(stats);
+                    std::shared_ptr<ModelStats> stats, absl::Duration timeout) {
+    auto* call = new Call(std::move(stats));
     call->context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     call->start_ = absl::Now();
-    stats->sent++;
+    call->stats_->sent++;
     stub->async()->ModelInfer(&call->context_, &request, &call->response_,
                               [call](grpc::Status s) { call->Done(s); });
   }
 
  private:
-  explicit Call(ModelStats* stats) : stats_(stats) {}
+  explicit Call(std::shared_ptr<ModelStats> stats) : stats_(std::move(stats)) {}
   void Done(const grpc::Status& s) {
     const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
     {
@@ -130,7 +131,7 @@ class Call {
     delete this;
   }
 
-  ModelStats* stats_;
+  std::shared_ptr<ModelStats> stats_;
   grpc::ClientContext context_;
   inference::ModelInferResponse response_;
   absl::Time start_;
@@ -152,9 +153,9 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
                                  double scale, bool progress) {
   // One sender thread per model, each with its own Poisson schedule
   // (absolute times, so sending delays do not lower the offered rate).
-  std::vector<std::unique_ptr<ModelStats>> stats;
+  std::vector<std::shared_ptr<ModelStats>> stats;
   for (size_t i = 0; i < loads.size(); ++i) {
-    stats.push_back(std::make_unique<ModelStats>());
+    stats.push_back(std::make_shared<ModelStats>());
   }
   const absl::Time start = absl::Now();
   const absl::Duration duration =
@@ -168,7 +169,7 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
       absl::Time next = start + absl::Seconds(gap(r));
       while (next < start + duration) {
         absl::SleepFor(next - absl::Now());
-        Call::Start(stub, loads[i].request, stats[i].get(), timeout);
+        Call::Start(stub, loads[i].request, stats[i], timeout);
         next += absl::Seconds(gap(r));
       }
     });

@@ -82,7 +82,7 @@ void Throughput(const V100Setup& setup) {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv));
     csv << "slo_factor,workload,policy,max_throughput_rps,violation_pct,"
-           "gpus,share_sum,max_schedulable_scale,noint_violation_pct\n";
+           "gpus,share_sum,max_schedulable_scale\n";
   }
   for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
     std::printf(
@@ -102,7 +102,6 @@ void Throughput(const V100Setup& setup) {
       const ClusterSimulator sim(setup.truth.get(), Configs(snap));
       std::printf("%-26s", w.name.c_str());
       std::map<std::string, double> tput;
-      double noint_violation = -1;
       for (const auto& n : names) {
         auto policy = PolicyRegistry::Create(n, Options(setup));
         if (!policy.ok()) {
@@ -122,19 +121,12 @@ void Throughput(const V100Setup& setup) {
         }
         tput[n] = r.max_throughput_rps;
         std::printf(" %13.1f", r.max_throughput_rps);
-        if (n == "gpulet-noint" && r.max_schedulable_scale > 0) {
-          // Violations of noint's plan at the highest load it accepts.
-          const ScaleOutcome at = EvaluateScale(**policy, snap, sim, options,
-                                                r.max_schedulable_scale);
-          noint_violation = 100 * at.sim.violation_fraction();
-        }
         if (csv.is_open()) {
           csv << slo << ",\"" << w.name << "\"," << n << ","
               << r.max_throughput_rps << ","
               << 100 * r.best.sim.violation_fraction() << ","
               << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
-              << r.max_schedulable_scale << ","
-              << (n == "gpulet-noint" ? noint_violation : -1) << "\n";
+              << r.max_schedulable_scale << "\n";
         }
       }
       if (tput.count("ideal") && tput["ideal"] > 0 && tput.count("gpulet")) {

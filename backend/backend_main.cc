@@ -28,6 +28,19 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(std::string, id, "backend0",
           "Backend id when --config is not given.");
 ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
+ABSL_FLAG(int, emulated_gpus, 0,
+          "Without --config: expose this many emulated GPUs gpu0.. instead "
+          "of the cpu device.");
+ABSL_FLAG(double, time_scale, 1,
+          "Emulated GPUs: latency multiplier k (the frontend's time_scale "
+          "must match).");
+ABSL_FLAG(double, noise_cv, 0.02,
+          "Emulated GPUs: coefficient of variation of latency noise.");
+ABSL_FLAG(int64_t, emulated_memory_mb, 11264,
+          "Emulated GPUs: memory each offers (MiB; 0 = unlimited).");
+ABSL_FLAG(std::string, profile_dir, "profiles",
+          "Profile directory (emulated/<model>.pbtxt) when the config does "
+          "not name one.");
 ABSL_FLAG(std::string, proxy_binary, "",
           "Path of tessera_proxy; default: next to this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
@@ -48,7 +61,9 @@ int main(int argc, char** argv) {
       "Tessera backend daemon: runs one proxy process per gpulet of the plan "
       "the frontend sends and executes batches on them.\n"
       "Example: tessera_backend --listen=127.0.0.1:8101 "
-      "--model_repository=models");
+      "--model_repository=models\n"
+      "Emulated GPUs: tessera_backend --emulated_gpus=2 --time_scale=10 "
+      "--model_repository=configs/emulated/models --profile_dir=profiles");
   absl::ParseCommandLine(argc, argv);
   // absl's lock-order (deadlock) detection costs graph bookkeeping on every
   // lock on the serving path; the tests keep it on.
@@ -66,9 +81,23 @@ int main(int argc, char** argv) {
     }
   } else {
     options.config.set_id(absl::GetFlag(FLAGS_id));
-    tessera::DeviceConfig* cpu = options.config.add_devices();
-    cpu->set_id("cpu0");
-    cpu->set_kind(tessera::DEVICE_KIND_CPU);
+    const int gpus = absl::GetFlag(FLAGS_emulated_gpus);
+    if (gpus <= 0) {
+      tessera::DeviceConfig* cpu = options.config.add_devices();
+      cpu->set_id("cpu0");
+      cpu->set_kind(tessera::DEVICE_KIND_CPU);
+    }
+    for (int i = 0; i < gpus; ++i) {
+      tessera::DeviceConfig* gpu = options.config.add_devices();
+      gpu->set_id("gpu" + std::to_string(i));
+      gpu->set_kind(tessera::DEVICE_KIND_EMULATED);
+      gpu->set_time_scale(absl::GetFlag(FLAGS_time_scale));
+      gpu->set_noise_cv(absl::GetFlag(FLAGS_noise_cv));
+      gpu->set_memory_bytes(absl::GetFlag(FLAGS_emulated_memory_mb) << 20);
+    }
+  }
+  if (options.config.profile_dir().empty()) {
+    options.config.set_profile_dir(absl::GetFlag(FLAGS_profile_dir));
   }
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);

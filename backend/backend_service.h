@@ -12,12 +12,24 @@
 #include "backend/proxy_handle.h"
 #include "common/model_repository.h"
 #include "config.pb.h"
+#include "perfmodel/interference_model.h"
+#include "perfmodel/latency_model.h"
 
 namespace tessera {
 
 // The backend daemon's gRPC service: owns the node's devices and the proxy
 // processes serving its gpulets, applies plans, and routes batches from
-// the frontend's Execute stream to the right proxy. Thread-safe.
+// the frontend's Execute stream to the right proxy.
+//
+// Plan changes are shadow swaps: ApplyPlan starts a new proxy for every new
+// or changed gpulet (loaded and warm) while the old ones keep serving, and
+// keeps gpulets the plan dropped routable as "retiring"; the frontend
+// switches its routing, waits for its in-flight batches, and calls
+// CommitPlan, which drains and stops the retiring proxies. When a device's
+// memory cannot hold the old and new proxies at once, the old ones on that
+// device are drained and stopped first (stop-then-start, logged and
+// counted). Devices: cpu (cores split by share) and emulated GPUs.
+// Thread-safe.
 class BackendServiceImpl final : public BackendService::Service {
  public:
   struct Options {
@@ -41,6 +53,9 @@ class BackendServiceImpl final : public BackendService::Service {
   grpc::Status ApplyPlan(grpc::ServerContext* context,
                          const ApplyPlanRequest* request,
                          ApplyPlanResponse* response) override;
+  grpc::Status CommitPlan(grpc::ServerContext* context,
+                          const CommitPlanRequest* request,
+                          CommitPlanResponse* response) override;
   grpc::Status Execute(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<BatchResponse, BatchRequest>* stream) override;
@@ -57,23 +72,47 @@ class BackendServiceImpl final : public BackendService::Service {
     std::string device_id;
     std::vector<int> cores;
     std::shared_ptr<ProxyHandle> proxy;
+    // Not in the plan in force: finishes what it was sent, stopped at the
+    // next CommitPlan.
+    bool retiring = false;
   };
 
-  explicit BackendServiceImpl(Options options,
-                              std::unique_ptr<ModelRepository> repo);
+  BackendServiceImpl(Options options, std::unique_ptr<ModelRepository> repo,
+                     std::map<std::string, ModelProfile> emulated_profiles,
+                     std::unique_ptr<InterferenceModel> interference);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<ProxyHandle>> StartProxy(
+      const Gpulet& g) const;
+  // Drains (up to the drain timeout) and stops `gpulets`.
+  void DrainAndStop(const std::vector<Gpulet>& gpulets) const;
+  // Memory the models of `g` need on an emulated device (0 elsewhere).
+  int64_t MemoryBytes(const Gpulet& g) const;
+  // Sends each emulated gpulet the slowdown its neighbours cause.
+  void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  GpuletStatus StatusOf(const std::string& id, const Gpulet& g) const;
   const DeviceConfig* FindDevice(const std::string& id) const;
 
   const Options options_;
   std::unique_ptr<ModelRepository> repo_;
+  // Emulated devices: profiles by model, their latency models, and how
+  // co-located models interfere (none when no profile says).
+  const std::map<std::string, ModelProfile> emulated_profiles_;
+  std::map<std::string, LatencyModel> emulated_latency_;
+  std::unique_ptr<InterferenceModel> interference_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
+  // Routable gpulets by id, retiring ones included.
   std::map<std::string, Gpulet> gpulets_ ABSL_GUARDED_BY(mu_);
+  // Replaced under the same id by a plan: no longer routable, stopped at
+  // the next CommitPlan.
+  std::vector<Gpulet> replaced_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera

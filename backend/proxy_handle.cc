@@ -93,6 +93,15 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
                 "--cores=" + FormatCoreList(options.cpu_cores),
                 absl::StrCat("--threads=", options.threads),
                 "--gpulet_id=" + options.gpulet_id};
+  if (options.device_kind == "emulated") {
+    spawn.argv.push_back("--profile_dir=" + options.profile_dir);
+    spawn.argv.push_back(
+        absl::StrCat("--share_percent=", options.share_percent));
+    spawn.argv.push_back(absl::StrCat("--time_scale=", options.time_scale));
+    spawn.argv.push_back(absl::StrCat("--noise_cv=", options.noise_cv));
+    spawn.argv.push_back(
+        absl::StrCat("--seed=", std::hash<std::string>()(options.gpulet_id)));
+  }
   spawn.env = options.extra_env;
   spawn.inherit_fds = {{kChildControlFd, theirs->fd()},
                        {kChildShmFd, (*region)->fd()}};
@@ -164,25 +173,36 @@ void ProxyHandle::Launch(Pending p, int slot) {
                                               options_.gpulet_id, "'"));
   }
   const size_t base = static_cast<size_t>(slot) * slot_bytes_;
+  // Shape-only batches: an emulated device needs no data; a real one gets
+  // zeros fabricated here.
+  const bool fabricate =
+      p.batch.shape_only() && options_.device_kind != "emulated";
   size_t offset = 0;
   for (int i = 0; status.ok() && i < p.batch.inputs_size(); ++i) {
     const Tensor& t = p.batch.inputs(i);
     offset = AlignUp64(offset);
-    if (offset + t.data().size() > slot_bytes_) {
+    size_t bytes = t.data().size();
+    if (fabricate) {
+      bytes = ElementCount(t.shape()) * DataTypeSize(t.data_type());
+    }
+    if (offset + bytes > slot_bytes_) {
       status = absl::ResourceExhaustedError(absl::StrCat(
           "batch for model '", p.batch.model(),
           "' exceeds the proxy's slot of ", slot_bytes_, " bytes"));
       break;
     }
-    std::memcpy(region_->data() + base + offset, t.data().data(),
-                t.data().size());
+    if (fabricate) {
+      std::memset(region_->data() + base + offset, 0, bytes);
+    } else {
+      std::memcpy(region_->data() + base + offset, t.data().data(), bytes);
+    }
     ShmTensor* st = cmd->add_inputs();
     st->set_name(t.name());
     st->set_data_type(t.data_type());
     *st->mutable_shape() = t.shape();
     st->set_offset(base + offset);
-    st->set_size_bytes(t.data().size());
-    offset += t.data().size();
+    st->set_size_bytes(bytes);
+    offset += bytes;
   }
   offset = AlignUp64(offset);
   cmd->set_output_offset(base + offset);
@@ -193,6 +213,8 @@ void ProxyHandle::Launch(Pending p, int slot) {
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
     cmd->set_request_id(id);
+    auto fit = interference_.find(p.batch.model());
+    if (fit != interference_.end()) cmd->set_interference_factor(fit->second);
     running_[id] = Running{std::move(p.done), slot, p.received,
                            p.batch.batch_id(), absl::Now()};
   }
@@ -335,6 +357,12 @@ void ProxyHandle::Stop(absl::Duration grace) {
     channel_->Shutdown();
     reader_.join();  // FailAll() answers anything still pending
   }
+}
+
+void ProxyHandle::SetInterferenceFactors(
+    std::map<std::string, double> factors) {
+  absl::MutexLock lock(&mu_);
+  interference_ = std::move(factors);
 }
 
 bool ProxyHandle::alive() const {

@@ -41,6 +41,11 @@ class ProxyHandle {
     int num_slots = 4;
     absl::Duration startup_timeout = absl::Seconds(120);
     std::map<std::string, std::string> extra_env;
+    // Emulated devices (device_kind "emulated").
+    double share_percent = 100;
+    std::string profile_dir;
+    double time_scale = 1;
+    double noise_cv = 0;
   };
   using DoneCallback = std::function<void(BatchResponse)>;
 
@@ -67,6 +72,11 @@ class ProxyHandle {
   const Options& options() const { return options_; }
   const std::vector<MeasuredLatency>& warmup() const { return warmup_; }
   bool alive() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Emulated devices: the slowdown each model suffers from what runs on
+  // the other partitions of its device, sent with every batch.
+  void SetInterferenceFactors(std::map<std::string, double> factors)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Pending {
@@ -107,6 +117,7 @@ class ProxyHandle {
   std::deque<Pending> waiting_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, double> interference_ ABSL_GUARDED_BY(mu_);
   // Serialises Stop(); taken before mu_ (FailAll takes mu_ under it).
   absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // When the proxy last finished a batch: a batch launched earlier started

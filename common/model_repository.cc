@@ -59,10 +59,10 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   if (config.name().empty()) {
     return absl::InvalidArgumentError("model config has no name");
   }
-  if (config.platform() != "torchscript") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", config.name(), "': platform '",
-                     config.platform(), "' is not supported (torchscript)"));
+  if (config.platform() != "torchscript" && config.platform() != "emulated") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.name(), "': platform '", config.platform(),
+        "' is not supported (torchscript, emulated)"));
   }
   if (config.max_batch_size() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -106,18 +106,27 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
       return absl::InvalidArgumentError(
           absl::StrCat(config_path.string(), ": ", status.message()));
     }
+    const bool emulated = entry.config.platform() == "emulated";
     for (const auto& sub : fs::directory_iterator(dir.path())) {
       int64_t version;
       if (sub.is_directory() &&
           absl::SimpleAtoi(sub.path().filename().string(), &version) &&
-          fs::exists(sub.path() / "model.pt")) {
+          (emulated || fs::exists(sub.path() / "model.pt"))) {
         entry.versions.push_back(version);
       }
     }
+    // An emulated model has no file: its profile is all there is.
+    if (emulated && entry.versions.empty()) entry.versions.push_back(1);
     std::sort(entry.versions.begin(), entry.versions.end());
     repo->models_.emplace(dir_name, std::move(entry));
   }
   return repo;
+}
+
+void ModelRepository::ScaleSlos(double factor) {
+  for (auto& [name, entry] : models_) {
+    entry.config.set_slo_ms(entry.config.slo_ms() * factor);
+  }
 }
 
 const ModelRepository::Entry* ModelRepository::Find(

@@ -13,9 +13,11 @@ namespace tessera {
 // A Triton-layout model repository on disk:
 //   <root>/<model>/config.pbtxt
 //   <root>/<model>/<version>/model.pt
-// Every config is validated at load; a model without any version directory
-// holding model.pt is still listed (its files may be generated later) but
-// reports itself as not available. Immutable after Load; thread-safe.
+// Models with platform "emulated" (served only by emulated GPUs) need no
+// file; their versions are their numeric directories, or 1 when there are
+// none. Every config is validated at load; a model without any version
+// directory holding model.pt is still listed (its files may be generated later)
+// but reports itself as not available. Immutable after Load; thread-safe.
 class ModelRepository {
  public:
   struct Entry {
@@ -31,6 +33,10 @@ class ModelRepository {
 
   // Validates a single config (also used for configs received over RPC).
   static absl::Status Validate(const ModelConfig& config);
+
+  // Multiplies every model's SLO by `factor` (an emulated cluster's time
+  // scale). Call before sharing the repository.
+  void ScaleSlos(double factor);
 
   const std::string& root() const { return root_; }
   // nullptr if the model is unknown.

@@ -53,6 +53,15 @@ absl::StatusOr<ApplyPlanResponse> BackendClient::ApplyPlan(
   return response;
 }
 
+absl::Status BackendClient::CommitPlan(int64_t epoch, absl::Duration timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(timeout));
+  CommitPlanRequest request;
+  request.set_epoch(epoch);
+  CommitPlanResponse response;
+  return FromGrpcStatus(stub_->CommitPlan(&context, request, &response));
+}
+
 absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));

@@ -34,6 +34,8 @@ class BackendClient {
   absl::StatusOr<NodeInfo> GetNodeInfo(absl::Duration timeout);
   absl::StatusOr<ApplyPlanResponse> ApplyPlan(const Plan& plan,
                                               absl::Duration timeout);
+  // Stops the backend's gpulets that plan `epoch` does not have.
+  absl::Status CommitPlan(int64_t epoch, absl::Duration timeout);
   absl::StatusOr<HealthResponse> Health(absl::Duration timeout);
 
   // Sends `batch` (its batch_id is overwritten) on the stream; `done` is

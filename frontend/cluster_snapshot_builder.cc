@@ -23,7 +23,8 @@ std::string ProfileKey(DeviceKind kind) {
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
                                      const ModelRepository& repository,
                                      const std::string& profile_dir,
-                                     const Plan& current_plan, absl::Time now) {
+                                     const Plan& current_plan, absl::Time now,
+                                     double time_scale) {
   ClusterSnapshot snapshot;
   snapshot.now = now;
   snapshot.current_plan = current_plan;
@@ -46,6 +47,12 @@ ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
         ModelProfile profile;
         if (std::filesystem::exists(path) &&
             ReadTextProto(path, &profile).ok()) {
+          if (kind == DEVICE_KIND_EMULATED && time_scale != 1) {
+            for (LatencyPoint& p : *profile.mutable_latency()) {
+              p.set_latency_ms(p.latency_ms() * time_scale);
+              p.set_latency_p99_ms(p.latency_p99_ms() * time_scale);
+            }
+          }
           m.profiles[key] = profile;
         }
       }

@@ -18,10 +18,13 @@ std::string ProfileKey(DeviceKind kind);
 // reported (each with the profile key of its kind), every model of the
 // repository with the profiles found under
 // `profile_dir`/<profile key>/<model>.pbtxt (none when profile_dir is
-// empty; unreadable files are skipped), and `current_plan`.
+// empty; unreadable files are skipped), and `current_plan`. Emulated
+// profiles' latencies are multiplied by `time_scale` (the cluster's k).
+// Rates are left 0 for the caller to fill.
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
                                      const ModelRepository& repository,
                                      const std::string& profile_dir,
-                                     const Plan& current_plan, absl::Time now);
+                                     const Plan& current_plan, absl::Time now,
+                                     double time_scale = 1);
 
 }  // namespace tessera

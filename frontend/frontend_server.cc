@@ -1,12 +1,46 @@
 #include "frontend/frontend_server.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/text_proto.h"
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
+#include "perfmodel/interference_model.h"
+#include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
+namespace {
+
+// Fills the re-planning defaults documented in config.proto.
+absl::Status ApplyDefaults(FrontendConfig* c) {
+  if (c->policy().empty()) c->set_policy("static");
+  if (c->time_scale() == 0) c->set_time_scale(1);
+  if (c->replan_period_s() == 0) c->set_replan_period_s(20);
+  if (c->rate_window_s() == 0) c->set_rate_window_s(20);
+  if (c->replan_threshold() == 0) c->set_replan_threshold(0.25);
+  if (c->min_rate_rps() == 0) c->set_min_rate_rps(1);
+  if (c->heartbeat_interval_s() == 0) c->set_heartbeat_interval_s(1);
+  if (c->heartbeat_misses() == 0) c->set_heartbeat_misses(3);
+  if (c->drain_timeout_s() == 0) c->set_drain_timeout_s(30);
+  if (!(c->time_scale() > 0) || !(c->replan_period_s() > 0) ||
+      !(c->rate_window_s() > 0) || !(c->replan_threshold() > 0) ||
+      c->min_rate_rps() < 0 || !(c->heartbeat_interval_s() > 0) ||
+      c->heartbeat_misses() < 1 || !(c->drain_timeout_s() > 0)) {
+    return absl::InvalidArgumentError(
+        "frontend config: time_scale, replan_period_s, rate_window_s, "
+        "replan_threshold, heartbeat_interval_s, heartbeat_misses and "
+        "drain_timeout_s must be positive; min_rate_rps >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Duration Seconds(double s) { return absl::Milliseconds(s * 1000); }
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     Options options, const Clock* clock) {
   if (options.config.backends_size() == 0) {
@@ -18,11 +52,29 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
           "every backend needs an id and an address");
     }
   }
-  if (options.config.policy().empty()) options.config.set_policy("static");
+  absl::Status defaults = ApplyDefaults(&options.config);
+  if (!defaults.ok()) return defaults;
   auto repository = ModelRepository::Load(options.model_repository);
   if (!repository.ok()) return repository.status();
+  // Emulated clusters run k times slower than the GPU they emulate: so do
+  // their SLOs.
+  (*repository)->ScaleSlos(options.config.time_scale());
   PolicyOptions policy_options;
   policy_options.static_plan = options.config.static_plan();
+  if (!options.config.interference_profile().empty()) {
+    InterferenceProfile ip;
+    absl::Status read =
+        ReadTextProto(options.config.interference_profile(), &ip);
+    if (!read.ok()) return read;
+    if (ip.linear_coefficients_size() != 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(options.config.interference_profile(),
+                       ": the linear form needs 5 coefficients"));
+    }
+    policy_options.interference =
+        std::make_shared<LinearInterference>(std::vector<double>(
+            ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
+  }
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();
   return std::unique_ptr<FrontendServer>(new FrontendServer(
@@ -36,9 +88,14 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       clock_(clock),
       repository_(std::move(repository)),
       policy_(std::move(policy)),
+      monitor_(
+          RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
+          clock_),
+      router_(&monitor_),
       service_(repository_.get(), &router_, clock_, "0.1.0") {
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(b.id(), b.address()));
+    backend_state_[b.id()] = BackendState{};
   }
 }
 
@@ -56,42 +113,172 @@ absl::Status FrontendServer::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
-  spdlog::info("frontend listening on port {} (policy '{}')", port_,
-               policy_->name());
+  spdlog::info(
+      "frontend listening on port {} (policy '{}', time scale {}, re-plan "
+      "check every {} s)",
+      port_, policy_->name(), options_.config.time_scale(),
+      options_.config.replan_period_s());
+  {
+    absl::MutexLock lock(&mu_);
+    replan_reason_ = "initial plan";
+  }
   planner_ = std::thread([this] { PlannerLoop(); });
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();
 }
 
+void FrontendServer::WaitForWork(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !replan_reason_.empty();
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
+}
+
+void FrontendServer::RequestReplan(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (replan_reason_.empty()) replan_reason_ = reason;
+}
+
 void FrontendServer::PlannerLoop() {
+  const absl::Duration period = Seconds(options_.config.replan_period_s());
+  absl::Time next_check = clock_->Now() + period;
   int failures = 0;
   absl::Time last_log = absl::InfinitePast();
   while (true) {
-    absl::Status status = PlanAndApply();
-    absl::MutexLock lock(&mu_);
-    if (status.ok() || stopping_) return;
-    // The first failure, then at most one line every 30 s.
-    ++failures;
-    if (absl::Now() - last_log >= absl::Seconds(30)) {
-      spdlog::warn(
-          "planning failed ({} attempt(s) so far), retrying every "
-          "{}: {}",
-          failures, absl::FormatDuration(options_.plan_retry_interval),
-          status.ToString());
-      last_log = absl::Now();
+    std::string reason;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      reason = replan_reason_;
     }
-    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                         options_.plan_retry_interval);
-    if (stopping_) return;
+    if (reason.empty() && clock_->Now() >= next_check) {
+      next_check = clock_->Now() + period;
+      std::map<std::string, double> planned;
+      {
+        absl::MutexLock lock(&mu_);
+        planned = planned_rates_;
+      }
+      std::string why;
+      // Rates over less than a quarter window are too noisy to act on.
+      if (monitor_.Coverage() >= 0.25 &&
+          RatesChanged(planned, monitor_.Rates(),
+                       options_.config.replan_threshold(),
+                       options_.config.min_rate_rps(), &why)) {
+        reason = "rate change: " + why;
+      }
+    }
+    if (!reason.empty()) {
+      absl::Status status = PlanAndApply(reason);
+      absl::MutexLock lock(&mu_);
+      if (status.ok()) {
+        // A request that came in while planning is served by this plan
+        // only if it was made for the same reason; ask again otherwise.
+        if (replan_reason_ == reason) replan_reason_.clear();
+        failures = 0;
+      } else {
+        ++stats_.plan_failures;
+        ++failures;
+        if (replan_reason_.empty()) replan_reason_ = reason;
+        // The first failure, then at most one line every 30 s.
+        if (absl::Now() - last_log >= absl::Seconds(30)) {
+          spdlog::warn(
+              "planning ({}) failed ({} attempt(s) so far), retrying every "
+              "{}: {}",
+              reason, failures,
+              absl::FormatDuration(options_.plan_retry_interval),
+              status.ToString());
+          last_log = absl::Now();
+        }
+      }
+      if (!status.ok()) {
+        auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_;
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                             options_.plan_retry_interval);
+      }
+      continue;
+    }
+    WaitForWork(std::max(absl::Milliseconds(10), next_check - clock_->Now()));
   }
 }
 
-absl::Status FrontendServer::PlanAndApply() {
+void FrontendServer::HeartbeatLoop() {
+  const absl::Duration interval =
+      Seconds(options_.config.heartbeat_interval_s());
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_;
+      };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
+    }
+    for (auto& backend : backends_) {
+      auto health = backend->Health(interval);
+      absl::MutexLock lock(&mu_);
+      BackendState& state = backend_state_[backend->id()];
+      if (!health.ok()) {
+        ++state.misses;
+        if (state.alive && state.misses >= options_.config.heartbeat_misses()) {
+          state.alive = false;
+          spdlog::warn(
+              "backend '{}' missed {} heartbeats ({}): re-planning "
+              "without it",
+              backend->id(), state.misses, health.status().ToString());
+          if (replan_reason_.empty()) {
+            replan_reason_ = "backend '" + backend->id() + "' lost";
+          }
+        }
+        continue;
+      }
+      state.misses = 0;
+      if (!state.alive) {
+        state.alive = true;
+        spdlog::info("backend '{}' answers again: re-planning with it",
+                     backend->id());
+        if (replan_reason_.empty()) {
+          replan_reason_ = "backend '" + backend->id() + "' back";
+        }
+      } else if (!planning_ && plan_.epoch() > 0 &&
+                 health->epoch() < plan_.epoch()) {
+        // Restarted (or missed a plan): it serves nothing of ours.
+        spdlog::warn("backend '{}' is at plan epoch {}, not {}: re-planning",
+                     backend->id(), health->epoch(), plan_.epoch());
+        if (replan_reason_.empty()) {
+          replan_reason_ = "backend '" + backend->id() + "' lost its plan";
+        }
+      }
+    }
+  }
+}
+
+void FrontendServer::Reroute(std::unique_ptr<InferCall> call) {
+  absl::Status routed = router_.Reroute(call);
+  if (!routed.ok()) FinishCall(std::move(call), routed);
+}
+
+absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
+  struct PlanningFlag {
+    FrontendServer* self;
+    explicit PlanningFlag(FrontendServer* s) : self(s) {
+      absl::MutexLock lock(&self->mu_);
+      self->planning_ = true;
+    }
+    ~PlanningFlag() {
+      absl::MutexLock lock(&self->mu_);
+      self->planning_ = false;
+    }
+  } planning_flag(this);
+
   std::map<std::string, BackendClient*> backend_by_id;
   std::vector<NodeInfo> nodes;
   for (auto& backend : backends_) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!backend_state_[backend->id()].alive) continue;
+    }
     auto info = backend->GetNodeInfo(absl::Seconds(5));
     if (!info.ok()) {
       return absl::UnavailableError(
@@ -103,37 +290,121 @@ absl::Status FrontendServer::PlanAndApply() {
           "backend at ", backend->address(), " says its id is '",
           info->backend_id(), "', config says '", backend->id(), "'"));
     }
+    for (const DeviceInfo& d : info->devices()) {
+      if (d.kind() == DEVICE_KIND_EMULATED &&
+          std::abs(d.time_scale() - options_.config.time_scale()) > 1e-9) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "backend '", backend->id(), "' device '", d.device_id(),
+            "' runs at time scale ", d.time_scale(),
+            "; this frontend's time_scale is ", options_.config.time_scale()));
+      }
+    }
     backend_by_id[backend->id()] = backend.get();
     nodes.push_back(std::move(*info));
+  }
+  if (nodes.empty()) {
+    return absl::UnavailableError("no backend is alive");
   }
   Plan current;
   {
     absl::MutexLock lock(&mu_);
     current = plan_;
   }
-  const ClusterSnapshot snapshot =
-      BuildClusterSnapshot(nodes, *repository_, options_.config.profile_dir(),
-                           current, clock_->Now());
+  ClusterSnapshot snapshot = BuildClusterSnapshot(
+      nodes, *repository_, options_.config.profile_dir(), current,
+      clock_->Now(), options_.config.time_scale());
+  const std::map<std::string, double> observed = monitor_.Rates();
+  std::map<std::string, double> planned_rates;
+  for (ModelSnapshot& m : snapshot.models) {
+    auto it = observed.find(m.config.name());
+    m.rate_rps = std::max(options_.config.min_rate_rps(),
+                          it == observed.end() ? 0.0 : it->second);
+    planned_rates[m.config.name()] = m.rate_rps;
+  }
   auto plan = policy_->Schedule(snapshot);
   if (!plan.ok()) return plan.status();
-  plan->set_epoch(snapshot.current_plan.epoch() + 1);
+  plan->set_epoch(current.epoch() + 1);
+  plan->set_reason(reason);
+  const int fresh = AssignGpuletIds(current, &*plan);
 
-  // Apply on every backend the plan touches; collect warm-up latencies.
+  // Phase 1: every live backend starts its new gpulets (old ones keep
+  // serving). On failure, those that accepted go back to the current plan.
   std::map<std::string, GpuletStatus> statuses;
+  std::vector<BackendClient*> applied_on;
   for (auto& [id, backend] : backend_by_id) {
     auto applied = backend->ApplyPlan(*plan, options_.backend_call_timeout);
     if (!applied.ok()) {
+      for (BackendClient* b : applied_on) {
+        if (b->ApplyPlan(current, options_.backend_call_timeout).ok()) {
+          (void)b->CommitPlan(current.epoch(), options_.backend_call_timeout);
+        }
+      }
       return absl::Status(applied.status().code(),
                           absl::StrCat("backend '", id, "' rejected plan: ",
                                        applied.status().message()));
     }
+    applied_on.push_back(backend);
     for (const GpuletStatus& s : applied->gpulets()) {
       statuses[s.gpulet_id()] = s;
     }
   }
 
+  // Phase 2: switch routing; queued calls of the retired workers move to
+  // the new ones, and calls still routed to them are forwarded.
+  std::vector<std::shared_ptr<GpuletWorker>> retired =
+      router_.Install(MakeWorkers(*plan, snapshot, statuses, backend_by_id));
+  int64_t handed_over = 0;
+  for (auto& w : retired) {
+    auto queued = w->Retire(
+        [this](std::unique_ptr<InferCall> call) { Reroute(std::move(call)); });
+    handed_over += static_cast<int64_t>(queued.size());
+    for (auto& call : queued) Reroute(std::move(call));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    plan_ = *plan;
+    planned_rates_ = planned_rates;
+    ++stats_.plans;
+    stats_.gpulets_started += fresh;
+    stats_.calls_handed_over += handed_over;
+  }
+
+  // Phase 3: once the retired workers' batches are answered, the backends
+  // stop the gpulets the plan dropped.
+  const absl::Time drain_deadline =
+      absl::Now() + Seconds(options_.config.drain_timeout_s());
+  for (auto& w : retired) {
+    if (!w->WaitIdle(
+            std::max(absl::ZeroDuration(), drain_deadline - absl::Now()))) {
+      spdlog::warn("retired gpulet {} still has batches in flight after {} s",
+                   w->gpulet_id(), options_.config.drain_timeout_s());
+      graveyard_.push_back(w);
+    }
+  }
+  for (auto& [id, backend] : backend_by_id) {
+    absl::Status committed =
+        backend->CommitPlan(plan->epoch(), options_.backend_call_timeout);
+    if (!committed.ok()) {
+      spdlog::warn("backend '{}' did not commit plan epoch {}: {}", id,
+                   plan->epoch(), committed.ToString());
+    }
+  }
+  int gpulets = 0;
+  for (const DevicePlan& d : plan->devices()) gpulets += d.gpulets_size();
+  spdlog::info(
+      "plan epoch {} by '{}' installed ({}): {} device(s), {} gpulet(s), {} "
+      "new, {} queued call(s) handed over",
+      plan->epoch(), plan->policy(), reason, plan->devices_size(), gpulets,
+      fresh, handed_over);
+  return absl::OkStatus();
+}
+
+std::vector<std::shared_ptr<GpuletWorker>> FrontendServer::MakeWorkers(
+    const Plan& plan, const ClusterSnapshot& snapshot,
+    const std::map<std::string, GpuletStatus>& statuses,
+    const std::map<std::string, BackendClient*>& backend_by_id) {
   std::vector<std::shared_ptr<GpuletWorker>> workers;
-  for (const DevicePlan& device : plan->devices()) {
+  for (const DevicePlan& device : plan.devices()) {
     DeviceKind kind = DEVICE_KIND_UNSPECIFIED;
     for (const DeviceSnapshot& d : snapshot.devices) {
       if (d.backend_id == device.backend_id() &&
@@ -146,7 +417,7 @@ absl::Status FrontendServer::PlanAndApply() {
       wo.backend_id = device.backend_id();
       wo.device_id = device.device_id();
       wo.gpulet = g;
-      wo.epoch = plan->epoch();
+      wo.epoch = plan.epoch();
       const int inflight = options_.config.max_inflight_batches_per_gpulet();
       wo.dispatch.max_inflight_batches = inflight > 0 ? inflight : 2;
       LatencyEstimator estimator;
@@ -174,14 +445,7 @@ absl::Status FrontendServer::PlanAndApply() {
           std::move(estimator)));
     }
   }
-  for (auto& retired : router_.Install(std::move(workers))) retired->Stop();
-  {
-    absl::MutexLock lock(&mu_);
-    plan_ = *plan;
-  }
-  spdlog::info("plan epoch {} by '{}' installed: {} device(s)", plan->epoch(),
-               plan->policy(), plan->devices_size());
-  return absl::OkStatus();
+  return workers;
 }
 
 bool FrontendServer::WaitUntilReady(absl::Duration timeout) {
@@ -198,6 +462,11 @@ Plan FrontendServer::current_plan() const {
   return plan_;
 }
 
+FrontendServer::Stats FrontendServer::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
 void FrontendServer::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
@@ -205,6 +474,7 @@ void FrontendServer::Shutdown() {
     stopping_ = true;
   }
   if (planner_.joinable()) planner_.join();
+  if (heartbeat_.joinable()) heartbeat_.join();
   // Stop dispatching (queued and newly arriving calls get UNAVAILABLE),
   // let in-flight batches finish, stop the gRPC server, close the backend
   // streams (anything still in flight fails), and only then drop the
@@ -217,6 +487,7 @@ void FrontendServer::Shutdown() {
   }
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});
+  graveyard_.clear();
 }
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -14,17 +15,24 @@
 #include "config.pb.h"
 #include "frontend/backend_client.h"
 #include "frontend/inference_service.h"
+#include "frontend/request_monitor.h"
 #include "frontend/router.h"
 #include "grpcpp/server.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
 
-// The frontend process: KServe v2 service, backend connections, the
-// scheduling policy and the gpulet workers. Start() serves at once (not
-// ready); a planner thread then registers the backends, runs the policy on
-// a cluster snapshot, applies the plan on the backends and installs the
-// workers, retrying until it succeeds. Thread-safe.
+// The frontend process: KServe v2 service, backend connections, request
+// monitor, the scheduling policy and the gpulet workers. Start() serves at
+// once (not ready). A planner thread makes the first plan (retrying until
+// it succeeds), then re-plans when the request monitor sees rates change
+// significantly (checked every replan period), when a backend stops
+// answering heartbeats or comes back, or when one lost its plan
+// (restarted). A plan change is a shadow swap: the backends start the new
+// gpulets while the old ones serve, routing switches to the new workers,
+// calls queued on the old workers move to the new ones, the old workers'
+// in-flight batches finish, and only then are the old gpulets stopped
+// (CommitPlan). Thread-safe.
 class FrontendServer {
  public:
   struct Options {
@@ -39,6 +47,14 @@ class FrontendServer {
     absl::Duration plan_retry_interval = absl::Seconds(1);
   };
 
+  // What the frontend has done so far (for tests, metrics and logs).
+  struct Stats {
+    int64_t plans = 0;              // plans installed
+    int64_t gpulets_started = 0;    // new gpulets across plan changes
+    int64_t calls_handed_over = 0;  // queued calls moved to new gpulets
+    int64_t plan_failures = 0;
+  };
+
   static absl::StatusOr<std::unique_ptr<FrontendServer>> Create(
       Options options, const Clock* clock = RealClock::Get());
   ~FrontendServer();
@@ -51,21 +67,40 @@ class FrontendServer {
   bool WaitUntilReady(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // The plan in force (epoch 0 before the first).
   Plan current_plan() const ABSL_LOCKS_EXCLUDED(mu_);
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the planner to re-plan now (e.g. from an admin command).
+  void RequestReplan(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
                  std::unique_ptr<SchedulingPolicy> policy);
+  struct BackendState {
+    bool alive = true;
+    int misses = 0;
+  };
+
   void PlannerLoop();
-  // One attempt: snapshot -> policy -> apply -> install workers.
-  absl::Status PlanAndApply() ABSL_LOCKS_EXCLUDED(mu_);
+  void HeartbeatLoop();
+  // One attempt: snapshot -> policy -> apply -> switch -> commit.
+  absl::Status PlanAndApply(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // Builds the gpulet workers of `plan`.
+  std::vector<std::shared_ptr<GpuletWorker>> MakeWorkers(
+      const Plan& plan, const ClusterSnapshot& snapshot,
+      const std::map<std::string, GpuletStatus>& statuses,
+      const std::map<std::string, BackendClient*>& backend_by_id);
+  // Routes `call` again (a retired gpulet handed it over).
+  void Reroute(std::unique_ptr<InferCall> call);
+  // Blocks up to `timeout` unless stopping or a re-plan is requested.
+  void WaitForWork(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<SchedulingPolicy> policy_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
+  RequestMonitor monitor_;
   Router router_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
@@ -73,8 +108,18 @@ class FrontendServer {
 
   mutable absl::Mutex mu_;
   Plan plan_ ABSL_GUARDED_BY(mu_);
+  // Rates (req/s) the plan in force was made for.
+  std::map<std::string, double> planned_rates_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, BackendState> backend_state_ ABSL_GUARDED_BY(mu_);
+  std::string replan_reason_ ABSL_GUARDED_BY(mu_);  // empty: none asked
+  bool planning_ ABSL_GUARDED_BY(mu_) = false;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Retired workers with batches still in flight after the drain timeout:
+  // kept until shutdown, as those batches' callbacks point to them.
+  std::vector<std::shared_ptr<GpuletWorker>> graveyard_;  // planner only
   std::thread planner_;
+  std::thread heartbeat_;
 };
 
 }  // namespace tessera

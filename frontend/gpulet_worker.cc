@@ -50,8 +50,10 @@ GpuletWorker::~GpuletWorker() { Stop(); }
 
 void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
   Actions actions;
+  Forward forward;
   {
     absl::MutexLock lock(&mu_);
+    forward = forward_;
     if (!stopping_) {
       DispatchRequest r;
       r.id = next_call_id_++;
@@ -65,12 +67,32 @@ void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
     }
   }
   if (call != nullptr) {
+    if (forward) {
+      forward(std::move(call));  // retired: to the gpulets that replace it
+      return;
+    }
     FinishCall(std::move(call),
                absl::UnavailableError(absl::StrCat(
                    "gpulet '", gpulet_id(), "' is being replaced; retry")));
     return;
   }
   Execute(std::move(actions));
+}
+
+std::vector<std::unique_ptr<InferCall>> GpuletWorker::Retire(Forward forward) {
+  std::vector<std::unique_ptr<InferCall>> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    forward_ = std::move(forward);
+    if (stopping_) return queued;
+    stopping_ = true;
+    for (const DispatchRequest& r : dispatcher_.TakeAll()) {
+      queued.push_back(std::move(calls_[r.id]));
+      calls_.erase(r.id);
+    }
+  }
+  if (thread_.joinable()) thread_.join();
+  return queued;
 }
 
 GpuletWorker::Actions GpuletWorker::PollLocked() {
@@ -143,19 +165,29 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   request.set_epoch(options_.epoch);
   request.set_gpulet_id(gpulet_id());
   request.set_model(config.name());
+  // All shape-only: so is the batch. Mixed: zeros stand in for the data of
+  // the shape-only calls.
+  bool shape_only = true;
+  for (const auto& c : calls) shape_only = shape_only && c->decoded.shape_only;
+  request.set_shape_only(shape_only);
   for (int i = 0; i < config.input_size(); ++i) {
     const TensorConfig& tc = config.input(i);
     Tensor* t = request.add_inputs();
     t->set_name(tc.name());
     t->set_data_type(tc.data_type());
     t->add_shape(batch.items);
-    size_t bytes = 0;
-    for (const auto& c : calls) bytes += c->decoded.inputs[i].size();
     for (int d = 1; d < tc.dims_size(); ++d) t->add_shape(tc.dims(d));
+    if (shape_only) continue;
+    size_t item_bytes = DataTypeSize(tc.data_type());
+    for (int d = 1; d < tc.dims_size(); ++d) item_bytes *= tc.dims(d);
     std::string* data = t->mutable_data();
-    data->reserve(bytes);
+    data->reserve(item_bytes * batch.items);
     for (const auto& c : calls) {
-      data->append(c->decoded.inputs[i].data(), c->decoded.inputs[i].size());
+      if (c->decoded.shape_only) {
+        data->append(item_bytes * c->decoded.items, '\0');
+      } else {
+        data->append(c->decoded.inputs[i].data(), c->decoded.inputs[i].size());
+      }
     }
   }
   const absl::Time sent = clock_->Now();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,12 @@ class GpuletWorker {
   // flight still complete through the backend client's callbacks, so the
   // worker must outlive them: see WaitIdle() and BackendClient::Shutdown().
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  using Forward = std::function<void(std::unique_ptr<InferCall>)>;
+  // Like Stop(), but for a plan change: returns the queued calls instead of
+  // failing them, and hands calls that still arrive (routed here before the
+  // switch) to `forward`. Batches in flight complete as usual.
+  std::vector<std::unique_ptr<InferCall>> Retire(Forward forward)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Waits up to `timeout` until no batch is in flight.
   bool WaitIdle(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -93,6 +100,7 @@ class GpuletWorker {
   absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time armed_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Forward forward_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -20,6 +20,8 @@ struct DecodedRequest {
   std::vector<std::string> owned;  // storage for converted typed contents
   // Indices (config order) of the outputs to return.
   std::vector<int> outputs;
+  // Shape-only request: `inputs` are empty; the backend fabricates data.
+  bool shape_only = false;
 };
 
 // One accepted ModelInfer call, from acceptance until it is finished. The

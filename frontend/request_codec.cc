@@ -95,6 +95,23 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
         request.raw_input_contents_size(), " raw_input_contents entries"));
   }
   DecodedRequest decoded;
+  // Shape-only mode (load generation at scale): inputs carry shapes, no
+  // data; the backend fabricates it.
+  auto param = request.parameters().find("tessera.shape_only");
+  if (param != request.parameters().end()) {
+    if (param->second.parameter_choice_case() !=
+        inference::InferParameter::kBoolParam) {
+      return absl::InvalidArgumentError(
+          "parameter 'tessera.shape_only' must be a bool");
+    }
+    decoded.shape_only = param->second.bool_param();
+  }
+  if (decoded.shape_only && raw) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model,
+                     ": a shape-only request (tessera.shape_only) carries no "
+                     "raw_input_contents"));
+  }
   decoded.inputs.resize(num_inputs);
   decoded.owned.resize(num_inputs);
   std::vector<bool> seen(num_inputs, false);
@@ -149,7 +166,14 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     }
     const int64_t elements = ElementCount(shape);
     const int64_t bytes = elements * DataTypeSize(tc.data_type());
-    if (raw) {
+    if (decoded.shape_only) {
+      if (HasTypedContents(in.contents())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where,
+            ": a shape-only request (tessera.shape_only) carries no "
+            "contents"));
+      }
+    } else if (raw) {
       if (HasTypedContents(in.contents())) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": typed contents and raw_input_contents are exclusive"));

@@ -29,6 +29,11 @@ std::vector<std::shared_ptr<GpuletWorker>> Router::Install(
 }
 
 absl::Status Router::Submit(std::unique_ptr<InferCall>& call) {
+  if (monitor_ != nullptr) monitor_->Record(call->config->name());
+  return Reroute(call);
+}
+
+absl::Status Router::Reroute(std::unique_ptr<InferCall>& call) {
   std::shared_ptr<GpuletWorker> worker;
   {
     absl::MutexLock lock(&mu_);

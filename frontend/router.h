@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "frontend/gpulet_worker.h"
+#include "frontend/request_monitor.h"
 #include "scheduler/weighted_round_robin.h"
 
 namespace tessera {
@@ -19,6 +20,10 @@ namespace tessera {
 // the plan gives no rates). Thread-safe.
 class Router {
  public:
+  // Every submitted call is counted in `monitor` (may be null; must
+  // outlive the router), whether or not a gpulet serves its model yet.
+  explicit Router(RequestMonitor* monitor = nullptr) : monitor_(monitor) {}
+
   // Replaces the routing table; returns the workers it no longer uses.
   std::vector<std::shared_ptr<GpuletWorker>> Install(
       std::vector<std::shared_ptr<GpuletWorker>> workers)
@@ -27,6 +32,10 @@ class Router {
   // Hands `call` to a worker serving its model. On failure (no gpulet
   // serves the model: UNAVAILABLE) `call` is left with the caller.
   absl::Status Submit(std::unique_ptr<InferCall>& call)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Submit() for a call that was already counted (handed over from a
+  // gpulet a plan change retired).
+  absl::Status Reroute(std::unique_ptr<InferCall>& call)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -39,6 +48,7 @@ class Router {
     std::vector<std::shared_ptr<GpuletWorker>> workers;
     WeightedRoundRobin choice;
   };
+  RequestMonitor* const monitor_;
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<GpuletWorker>> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Targets> by_model_ ABSL_GUARDED_BY(mu_);

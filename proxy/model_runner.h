@@ -34,6 +34,11 @@ class ModelRunner {
   virtual absl::StatusOr<std::vector<TensorView>> Run(
       const std::string& model, const std::vector<TensorView>& inputs,
       uint8_t* out, size_t out_capacity, absl::Duration* exec_time) = 0;
+
+  // Slowdown from what runs on the other partitions of the device, set by
+  // the backend before each batch. Real devices slow down by themselves:
+  // only the emulated device uses it.
+  virtual void SetInterferenceFactor(double /*factor*/) {}
 };
 
 // Rounds up to the alignment outputs are written at.

@@ -15,7 +15,9 @@
 #include "common/model_repository.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
+#include "common/text_proto.h"
 #include "proxy.pb.h"
+#include "proxy/emulated_model_runner.h"
 #include "proxy/proxy_server.h"
 #include "proxy/torch_model_runner.h"
 #include "spdlog/spdlog.h"
@@ -24,7 +26,16 @@ ABSL_FLAG(int, control_fd, 3, "Inherited SOCK_SEQPACKET control socket.");
 ABSL_FLAG(int, shm_fd, 4, "Inherited shared-memory (memfd) descriptor.");
 ABSL_FLAG(std::string, model_repository, "", "Model repository root.");
 ABSL_FLAG(std::string, models, "", "Comma-separated models to serve.");
-ABSL_FLAG(std::string, device, "cpu", "Device kind: cpu.");
+ABSL_FLAG(std::string, device, "cpu",
+          "Device kind: cpu (LibTorch on the pinned cores) or emulated (no "
+          "model runs; each batch takes the time its profile predicts).");
+ABSL_FLAG(std::string, profile_dir, "",
+          "emulated: directory with emulated/<model>.pbtxt profiles.");
+ABSL_FLAG(double, share_percent, 100, "emulated: the gpulet's share.");
+ABSL_FLAG(double, time_scale, 1, "emulated: latency multiplier k.");
+ABSL_FLAG(double, noise_cv, 0,
+          "emulated: coefficient of variation of latency noise.");
+ABSL_FLAG(uint64_t, seed, 1, "emulated: noise seed.");
 ABSL_FLAG(std::string, cores, "",
           "CPU cores to pin to, e.g. \"0\" or \"0-3\"; empty = no pinning.");
 ABSL_FLAG(int, threads, 0, "Intra-op threads; 0 = one per pinned core.");
@@ -44,6 +55,11 @@ struct ProxyOptions {
   int threads;
   int warmup_runs;
   std::string gpulet_id;
+  std::string profile_dir;
+  double share_percent;
+  double time_scale;
+  double noise_cv;
+  uint64_t seed;
 };
 
 // Reports a startup failure to the backend before exiting.
@@ -69,7 +85,7 @@ int Run(const ProxyOptions& options) {
     if (threads <= 0) threads = static_cast<int>(cores->size());
   }
   if (threads <= 0) threads = 1;
-  if (options.device != "cpu") {
+  if (options.device != "cpu" && options.device != "emulated") {
     return FailStartup(&channel,
                        absl::InvalidArgumentError("device '" + options.device +
                                                   "' is not supported"));
@@ -77,30 +93,77 @@ int Run(const ProxyOptions& options) {
 
   auto repo = ModelRepository::Load(options.model_repository);
   if (!repo.ok()) return FailStartup(&channel, repo.status());
-  std::map<std::string, std::string> paths;
   std::map<std::string, ModelConfig> configs;
   for (const std::string& name : options.models) {
-    auto version = (*repo)->ResolveVersion(name, "");
-    if (!version.ok()) return FailStartup(&channel, version.status());
-    paths[name] = (*repo)->ModelPath(name, *version);
-    configs[name] = (*repo)->Find(name)->config;
+    const ModelRepository::Entry* entry = (*repo)->Find(name);
+    if (entry == nullptr) {
+      return FailStartup(&channel,
+                         absl::NotFoundError("unknown model '" + name + "'"));
+    }
+    configs[name] = entry->config;
   }
-  TorchModelRunner::Options runner_options;
-  runner_options.num_threads = threads;
-  auto runner = TorchModelRunner::Create(paths, configs, runner_options);
-  if (!runner.ok()) return FailStartup(&channel, runner.status());
 
-  ProxyServer server(&channel, region->get(), runner->get(), configs);
-  auto warmup = server.Warmup(options.warmup_runs);
-  if (!warmup.ok()) return FailStartup(&channel, warmup.status());
+  std::unique_ptr<ModelRunner> runner;
+  std::vector<MeasuredLatency> warmup;
+  if (options.device == "emulated") {
+    std::map<std::string, ModelProfile> profiles;
+    for (const auto& [name, config] : configs) {
+      absl::Status read =
+          ReadTextProto(options.profile_dir + "/emulated/" + name + ".pbtxt",
+                        &profiles[name]);
+      if (!read.ok()) return FailStartup(&channel, read);
+    }
+    EmulatedModelRunner::Options eo;
+    eo.share_percent = options.share_percent;
+    eo.time_scale = options.time_scale;
+    eo.noise_cv = options.noise_cv;
+    eo.seed = options.seed;
+    auto emulated = EmulatedModelRunner::Create(profiles, configs, eo);
+    if (!emulated.ok()) return FailStartup(&channel, emulated.status());
+    // Nothing to warm up: report what the profile predicts instead of
+    // sleeping through it.
+    for (const auto& [name, config] : configs) {
+      for (int b : {1, config.max_batch_size()}) {
+        MeasuredLatency m;
+        m.set_model(name);
+        m.set_batch_size(b);
+        m.set_latency_ms(
+            absl::ToDoubleMilliseconds((*emulated)->ExpectedLatency(name, b)));
+        warmup.push_back(m);
+        if (config.max_batch_size() == 1) break;
+      }
+    }
+    runner = std::move(*emulated);
+  } else {
+    std::map<std::string, std::string> paths;
+    for (const auto& [name, config] : configs) {
+      auto version = (*repo)->ResolveVersion(name, "");
+      if (!version.ok()) return FailStartup(&channel, version.status());
+      paths[name] = (*repo)->ModelPath(name, *version);
+    }
+    TorchModelRunner::Options runner_options;
+    runner_options.num_threads = threads;
+    auto torch_runner =
+        TorchModelRunner::Create(paths, configs, runner_options);
+    if (!torch_runner.ok()) return FailStartup(&channel, torch_runner.status());
+    runner = std::move(*torch_runner);
+  }
+
+  ProxyServer server(&channel, region->get(), runner.get(), configs);
+  if (options.device == "cpu") {
+    auto measured = server.Warmup(options.warmup_runs);
+    if (!measured.ok()) return FailStartup(&channel, measured.status());
+    warmup = std::move(*measured);
+  }
   ProxyEvent ready;
   ToStatusProto(absl::OkStatus(), ready.mutable_ready()->mutable_status());
-  for (const MeasuredLatency& m : *warmup) {
+  for (const MeasuredLatency& m : warmup) {
     *ready.mutable_ready()->add_warmup() = m;
   }
   if (!channel.Send(ready).ok()) return 1;
-  spdlog::info("proxy {} ready: {} model(s), {} thread(s), cores '{}'",
-               options.gpulet_id, configs.size(), threads, options.cores);
+  spdlog::info("proxy {} ready: {} {} model(s), {} thread(s), cores '{}'",
+               options.gpulet_id, configs.size(), options.device, threads,
+               options.cores);
   absl::Status served = server.Serve();
   if (!served.ok()) {
     spdlog::error("proxy {} stopped: {}", options.gpulet_id, served.ToString());
@@ -114,8 +177,9 @@ int Run(const ProxyOptions& options) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Tessera proxy: serves the TorchScript models of one gpulet on a "
-      "device partition.\nStarted by tessera_backend, not by hand.");
+      "Tessera proxy: serves the models of one gpulet on a device "
+      "partition (TorchScript on cpu, or an emulated GPU).\nStarted by "
+      "tessera_backend, not by hand.");
   absl::ParseCommandLine(argc, argv);
   // absl's lock-order (deadlock) detection costs graph bookkeeping on every
   // lock on the serving path; the tests keep it on.
@@ -134,6 +198,11 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.warmup_runs = absl::GetFlag(FLAGS_warmup_runs);
   options.gpulet_id = absl::GetFlag(FLAGS_gpulet_id);
+  options.profile_dir = absl::GetFlag(FLAGS_profile_dir);
+  options.share_percent = absl::GetFlag(FLAGS_share_percent);
+  options.time_scale = absl::GetFlag(FLAGS_time_scale);
+  options.noise_cv = absl::GetFlag(FLAGS_noise_cv);
+  options.seed = absl::GetFlag(FLAGS_seed);
   spdlog::set_pattern("[%H:%M:%S.%e] [proxy " + options.gpulet_id +
                       "] [%l] %v");
   return tessera::Run(options);

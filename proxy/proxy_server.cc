@@ -102,6 +102,7 @@ absl::Status ProxyServer::Serve() {
     }
     if (run_status.ok()) {
       absl::Duration exec;
+      runner_->SetInterferenceFactor(cmd.interference_factor());
       auto outputs = runner_->Run(cmd.model(), inputs,
                                   region_->data() + cmd.output_offset(),
                                   cmd.output_capacity_bytes(), &exec);

@@ -42,4 +42,10 @@ absl::Status FillRandomRequest(const inference::ModelMetadataResponse& meta,
   return absl::OkStatus();
 }
 
+void MakeShapeOnly(inference::ModelInferRequest* request) {
+  request->clear_raw_input_contents();
+  for (auto& in : *request->mutable_inputs()) in.clear_contents();
+  (*request->mutable_parameters())["tessera.shape_only"].set_bool_param(true);
+}
+
 }  // namespace tessera

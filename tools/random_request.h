@@ -16,4 +16,8 @@ absl::Status FillRandomRequest(const inference::ModelMetadataResponse& meta,
                                int batch, std::mt19937* rng,
                                inference::ModelInferRequest* request);
 
+// Makes `request` shape-only: drops its contents and sets the request
+// parameter "tessera.shape_only" (the backend fabricates the data).
+void MakeShapeOnly(inference::ModelInferRequest* request);
+
 }  // namespace tessera

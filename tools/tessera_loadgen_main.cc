@@ -37,6 +37,9 @@ ABSL_FLAG(std::string, load, "lenet:50",
           "\"lenet:200,resnet18:10\".");
 ABSL_FLAG(double, duration_s, 10, "How long to send (seconds).");
 ABSL_FLAG(int, batch, 1, "Batch dimension of each request.");
+ABSL_FLAG(bool, shape_only, false,
+          "Send shapes without data (request parameter tessera.shape_only): "
+          "the backend fabricates inputs. For emulated clusters at scale.");
 ABSL_FLAG(double, slo_ms, 0,
           "SLO (ms) to score attainment against for models without an entry "
           "in --slos (KServe v2 does not expose SLOs); 0: not scored.");
@@ -300,6 +303,7 @@ int Run() {
                       &l.request)) {
       return 2;
     }
+    if (absl::GetFlag(FLAGS_shape_only)) MakeShapeOnly(&l.request);
   }
 
   if (!absl::GetFlag(FLAGS_search)) {

@@ -1,0 +1,80 @@
+#include "frontend/request_monitor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_format.h"
+
+namespace tessera {
+
+RequestMonitor::RequestMonitor(Options options, const Clock* clock)
+    : options_(options),
+      clock_(clock),
+      start_(clock->Now()),
+      width_(options.window / std::max(1, options.buckets)) {}
+
+int64_t RequestMonitor::BucketOf(absl::Time t) const {
+  absl::Duration rem;
+  return absl::IDivDuration(t - start_, width_, &rem);
+}
+
+void RequestMonitor::Record(const std::string& model) {
+  const int64_t bucket = BucketOf(clock_->Now());
+  absl::MutexLock lock(&mu_);
+  auto& q = counts_[model];
+  if (!q.empty() && q.back().first == bucket) {
+    ++q.back().second;
+  } else {
+    q.emplace_back(bucket, 1);
+  }
+  while (q.front().first <= bucket - options_.buckets) q.pop_front();
+}
+
+double RequestMonitor::Coverage() const {
+  const absl::Duration since = clock_->Now() - start_;
+  return std::min(1.0, absl::FDivDuration(since, options_.window));
+}
+
+std::map<std::string, double> RequestMonitor::Rates() const {
+  const absl::Time now = clock_->Now();
+  const int64_t current = BucketOf(now);
+  // The window is the current (partial) bucket and the buckets-1 before.
+  const int64_t first = current - options_.buckets + 1;
+  const absl::Time from = std::max(start_, start_ + width_ * first);
+  const double seconds = std::max(absl::ToDoubleSeconds(now - from), 1e-3);
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, double> rates;
+  for (const auto& [model, q] : counts_) {
+    int64_t n = 0;
+    for (const auto& [bucket, count] : q) n += bucket >= first ? count : 0;
+    rates[model] = n / seconds;
+  }
+  return rates;
+}
+
+bool RatesChanged(const std::map<std::string, double>& planned,
+                  const std::map<std::string, double>& observed,
+                  double threshold, double min_rate, std::string* why) {
+  std::set<std::string> models;
+  for (const auto& [m, r] : planned) models.insert(m);
+  for (const auto& [m, r] : observed) models.insert(m);
+  double worst = 0;
+  std::string worst_text;
+  for (const std::string& m : models) {
+    auto p = planned.find(m);
+    auto o = observed.find(m);
+    const double was = std::max(min_rate, p == planned.end() ? 0 : p->second);
+    const double now = std::max(min_rate, o == observed.end() ? 0 : o->second);
+    if (was <= 0) continue;
+    const double change = std::abs(now - was) / was;
+    if (change > worst) {
+      worst = change;
+      worst_text = absl::StrFormat("%s %.1f -> %.1f req/s", m, was, now);
+    }
+  }
+  if (worst > threshold && why != nullptr) *why = worst_text;
+  return worst > threshold;
+}
+
+}  // namespace tessera

@@ -1,0 +1,62 @@
+#include "scheduler/plan_ids.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera {
+namespace {
+
+// What makes a gpulet's process: its share and its (sorted) models.
+std::string ProcessKey(const GpuletPlan& g) {
+  std::vector<std::string> models;
+  for (const ModelAssignment& a : g.models()) models.push_back(a.model());
+  std::sort(models.begin(), models.end());
+  return absl::StrCat(g.share_percent(), "|", absl::StrJoin(models, ","));
+}
+
+}  // namespace
+
+int AssignGpuletIds(const Plan& current, Plan* next) {
+  // (backend, device, process key) -> ids of current gpulets, unused yet.
+  std::map<std::string, std::vector<std::string>> available;
+  std::set<std::string> used;  // ids of `current`
+  for (const DevicePlan& d : current.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      used.insert(g.gpulet_id());
+      available[absl::StrCat(d.backend_id(), "/", d.device_id(), "/",
+                             ProcessKey(g))]
+          .push_back(g.gpulet_id());
+    }
+  }
+  int fresh = 0;
+  std::set<std::string> taken;  // ids given out in `next`
+  for (DevicePlan& d : *next->mutable_devices()) {
+    for (GpuletPlan& g : *d.mutable_gpulets()) {
+      auto it = available.find(
+          absl::StrCat(d.backend_id(), "/", d.device_id(), "/", ProcessKey(g)));
+      if (it != available.end() && !it->second.empty()) {
+        g.set_gpulet_id(it->second.back());
+        it->second.pop_back();
+      } else {
+        ++fresh;
+        // The policy's own id when it is new and unique (static plans keep
+        // their names), else a fresh one.
+        if (g.gpulet_id().empty() || used.count(g.gpulet_id()) ||
+            taken.count(g.gpulet_id())) {
+          g.set_gpulet_id(absl::StrCat(d.backend_id(), "/", d.device_id(), "/e",
+                                       next->epoch(), ".", fresh));
+        }
+      }
+      taken.insert(g.gpulet_id());
+    }
+  }
+  return fresh;
+}
+
+}  // namespace tessera

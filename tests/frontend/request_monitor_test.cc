@@ -1,0 +1,60 @@
+#include "frontend/request_monitor.h"
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+TEST(RequestMonitorTest, RateOverPartialThenSlidingWindow) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  RequestMonitor monitor({absl::Seconds(10), 10}, &clock);
+  // 20 req/s for 5 s: the window is not full yet, the rate is over 5 s.
+  for (int i = 0; i < 100; ++i) {
+    monitor.Record("a");
+    clock.Advance(absl::Milliseconds(50));
+  }
+  EXPECT_NEAR(monitor.Rates().at("a"), 20, 0.5);
+  EXPECT_NEAR(monitor.Coverage(), 0.5, 1e-9);
+  // Then 5 req/s for 10 s: the old arrivals leave the window.
+  for (int i = 0; i < 50; ++i) {
+    monitor.Record("a");
+    clock.Advance(absl::Milliseconds(200));
+  }
+  EXPECT_NEAR(monitor.Rates().at("a"), 5, 0.6);
+  EXPECT_EQ(monitor.Coverage(), 1);
+  // Silence for a whole window: rate 0, model still listed.
+  clock.Advance(absl::Seconds(11));
+  EXPECT_EQ(monitor.Rates().at("a"), 0);
+}
+
+TEST(RequestMonitorTest, ModelsAreCountedSeparately) {
+  FakeClock clock;
+  RequestMonitor monitor({absl::Seconds(4), 4}, &clock);
+  for (int i = 0; i < 40; ++i) {
+    monitor.Record("a");
+    if (i % 4 == 0) monitor.Record("b");
+    clock.Advance(absl::Milliseconds(100));
+  }
+  auto rates = monitor.Rates();
+  EXPECT_NEAR(rates.at("a"), 10, 0.5);
+  EXPECT_NEAR(rates.at("b"), 2.5, 0.3);
+  EXPECT_EQ(rates.count("c"), 0u);
+}
+
+TEST(RatesChangedTest, RelativeThresholdWithFloor) {
+  std::string why;
+  EXPECT_FALSE(RatesChanged({{"a", 100}}, {{"a", 120}}, 0.25, 1, &why));
+  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 130}}, 0.25, 1, &why));
+  EXPECT_NE(why.find("a 100.0 -> 130.0"), std::string::npos) << why;
+  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 70}}, 0.25, 1, nullptr));
+  // Below the floor, noise does not count: 0.2 -> 0.9 req/s is 1 -> 1.
+  EXPECT_FALSE(RatesChanged({{"a", 0.2}}, {{"a", 0.9}}, 0.25, 1, nullptr));
+  // A model the plan never saw that now has traffic.
+  EXPECT_TRUE(RatesChanged({{"a", 10}}, {{"a", 10}, {"b", 5}}, 0.25, 1, &why));
+  EXPECT_NE(why.find("b 1.0 -> 5.0"), std::string::npos) << why;
+  // Traffic that stopped.
+  EXPECT_TRUE(RatesChanged({{"a", 10}}, {}, 0.25, 1, nullptr));
+}
+
+}  // namespace
+}  // namespace tessera

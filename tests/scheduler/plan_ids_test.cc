@@ -1,0 +1,93 @@
+#include "scheduler/plan_ids.h"
+
+#include "common/text_proto.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+Plan MakePlan(const std::string& text) {
+  Plan plan;
+  EXPECT_TRUE(ParseTextProto(text, &plan).ok()) << text;
+  return plan;
+}
+
+TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
+  const Plan current = MakePlan(R"pb(
+    epoch: 1
+    devices {
+      backend_id: "b0"
+      device_id: "gpu0"
+      gpulets {
+        gpulet_id: "x"
+        share_percent: 50
+        models { model: "m1" batch_size: 4 }
+      }
+      gpulets {
+        gpulet_id: "y"
+        share_percent: 50
+        models { model: "m2" }
+      }
+    }
+  )pb");
+  Plan next = MakePlan(R"pb(
+    epoch: 2
+    devices {
+      backend_id: "b0"
+      device_id: "gpu0"
+      # Same process as "x" (the batch size may change in place).
+      gpulets {
+        gpulet_id: "p0"
+        share_percent: 50
+        models { model: "m1" batch_size: 8 }
+      }
+      # Was "y" at 50%: a new share needs a new process and a new id, even
+      # though the policy named it "y".
+      gpulets {
+        gpulet_id: "y"
+        share_percent: 40
+        models { model: "m2" }
+      }
+    }
+    devices {
+      backend_id: "b0"
+      device_id: "gpu1"
+      # Same share and model as "x" but another device: new.
+      gpulets {
+        gpulet_id: "p2"
+        share_percent: 50
+        models { model: "m1" }
+      }
+    }
+  )pb");
+  EXPECT_EQ(AssignGpuletIds(current, &next), 2);
+  EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "x");
+  EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/gpu0/e2.1");
+  EXPECT_EQ(next.devices(1).gpulets(0).gpulet_id(), "p2");
+}
+
+TEST(AssignGpuletIdsTest, FirstPlanKeepsPolicyIdsAndFixesDuplicates) {
+  Plan next = MakePlan(R"pb(
+    epoch: 1
+    devices {
+      backend_id: "b0"
+      device_id: "cpu0"
+      gpulets {
+        gpulet_id: "a"
+        share_percent: 50
+        models { model: "m1" }
+      }
+      gpulets {
+        gpulet_id: "a"
+        share_percent: 50
+        models { model: "m2" }
+      }
+    }
+  )pb");
+  EXPECT_EQ(AssignGpuletIds(Plan(), &next), 2);
+  EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "a");
+  EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/cpu0/e1.2");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -27,6 +27,8 @@ ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
 ABSL_FLAG(std::string, policy, "",
           "Scheduling policy; overrides the config's (names: see the usage "
           "text above).");
+ABSL_FLAG(std::string, plan_file, "",
+          "If set, each plan installed is written here (text format).");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   }
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.plan_file = absl::GetFlag(FLAGS_plan_file);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
 
   auto server = tessera::FrontendServer::Create(options);

@@ -1,8 +1,10 @@
 #include "frontend/frontend_server.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/text_proto.h"
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
@@ -162,9 +164,10 @@ void FrontendServer::PlannerLoop() {
       std::string why;
       // Rates over less than a quarter window are too noisy to act on.
       if (monitor_.Coverage() >= 0.25 &&
-          RatesChanged(planned, monitor_.Rates(),
-                       options_.config.replan_threshold(),
-                       options_.config.min_rate_rps(), &why)) {
+          RatesChanged(
+              planned, monitor_.Rates(), options_.config.replan_threshold(),
+              options_.config.min_rate_rps(),
+              options_.config.rate_window_s() * monitor_.Coverage(), &why)) {
         reason = "rate change: " + why;
       }
     }
@@ -272,6 +275,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     }
   } planning_flag(this);
 
+  const absl::Time planning_started = absl::Now();
   std::map<std::string, BackendClient*> backend_by_id;
   std::vector<NodeInfo> nodes;
   for (auto& backend : backends_) {
@@ -322,9 +326,32 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     planned_rates[m.config.name()] = m.rate_rps;
   }
   auto plan = policy_->Schedule(snapshot);
+  // Overloaded (e.g. a backend died): rather than keep a plan that routes
+  // to lost devices, plan for as much of the load as fits. Requests beyond
+  // it are rejected early (their deadlines cannot be met).
+  double scale = 1;
+  while (absl::IsResourceExhausted(plan.status()) && scale > 0.05) {
+    scale *= 0.8;
+    for (ModelSnapshot& m : snapshot.models) {
+      m.rate_rps = std::max(options_.config.min_rate_rps(),
+                            planned_rates[m.config.name()] * scale);
+    }
+    plan = policy_->Schedule(snapshot);
+  }
   if (!plan.ok()) return plan.status();
+  std::string plan_reason = reason;
+  if (scale < 1) {
+    plan_reason += absl::StrFormat(
+        "; overloaded: planned for %.0f%% of the observed rates", 100 * scale);
+    spdlog::warn(
+        "{}: the policy cannot place the observed load; planning "
+        "for {:.0f}% of it",
+        reason, 100 * scale);
+    // planned_rates keeps the observed rates: re-planning is due when they
+    // change, not because this plan carries less.
+  }
   plan->set_epoch(current.epoch() + 1);
-  plan->set_reason(reason);
+  plan->set_reason(plan_reason);
   const int fresh = AssignGpuletIds(current, &*plan);
 
   // Phase 1: every live backend starts its new gpulets (old ones keep
@@ -349,6 +376,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     }
   }
 
+  const absl::Time applied_at = absl::Now();
   // Phase 2: switch routing; queued calls of the retired workers move to
   // the new ones, and calls still routed to them are forwarded.
   std::vector<std::shared_ptr<GpuletWorker>> retired =
@@ -381,6 +409,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
       graveyard_.push_back(w);
     }
   }
+  const absl::Time drained_at = absl::Now();
   for (auto& [id, backend] : backend_by_id) {
     absl::Status committed =
         backend->CommitPlan(plan->epoch(), options_.backend_call_timeout);
@@ -389,13 +418,26 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
                    plan->epoch(), committed.ToString());
     }
   }
+  if (!options_.plan_file.empty()) {
+    absl::Status written = WriteTextProto(options_.plan_file + ".tmp", *plan);
+    if (written.ok()) {
+      std::filesystem::rename(options_.plan_file + ".tmp", options_.plan_file);
+    } else {
+      spdlog::warn("cannot write the plan to {}: {}", options_.plan_file,
+                   written.ToString());
+    }
+  }
   int gpulets = 0;
   for (const DevicePlan& d : plan->devices()) gpulets += d.gpulets_size();
   spdlog::info(
       "plan epoch {} by '{}' installed ({}): {} device(s), {} gpulet(s), {} "
-      "new, {} queued call(s) handed over",
+      "new, {} queued call(s) handed over; apply {} ms, drain {} ms, commit "
+      "{} ms",
       plan->epoch(), plan->policy(), reason, plan->devices_size(), gpulets,
-      fresh, handed_over);
+      fresh, handed_over,
+      absl::ToInt64Milliseconds(applied_at - planning_started),
+      absl::ToInt64Milliseconds(drained_at - applied_at),
+      absl::ToInt64Milliseconds(absl::Now() - drained_at));
   return absl::OkStatus();
 }
 

@@ -45,6 +45,9 @@ class FrontendServer {
     // load and warm up).
     absl::Duration backend_call_timeout = absl::Seconds(300);
     absl::Duration plan_retry_interval = absl::Seconds(1);
+    // If set, every plan installed is written here (text format,
+    // replaced atomically) once the backends committed it.
+    std::string plan_file;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).

@@ -55,7 +55,8 @@ std::map<std::string, double> RequestMonitor::Rates() const {
 
 bool RatesChanged(const std::map<std::string, double>& planned,
                   const std::map<std::string, double>& observed,
-                  double threshold, double min_rate, std::string* why) {
+                  double threshold, double min_rate, double window_s,
+                  std::string* why) {
   std::set<std::string> models;
   for (const auto& [m, r] : planned) models.insert(m);
   for (const auto& [m, r] : observed) models.insert(m);
@@ -68,13 +69,16 @@ bool RatesChanged(const std::map<std::string, double>& planned,
     const double now = std::max(min_rate, o == observed.end() ? 0 : o->second);
     if (was <= 0) continue;
     const double change = std::abs(now - was) / was;
-    if (change > worst) {
+    const double expected = was * window_s;
+    const bool beyond_noise =
+        std::abs(now - was) * window_s > 3 * std::sqrt(expected);
+    if (change > threshold && beyond_noise && change > worst) {
       worst = change;
       worst_text = absl::StrFormat("%s %.1f -> %.1f req/s", m, was, now);
     }
   }
-  if (worst > threshold && why != nullptr) *why = worst_text;
-  return worst > threshold;
+  if (worst > 0 && why != nullptr) *why = worst_text;
+  return worst > 0;
 }
 
 }  // namespace tessera

@@ -47,13 +47,17 @@ class RequestMonitor {
       ABSL_GUARDED_BY(mu_);
 };
 
-// Whether `observed` rates differ from the `planned` ones by more than
-// `threshold` (relative), treating every rate below `min_rate` as
-// `min_rate` (so idle models do not trigger re-planning). Models missing
+// Whether `observed` rates (counted over `window_s` seconds) differ from
+// the `planned` ones by more than `threshold` (relative) and by more than
+// Poisson noise: with λ = planned x window arrivals expected, the observed
+// count must be more than 3 sqrt(λ) away (at 2 req/s over 2 s a 50% swing
+// is noise; at 200 req/s it is not). Rates below `min_rate` count as
+// `min_rate`, so idle models do not trigger re-planning. Models missing
 // from a map have rate 0. When true and `why` is set, it names the model
-// with the largest change.
+// with the largest significant change.
 bool RatesChanged(const std::map<std::string, double>& planned,
                   const std::map<std::string, double>& observed,
-                  double threshold, double min_rate, std::string* why);
+                  double threshold, double min_rate, double window_s,
+                  std::string* why);
 
 }  // namespace tessera

@@ -29,6 +29,7 @@
 #include "common/grpc_status_util.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/load_generator.h"
 #include "tools/random_request.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:8100", "Frontend host:port.");
@@ -64,21 +65,6 @@ struct ModelLoad {
   inference::ModelInferRequest request;
 };
 
-// Results of one model, filled from gRPC callback threads.
-struct ModelStats {
-  absl::Mutex mu;
-  std::vector<double> latencies_ms ABSL_GUARDED_BY(mu);  // OK responses
-  std::map<std::string, int64_t> errors ABSL_GUARDED_BY(mu);
-  std::atomic<int64_t> sent{0};
-  std::atomic<int64_t> done{0};
-};
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
-
 // A request with random inputs of the model's declared shapes.
 bool BuildRequest(inference::GRPCInferenceService::Stub* stub,
                   const std::string& model, int batch, std::mt19937* rng,
@@ -103,43 +89,6 @@ bool BuildRequest(inference::GRPCInferenceService::Stub* stub,
   return true;
 }
 
-// One asynchronous call; deletes itself when done.
-class Call {
- public:
-  // `stats` is shared so a late answer never outlives it.
-  static void Start(inference::GRPCInferenceService::Stub* stub,
-                    const inference::ModelInferRequest& request,
-                    std::shared_ptr<ModelStats> stats, absl::Duration timeout) {
-    auto* call = new Call(std::move(stats));
-    call->context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    call->start_ = absl::Now();
-    call->stats_->sent++;
-    stub->async()->ModelInfer(&call->context_, &request, &call->response_,
-                              [call](grpc::Status s) { call->Done(s); });
-  }
-
- private:
-  explicit Call(std::shared_ptr<ModelStats> stats) : stats_(std::move(stats)) {}
-  void Done(const grpc::Status& s) {
-    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
-    {
-      absl::MutexLock lock(&stats_->mu);
-      if (s.ok()) {
-        stats_->latencies_ms.push_back(ms);
-      } else {
-        stats_->errors[absl::StatusCodeToString(FromGrpcStatus(s).code())]++;
-      }
-    }
-    stats_->done++;
-    delete this;
-  }
-
-  std::shared_ptr<ModelStats> stats_;
-  grpc::ClientContext context_;
-  inference::ModelInferResponse response_;
-  absl::Time start_;
-};
-
 struct ModelResult {
   std::string model;
   double offered_rps = 0, ok_rps = 0;
@@ -154,77 +103,60 @@ struct ModelResult {
 std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
                                  const std::vector<ModelLoad>& loads,
                                  double scale, bool progress) {
-  // One sender thread per model, each with its own Poisson schedule
-  // (absolute times, so sending delays do not lower the offered rate).
-  std::vector<std::shared_ptr<ModelStats>> stats;
-  for (size_t i = 0; i < loads.size(); ++i) {
-    stats.push_back(std::make_shared<ModelStats>());
+  std::vector<LoadGenerator::ModelLoad> gen;
+  for (const ModelLoad& l : loads) {
+    gen.push_back(
+        {l.model, l.request, {{absl::ZeroDuration(), l.rate * scale}}});
   }
-  const absl::Time start = absl::Now();
-  const absl::Duration duration =
-      absl::Seconds(absl::GetFlag(FLAGS_duration_s));
-  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-  std::vector<std::thread> senders;
-  for (size_t i = 0; i < loads.size(); ++i) {
-    senders.emplace_back([&, i] {
-      std::mt19937_64 r(absl::GetFlag(FLAGS_seed) * 7919 + i);
-      std::exponential_distribution<double> gap(loads[i].rate * scale);
-      absl::Time next = start + absl::Seconds(gap(r));
-      while (next < start + duration) {
-        absl::SleepFor(next - absl::Now());
-        Call::Start(stub, loads[i].request, stats[i], timeout);
-        next += absl::Seconds(gap(r));
-      }
-    });
+  LoadGenerator::Options options;
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (progress) {
+    options.progress = [](absl::Duration t, int64_t sent, int64_t done) {
+      std::fprintf(
+          stderr, "\r[%5.1fs] sent %lld  answered %lld  in flight %lld ",
+          absl::ToDoubleSeconds(t), static_cast<long long>(sent),
+          static_cast<long long>(done), static_cast<long long>(sent - done));
+    };
   }
-  // Live progress, once a second, until everything sent is answered.
-  const absl::Time give_up = start + duration + timeout + absl::Seconds(5);
-  while (true) {
-    absl::SleepFor(absl::Seconds(1));
-    int64_t sent = 0, done = 0;
-    for (const auto& st : stats) {
-      sent += st->sent;
-      done += st->done;
-    }
-    if (progress) {
-      const double t = absl::ToDoubleSeconds(absl::Now() - start);
-      std::fprintf(stderr,
-                   "\r[%5.1fs] sent %lld  answered %lld  in flight %lld ", t,
-                   static_cast<long long>(sent), static_cast<long long>(done),
-                   static_cast<long long>(sent - done));
-    }
-    if (absl::Now() >= start + duration && sent == done) break;
-    if (absl::Now() > give_up) {
-      std::fprintf(stderr, "\ngave up waiting for %lld answers\n",
-                   static_cast<long long>(sent - done));
-      break;
-    }
-  }
+  const LoadGenerator::Result run = LoadGenerator::Run(stub, gen, options);
   if (progress) std::fprintf(stderr, "\n");
-  for (auto& t : senders) t.join();
+  if (run.lost > 0) {
+    std::fprintf(stderr, "%lld request(s) got no answer\n",
+                 static_cast<long long>(run.lost));
+  }
 
-  const double seconds = absl::ToDoubleSeconds(duration);
-  std::vector<ModelResult> results;
+  const double seconds = absl::ToDoubleSeconds(options.duration);
+  std::vector<std::vector<double>> latencies(loads.size());
+  std::vector<ModelResult> results(loads.size());
+  std::vector<std::map<std::string, int64_t>> errors(loads.size());
+  for (const LoadGenerator::Record& rec : run.records) {
+    ModelResult& r = results[rec.load];
+    ++r.sent;
+    const double ms = absl::ToDoubleMilliseconds(rec.latency);
+    if (rec.code == absl::StatusCode::kOk) {
+      latencies[rec.load].push_back(ms);
+      r.met += (loads[rec.load].slo_ms <= 0 || ms <= loads[rec.load].slo_ms);
+    } else {
+      ++errors[rec.load][absl::StatusCodeToString(rec.code)];
+    }
+  }
   for (size_t i = 0; i < loads.size(); ++i) {
-    ModelStats& st = *stats[i];
-    absl::MutexLock lock(&st.mu);
-    const auto& lat = st.latencies_ms;
-    ModelResult r;
+    ModelResult& r = results[i];
+    const auto& lat = latencies[i];
     r.model = loads[i].model;
     r.slo_ms = loads[i].slo_ms;
-    r.sent = st.sent;
-    r.offered_rps = st.sent / seconds;
+    r.offered_rps = r.sent / seconds;
     r.ok_rps = lat.size() / seconds;
     r.p50_ms = Percentile(lat, .5);
     r.p90_ms = Percentile(lat, .9);
     r.p99_ms = Percentile(lat, .99);
     r.max_ms = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
-    for (double ms : lat) r.met += (r.slo_ms <= 0 || ms <= r.slo_ms);
-    for (const auto& [name, n] : st.errors) {
+    for (const auto& [name, n] : errors[i]) {
       absl::StrAppend(&r.errors, r.errors.empty() ? "" : " ", name, ":", n);
       r.error_count += n;
     }
-    results.push_back(std::move(r));
   }
   return results;
 }

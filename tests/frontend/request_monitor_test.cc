@@ -42,18 +42,30 @@ TEST(RequestMonitorTest, ModelsAreCountedSeparately) {
 }
 
 TEST(RatesChangedTest, RelativeThresholdWithFloor) {
+  // Over 100 s, Poisson noise is small next to these changes.
   std::string why;
-  EXPECT_FALSE(RatesChanged({{"a", 100}}, {{"a", 120}}, 0.25, 1, &why));
-  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 130}}, 0.25, 1, &why));
+  EXPECT_FALSE(RatesChanged({{"a", 100}}, {{"a", 120}}, 0.25, 1, 100, &why));
+  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 130}}, 0.25, 1, 100, &why));
   EXPECT_NE(why.find("a 100.0 -> 130.0"), std::string::npos) << why;
-  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 70}}, 0.25, 1, nullptr));
+  EXPECT_TRUE(RatesChanged({{"a", 100}}, {{"a", 70}}, 0.25, 1, 100, nullptr));
   // Below the floor, noise does not count: 0.2 -> 0.9 req/s is 1 -> 1.
-  EXPECT_FALSE(RatesChanged({{"a", 0.2}}, {{"a", 0.9}}, 0.25, 1, nullptr));
+  EXPECT_FALSE(RatesChanged({{"a", 0.2}}, {{"a", 0.9}}, 0.25, 1, 100, nullptr));
   // A model the plan never saw that now has traffic.
-  EXPECT_TRUE(RatesChanged({{"a", 10}}, {{"a", 10}, {"b", 5}}, 0.25, 1, &why));
+  EXPECT_TRUE(
+      RatesChanged({{"a", 10}}, {{"a", 10}, {"b", 5}}, 0.25, 1, 100, &why));
   EXPECT_NE(why.find("b 1.0 -> 5.0"), std::string::npos) << why;
   // Traffic that stopped.
-  EXPECT_TRUE(RatesChanged({{"a", 10}}, {}, 0.25, 1, nullptr));
+  EXPECT_TRUE(RatesChanged({{"a", 10}}, {}, 0.25, 1, 100, nullptr));
+}
+
+TEST(RatesChangedTest, PoissonNoiseAtLowCountsIsIgnored) {
+  // 2 req/s over 2 s: 4 arrivals expected, 6 seen is +50% but within
+  // 3 sqrt(4) = 6 arrivals of noise.
+  EXPECT_FALSE(RatesChanged({{"a", 2}}, {{"a", 3}}, 0.25, 1, 2, nullptr));
+  // The same +50% over 60 s (120 expected, 180 seen) is real.
+  EXPECT_TRUE(RatesChanged({{"a", 2}}, {{"a", 3}}, 0.25, 1, 60, nullptr));
+  // A tenfold rise is real even over 2 s.
+  EXPECT_TRUE(RatesChanged({{"a", 2}}, {{"a", 20}}, 0.25, 1, 2, nullptr));
 }
 
 }  // namespace

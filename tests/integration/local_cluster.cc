@@ -40,6 +40,20 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
 
 }  // namespace
 
+absl::StatusOr<int> StartServer(const std::string& binary,
+                                std::vector<std::string> args,
+                                const std::string& dir, const std::string& name,
+                                std::unique_ptr<Subprocess>* process) {
+  const std::string port_file = absl::StrCat(dir, "/", name, ".port");
+  Subprocess::Options spawn;
+  spawn.argv = {binary, "--listen=127.0.0.1:0", "--port_file=" + port_file};
+  for (auto& a : args) spawn.argv.push_back(std::move(a));
+  auto started = Subprocess::Spawn(spawn);
+  if (!started.ok()) return started.status();
+  *process = std::move(*started);
+  return WaitForPortFile(port_file, process->get(), absl::Seconds(30));
+}
+
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const Options& options) {
   auto cluster = std::unique_ptr<LocalCluster>(new LocalCluster());
@@ -52,22 +66,24 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   std::string frontend_config;
   for (int i = 0; i < options.num_backends; ++i) {
     const std::string id = absl::StrCat("backend", i);
-    const std::string port_file = absl::StrCat(tmpl, "/", id, ".port");
-    Subprocess::Options spawn;
-    spawn.argv = {options.bin_dir + "/tessera_backend", "--listen=127.0.0.1:0",
-                  "--port_file=" + port_file, "--id=" + id,
-                  "--model_repository=" + options.model_repository};
-    auto backend = Subprocess::Spawn(spawn);
-    if (!backend.ok()) return backend.status();
-    cluster->backends_.push_back(std::move(*backend));
-    auto port = WaitForPortFile(port_file, cluster->backends_.back().get(),
-                                absl::Seconds(30));
+    std::vector<std::string> args = {
+        "--id=" + id, "--model_repository=" + options.model_repository};
+    for (const auto& f : options.extra_backend_flags) args.push_back(f);
+    std::unique_ptr<Subprocess> backend;
+    auto port = StartServer(options.bin_dir + "/tessera_backend",
+                            std::move(args), tmpl, id, &backend);
+    cluster->backends_.push_back(std::move(backend));
     if (!port.ok()) return port.status();
+    cluster->backend_addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
     absl::StrAppend(&frontend_config, "backends { id: \"", id,
                     "\" address: \"127.0.0.1:", *port, "\" }\n");
   }
-  absl::StrAppend(&frontend_config, "policy: \"static\"\nstatic_plan {\n",
-                  options.static_plan, "\n}\n");
+  if (!options.static_plan.empty()) {
+    absl::StrAppend(&frontend_config, "policy: \"static\"\nstatic_plan {\n",
+                    options.static_plan, "\n}\n");
+  } else {
+    absl::StrAppend(&frontend_config, options.frontend_config, "\n");
+  }
   const std::string config_path = tmpl + "/frontend.pbtxt";
   std::ofstream(config_path) << frontend_config;
 

@@ -21,10 +21,14 @@ class LocalCluster {
     std::string bin_dir;           // tessera_frontend, _backend, _proxy
     std::string model_repository;  // shared by all processes
     // Text of the frontend's static plan; backends are "backend0".. and
-    // each has one cpu device "cpu0".
+    // each has one cpu device "cpu0" unless extra_backend_flags say else.
     std::string static_plan;
+    // Used instead of a static plan when static_plan is empty: the rest of
+    // the FrontendConfig text (policy, re-planning settings, ...).
+    std::string frontend_config;
     int num_backends = 1;
     std::vector<std::string> extra_frontend_flags;
+    std::vector<std::string> extra_backend_flags;
     absl::Duration ready_timeout = absl::Seconds(180);
   };
 
@@ -36,6 +40,10 @@ class LocalCluster {
   std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
   Subprocess* frontend() { return frontend_.get(); }
   Subprocess* backend(int i) { return backends_.at(i).get(); }
+  const std::string& backend_address(int i) const {
+    return backend_addresses_.at(i);
+  }
+  int num_backends() const { return static_cast<int>(backends_.size()); }
   const std::string& work_dir() const { return work_dir_; }
 
  private:
@@ -43,6 +51,7 @@ class LocalCluster {
 
   std::string work_dir_;
   std::vector<std::unique_ptr<Subprocess>> backends_;
+  std::vector<std::string> backend_addresses_;
   std::unique_ptr<Subprocess> frontend_;
   std::string frontend_address_;
 };
@@ -55,6 +64,13 @@ absl::StatusOr<std::string> MakeSubsetRepository(
     const std::string& source_repository,
     const std::vector<std::string>& models, const std::string& dir,
     double slo_ms_override = 0);
+
+// Starts `binary` with `args` plus --listen=127.0.0.1:0 and a port file in
+// `dir` named after `name`, and waits until it serves; returns its port.
+absl::StatusOr<int> StartServer(const std::string& binary,
+                                std::vector<std::string> args,
+                                const std::string& dir, const std::string& name,
+                                std::unique_ptr<Subprocess>* process);
 
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);

@@ -1,0 +1,130 @@
+#include "tools/load_generator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status_util.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tessera {
+namespace {
+
+// Shared by the calls of one run, so a late answer never outlives it.
+struct RunState {
+  absl::Mutex mu;
+  std::vector<LoadGenerator::Record> records ABSL_GUARDED_BY(mu);
+  std::atomic<int64_t> sent{0};
+  std::atomic<int64_t> done{0};
+  absl::Time start;
+};
+
+// One asynchronous call; deletes itself when done.
+class Call {
+ public:
+  static void Start(inference::GRPCInferenceService::Stub* stub,
+                    const inference::ModelInferRequest& request, int load,
+                    std::shared_ptr<RunState> state, absl::Duration timeout) {
+    auto* call = new Call(std::move(state), load);
+    call->sent_ = absl::Now();
+    call->context_.set_deadline(absl::ToChronoTime(call->sent_ + timeout));
+    call->state_->sent++;
+    stub->async()->ModelInfer(&call->context_, &request, &call->response_,
+                              [call](grpc::Status s) { call->Done(s); });
+  }
+
+ private:
+  Call(std::shared_ptr<RunState> state, int load)
+      : state_(std::move(state)), load_(load) {}
+  void Done(const grpc::Status& s) {
+    LoadGenerator::Record r;
+    r.load = load_;
+    r.sent = sent_ - state_->start;
+    r.latency = absl::Now() - sent_;
+    r.code = FromGrpcStatus(s).code();
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->records.push_back(r);
+    }
+    state_->done++;
+    delete this;
+  }
+
+  std::shared_ptr<RunState> state_;
+  const int load_;
+  grpc::ClientContext context_;
+  inference::ModelInferResponse response_;
+  absl::Time sent_;
+};
+
+}  // namespace
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+LoadGenerator::Result LoadGenerator::Run(
+    inference::GRPCInferenceService::Stub* stub,
+    const std::vector<ModelLoad>& loads, const Options& options) {
+  auto state = std::make_shared<RunState>();
+  state->start = absl::Now();
+  const absl::Time start = state->start;
+  const absl::Time end = start + options.duration;
+  // One sender per model with its own Poisson schedule, in absolute times
+  // so sending delays do not lower the offered rate. Arrivals are
+  // memoryless, so each step of the schedule restarts at its boundary.
+  std::vector<std::thread> senders;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    senders.emplace_back([&, i] {
+      std::mt19937_64 rng(options.seed * 7919 + i);
+      const std::vector<Step>& steps = loads[i].schedule;
+      for (size_t k = 0; k < steps.size(); ++k) {
+        const absl::Time from = start + steps[k].start;
+        const absl::Time to = std::min(
+            end, k + 1 < steps.size() ? start + steps[k + 1].start : end);
+        if (steps[k].rate_rps <= 0 || from >= to) continue;
+        std::exponential_distribution<double> gap(steps[k].rate_rps);
+        absl::Time next = from + absl::Seconds(gap(rng));
+        while (next < to) {
+          absl::SleepFor(next - absl::Now());
+          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
+                      options.timeout);
+          next += absl::Seconds(gap(rng));
+        }
+      }
+    });
+  }
+  const absl::Time give_up = end + options.timeout + absl::Seconds(5);
+  while (true) {
+    absl::SleepFor(absl::Seconds(1));
+    const int64_t sent = state->sent, done = state->done;
+    if (options.progress) options.progress(absl::Now() - start, sent, done);
+    if (absl::Now() >= end && sent == done) break;
+    if (absl::Now() > give_up) break;
+  }
+  for (auto& t : senders) t.join();
+
+  Result result;
+  result.sent = state->sent;
+  absl::MutexLock lock(&state->mu);
+  result.records = state->records;
+  std::sort(result.records.begin(), result.records.end(),
+            [](const Record& a, const Record& b) { return a.sent < b.sent; });
+  result.lost = result.sent - static_cast<int64_t>(result.records.size());
+  for (const Record& r : result.records) {
+    // The client's own deadline expired: the server never answered.
+    if (r.code == absl::StatusCode::kDeadlineExceeded &&
+        r.latency >= options.timeout - absl::Milliseconds(50)) {
+      ++result.lost;
+    }
+  }
+  return result;
+}
+
+}  // namespace tessera

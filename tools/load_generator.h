@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace tessera {
+
+// Open-loop load: per model, Poisson arrivals at a piecewise-constant rate,
+// sent asynchronously (a slow server does not lower the offered load).
+// Records every request's outcome. Used by tessera_loadgen, the scenario
+// runner and the integration tests.
+class LoadGenerator {
+ public:
+  // From `start` on (relative to the run's start), `rate_rps` (0 = silent).
+  struct Step {
+    absl::Duration start;
+    double rate_rps = 0;
+  };
+  struct ModelLoad {
+    std::string model;
+    inference::ModelInferRequest request;
+    std::vector<Step> schedule;  // ascending start times
+  };
+  struct Record {
+    int load = 0;         // index into the loads
+    absl::Duration sent;  // since the run's start
+    absl::Duration latency;
+    absl::StatusCode code = absl::StatusCode::kUnknown;
+  };
+  struct Options {
+    absl::Duration duration = absl::Seconds(10);
+    // Client deadline of each request. A request still unanswered then
+    // counts as lost (see Result).
+    absl::Duration timeout = absl::Seconds(30);
+    uint64_t seed = 1;
+    // Called about once a second with (elapsed, sent, answered).
+    std::function<void(absl::Duration, int64_t, int64_t)> progress;
+  };
+  struct Result {
+    std::vector<Record> records;  // ordered by send time
+    int64_t sent = 0;
+    // Requests that got no answer before their client deadline (the
+    // server never responded) or were still pending when the generator
+    // gave up waiting.
+    int64_t lost = 0;
+  };
+
+  // Sends `loads` on `stub` for `options.duration`, then waits for every
+  // answer (at most options.timeout more).
+  static Result Run(inference::GRPCInferenceService::Stub* stub,
+                    const std::vector<ModelLoad>& loads,
+                    const Options& options);
+};
+
+// Percentile (0..1) of `values` (nearest rank; 0 when empty).
+double Percentile(std::vector<double> values, double p);
+
+}  // namespace tessera

@@ -36,6 +36,13 @@ GroundTruth::GroundTruth(std::map<std::string, LatencyModel> models,
   shares_.assign(shares.begin(), shares.end());
 }
 
+GroundTruth::GroundTruth(std::map<std::string, LatencyModel> models,
+                         std::shared_ptr<const InterferenceModel> interference,
+                         double noise_sigma)
+    : models_(std::move(models)),
+      interference_(std::move(interference)),
+      noise_sigma_(noise_sigma) {}
+
 const LatencyModel* GroundTruth::model(const std::string& name) const {
   // Replicas ("alexnet/2") behave like the measured model.
   auto it = models_.find(name.substr(0, name.find('/')));
@@ -77,6 +84,14 @@ double GroundTruth::CellFactor(const Cell& cell, int b, int b2) const {
 double GroundTruth::Factor(const std::string& model_name, int batch,
                            double share, const std::string& other_name,
                            int other_batch) const {
+  if (interference_ != nullptr) {
+    const LatencyModel* self = model(model_name);
+    const LatencyModel* them = model(other_name);
+    if (self == nullptr || them == nullptr) return 1.0;
+    return std::max(1.0,
+                    interference_->Factor({self, batch, share},
+                                          {them, other_batch, 100 - share}));
+  }
   if (shares_.empty()) return 1.0;
   const std::string model = model_name.substr(0, model_name.find('/'));
   const std::string other = other_name.substr(0, other_name.find('/'));

@@ -1,12 +1,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "perfmodel/igniter_v100_data.h"
+#include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 
 namespace tessera {
@@ -31,6 +33,12 @@ class GroundTruth {
   GroundTruth(std::map<std::string, LatencyModel> models,
               const std::vector<IgniterCoLocationRow>& rows,
               double noise_sigma = 0);
+  // A device whose slowdowns follow `interference` (e.g. the emulated GPU,
+  // whose backend applies the linear model of profiles/emulated) instead
+  // of measured rows; the neighbour runs at 100% minus the model's share.
+  GroundTruth(std::map<std::string, LatencyModel> models,
+              std::shared_ptr<const InterferenceModel> interference,
+              double noise_sigma = 0);
 
   const LatencyModel* model(const std::string& name) const;
   // Latency of `model` at (batch, share) while `other` (nullptr: nothing)
@@ -53,6 +61,7 @@ class GroundTruth {
   // (self, share_self) -> (b_self, b_other) -> mean factor over partners
   std::map<std::pair<std::string, int>, Cell> mean_;
   std::vector<int> shares_;
+  std::shared_ptr<const InterferenceModel> interference_;
   double noise_sigma_;
 };
 

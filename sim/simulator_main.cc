@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "scheduler/policy_registry.h"
 #include "sim/cluster_simulator.h"
+#include "sim/emulated_workload.h"
 #include "sim/throughput_search.h"
 #include "sim/v100_workload.h"
 
@@ -38,6 +39,16 @@ ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput (<= 1% violations) "
           "instead of one run at --rate.");
 ABSL_FLAG(bool, print_plan, false, "Print each policy's plan.");
+ABSL_FLAG(std::string, setup, "v100",
+          "v100: iGniter's V100 measurements (../shared/data); emulated: the "
+          "shipped emulated GPU model set (predicts the live emulated "
+          "cluster at time scale 1).");
+ABSL_FLAG(std::string, rates, "",
+          "model:req/s,... per model (overrides --models and --rate).");
+ABSL_FLAG(std::string, model_repository, "configs/emulated/models",
+          "--setup=emulated: model configs (SLOs, max batch).");
+ABSL_FLAG(std::string, profile_dir, "profiles",
+          "--setup=emulated: directory with emulated/<model>.pbtxt.");
 ABSL_FLAG(std::string, trace, "",
           "CSV with lines 'model,seconds' to replay instead of Poisson "
           "arrivals (the plan is made for the trace's average rates).");
@@ -46,21 +57,54 @@ namespace tessera {
 namespace {
 
 int Run() {
-  auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
-  if (!rule.ok()) {
-    std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
+  const bool emulated = absl::GetFlag(FLAGS_setup) == "emulated";
+  if (!emulated && absl::GetFlag(FLAGS_setup) != "v100") {
+    std::fprintf(stderr, "--setup must be v100 or emulated\n");
     return 2;
   }
-  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), *rule,
-                             absl::GetFlag(FLAGS_noise));
-  if (!setup.ok()) {
-    std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
-    return 2;
+  std::unique_ptr<V100Setup> v100;
+  std::unique_ptr<EmulatedSetup> emu;
+  if (emulated) {
+    auto loaded = LoadEmulatedSetup(absl::GetFlag(FLAGS_model_repository),
+                                    absl::GetFlag(FLAGS_profile_dir),
+                                    absl::GetFlag(FLAGS_noise));
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 2;
+    }
+    emu = std::move(*loaded);
+  } else {
+    auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
+    if (!rule.ok()) {
+      std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
+      return 2;
+    }
+    auto loaded = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), *rule,
+                                absl::GetFlag(FLAGS_noise));
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 2;
+    }
+    v100 = std::move(*loaded);
   }
   std::vector<WorkloadModel> workload;
-  for (absl::string_view m :
-       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
-    workload.push_back({std::string(m), absl::GetFlag(FLAGS_rate)});
+  if (!absl::GetFlag(FLAGS_rates).empty()) {
+    for (absl::string_view p :
+         absl::StrSplit(absl::GetFlag(FLAGS_rates), ',', absl::SkipEmpty())) {
+      std::vector<std::string> kv = absl::StrSplit(p, ':');
+      double r;
+      if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &r)) {
+        std::fprintf(stderr, "bad --rates entry '%s'\n",
+                     std::string(p).c_str());
+        return 2;
+      }
+      workload.push_back({kv[0], r});
+    }
+  } else {
+    for (absl::string_view m :
+         absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
+      workload.push_back({std::string(m), absl::GetFlag(FLAGS_rate)});
+    }
   }
   std::map<std::string, std::vector<double>> trace;
   if (!absl::GetFlag(FLAGS_trace).empty()) {
@@ -86,28 +130,36 @@ int Run() {
     }
   }
   const ClusterSnapshot snapshot =
-      MakeV100Snapshot(**setup, absl::GetFlag(FLAGS_gpus), workload,
-                       absl::GetFlag(FLAGS_slo_factor));
+      emulated ? MakeEmulatedSnapshot(*emu, absl::GetFlag(FLAGS_gpus), workload)
+               : MakeV100Snapshot(*v100, absl::GetFlag(FLAGS_gpus), workload,
+                                  absl::GetFlag(FLAGS_slo_factor));
   if (snapshot.models.size() != workload.size()) {
-    std::fprintf(stderr, "unknown model in --models; measured models: %s\n",
-                 absl::StrJoin((*setup)->data.profiles, ", ",
-                               [](std::string* out, const auto& p) {
-                                 out->append(p.first);
-                               })
-                     .c_str());
+    std::fprintf(
+        stderr, "unknown model in --models/--rates; known: %s\n",
+        emulated ? absl::StrJoin(emu->repository->ModelNames(), ", ").c_str()
+                 : absl::StrJoin(v100->data.profiles, ", ",
+                                 [](std::string* out, const auto& p) {
+                                   out->append(p.first);
+                                 })
+                       .c_str());
     return 2;
   }
-  const ClusterSimulator simulator((*setup)->truth.get(), Configs(snapshot));
+  const ClusterSimulator simulator(
+      emulated ? emu->truth.get() : v100->truth.get(), Configs(snapshot));
   SimOptions options;
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   options.seed = absl::GetFlag(FLAGS_seed);
 
   PolicyOptions policy_options;
   const std::string intf = absl::GetFlag(FLAGS_interference);
-  policy_options.interference = intf == "pairwise" ? (*setup)->pairwise
-                                : intf == "none"
-                                    ? std::make_shared<NoInterference>()
-                                    : (*setup)->linear;
+  if (intf == "none") {
+    policy_options.interference = std::make_shared<NoInterference>();
+  } else if (emulated) {
+    policy_options.interference = emu->interference;
+  } else {
+    policy_options.interference =
+        intf == "pairwise" ? v100->pairwise : v100->linear;
+  }
   for (absl::string_view name :
        absl::StrSplit(absl::GetFlag(FLAGS_policy), ',', absl::SkipEmpty())) {
     auto policy = PolicyRegistry::Create(std::string(name), policy_options);
@@ -181,7 +233,9 @@ int main(int argc, char** argv) {
       "Tessera cluster simulator: runs scheduling policies against iGniter's "
       "V100 measurements (solo profiles and co-location latencies as ground "
       "truth) with the serving path's Dispatcher.\nExample: "
-      "tessera_simulator --policy=sbp,gpulet --rate=200 --search");
+      "tessera_simulator --policy=sbp,gpulet --rate=200 --search\n"
+      "Emulated cluster prediction: tessera_simulator --setup=emulated "
+      "--rates=resnet50:100,vgg16:40 --policy=sbp,gpulet --search");
   absl::ParseCommandLine(argc, argv);
   return tessera::Run();
 }

@@ -20,6 +20,9 @@ ABSL_FLAG(std::string, model, "", "Model to query; empty: list models.");
 ABSL_FLAG(int, batch, 1, "Batch dimension of the request.");
 ABSL_FLAG(int, count, 1, "Requests to send (sequentially).");
 ABSL_FLAG(int, seed, 1, "Seed of the random inputs.");
+ABSL_FLAG(bool, shape_only, false,
+          "Send shapes without data (tessera.shape_only): the backend "
+          "fabricates the inputs.");
 ABSL_FLAG(int, timeout_ms, 10000, "Client deadline per call.");
 
 namespace {
@@ -85,6 +88,7 @@ int main(int argc, char** argv) {
     std::cerr << filled.message() << "\n";
     return 1;
   }
+  if (absl::GetFlag(FLAGS_shape_only)) tessera::MakeShapeOnly(&request);
   for (int i = 0; i < absl::GetFlag(FLAGS_count); ++i) {
     inference::ModelInferResponse response;
     const auto start = std::chrono::steady_clock::now();

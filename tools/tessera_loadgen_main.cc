@@ -48,6 +48,9 @@ ABSL_FLAG(std::string, slos, "",
           "Comma-separated model:slo_ms pairs, e.g. \"lenet:50\".");
 ABSL_FLAG(double, timeout_s, 30, "Client deadline of each request.");
 ABSL_FLAG(int, seed, 1, "Random seed (arrivals and input data).");
+ABSL_FLAG(double, warmup_s, 0,
+          "Requests sent in the first warmup_s seconds of each run are not "
+          "counted (e.g. while a re-planning cluster adapts to the rates).");
 ABSL_FLAG(std::string, csv, "", "Write the per-model report here as CSV.");
 ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput: raise every rate of "
@@ -127,11 +130,13 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
                  static_cast<long long>(run.lost));
   }
 
-  const double seconds = absl::ToDoubleSeconds(options.duration);
+  const absl::Duration warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_s));
+  const double seconds = absl::ToDoubleSeconds(options.duration - warmup);
   std::vector<std::vector<double>> latencies(loads.size());
   std::vector<ModelResult> results(loads.size());
   std::vector<std::map<std::string, int64_t>> errors(loads.size());
   for (const LoadGenerator::Record& rec : run.records) {
+    if (rec.sent < warmup) continue;
     ModelResult& r = results[rec.load];
     ++r.sent;
     const double ms = absl::ToDoubleMilliseconds(rec.latency);
@@ -221,6 +226,11 @@ int Run() {
   }
   if (loads.empty()) {
     std::fprintf(stderr, "--load names no model\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_warmup_s) < 0 ||
+      absl::GetFlag(FLAGS_warmup_s) >= absl::GetFlag(FLAGS_duration_s)) {
+    std::fprintf(stderr, "--warmup_s must be in [0, --duration_s)\n");
     return 2;
   }
   grpc::ChannelArguments args;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Starts an emulated GPU cluster on this machine: a frontend and two backend
+# daemons with two emulated GPUs each (4 GPUs), serving the emulated model
+# set (configs/emulated/models, profiles/emulated) at time scale k = 10.
+# Needs no GPU and no ../shared. Then, by default, drives it with the
+# scenario runner (rates rise, fall, rise higher) and writes the table to
+# $TESSERA_LOG_DIR/scenario-<policy>.csv and a plot next to it.
+# Usage: scripts/run_emulated.sh [--policy=gpulet] [--serve] [--no-setup]
+#          [--scenario-args="..."] [--loadgen-search]
+#   --serve           keep serving (Ctrl-C to stop) instead of the scenario
+#   --loadgen-search  measure the SLO-preserved max throughput instead
+# Ports: frontend ${TESSERA_PORT:-8100}, backends +1 and +2.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${TESSERA_BUILD_DIR:-$ROOT/build}"
+LOG_DIR="${TESSERA_LOG_DIR:-$BUILD_DIR/logs}"
+PORT="${TESSERA_PORT:-8100}"
+POLICY=gpulet
+MODE=scenario
+SETUP=1
+SCENARIO_ARGS=""
+for arg in "$@"; do
+  case "$arg" in
+    --policy=*) POLICY="${arg#*=}" ;;
+    --serve) MODE=serve ;;
+    --loadgen-search) MODE=search ;;
+    --no-setup) SETUP=0 ;;
+    --scenario-args=*) SCENARIO_ARGS="${arg#*=}" ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "run_emulated.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+((SETUP)) && "$ROOT/scripts/setup.sh" --no-models
+BIN="$BUILD_DIR/bin"
+MODELS="$ROOT/configs/emulated/models"
+mkdir -p "$LOG_DIR"
+B0=$((PORT + 1)); B1=$((PORT + 2))
+CONFIG="$LOG_DIR/emulated-frontend.pbtxt"
+sed -e "s/127.0.0.1:8101/127.0.0.1:$B0/" -e "s/127.0.0.1:8102/127.0.0.1:$B1/" \
+  -e "s|\"profiles|\"$ROOT/profiles|g" \
+  "$ROOT/configs/emulated_cluster.pbtxt" > "$CONFIG"
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+for i in 0 1; do
+  port=$((PORT + 1 + i))
+  echo "==> backend$i: 2 emulated GPUs on 127.0.0.1:$port (log: $LOG_DIR/emulated-backend$i.log)"
+  "$BIN/tessera_backend" --listen="127.0.0.1:$port" --id="backend$i" \
+    --emulated_gpus=2 --time_scale=10 --model_repository="$MODELS" \
+    --profile_dir="$ROOT/profiles" > "$LOG_DIR/emulated-backend$i.log" 2>&1 &
+  PIDS+=($!)
+done
+echo "==> frontend ($POLICY) on 127.0.0.1:$PORT (log: $LOG_DIR/emulated-frontend.log)"
+"$BIN/tessera_frontend" --config="$CONFIG" --policy="$POLICY" \
+  --listen="127.0.0.1:$PORT" --model_repository="$MODELS" \
+  > "$LOG_DIR/emulated-frontend.log" 2>&1 &
+PIDS+=($!)
+
+for _ in $(seq 1 60); do
+  if "$BIN/tessera_client" --server="127.0.0.1:$PORT" 2>/dev/null \
+      | grep -q "server ready: yes"; then
+    break
+  fi
+  sleep 1
+done
+"$BIN/tessera_client" --server="127.0.0.1:$PORT" --model=resnet50 --shape_only
+
+case "$MODE" in
+  serve)
+    echo "==> serving on 127.0.0.1:$PORT; press Ctrl-C to stop"
+    wait ;;
+  search)
+    "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only --search \
+      --load=lenet:30,googlenet:5,resnet50:7.5,vgg16:3,ssd_mobilenet:3 \
+      --slos=lenet:50,googlenet:660,resnet50:1080,vgg16:1420,ssd_mobilenet:1360 \
+      --duration_s=20 ;;
+  scenario)
+    CSV="$LOG_DIR/scenario-$POLICY.csv"
+    # shellcheck disable=SC2086
+    "$BIN/tessera_scenario" --frontend="127.0.0.1:$PORT" \
+      --backends="127.0.0.1:$B0,127.0.0.1:$B1" \
+      --model_repository="$MODELS" --time_scale=10 --csv="$CSV" $SCENARIO_ARGS
+    /usr/bin/python3 "$ROOT/scripts/plot_scenario.py" "$CSV" \
+      --title="policy $POLICY, 4 emulated GPUs, k = 10" || true ;;
+esac

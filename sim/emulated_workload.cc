@@ -1,0 +1,67 @@
+#include "sim/emulated_workload.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/text_proto.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
+    const std::string& model_repository, const std::string& profile_dir,
+    double noise_sigma) {
+  auto setup = std::make_unique<EmulatedSetup>();
+  auto repo = ModelRepository::Load(model_repository);
+  if (!repo.ok()) return repo.status();
+  setup->repository = std::move(*repo);
+  std::map<std::string, LatencyModel> models;
+  const std::string dir = profile_dir + "/emulated/";
+  for (const std::string& name : setup->repository->ModelNames()) {
+    ModelProfile profile;
+    absl::Status read = ReadTextProto(dir + name + ".pbtxt", &profile);
+    if (!read.ok()) return read;
+    auto model = LatencyModel::FromProfile(profile);
+    if (!model.ok()) return model.status();
+    models.emplace(name, std::move(*model));
+    setup->profiles[name] = std::move(profile);
+  }
+  setup->interference = std::make_shared<NoInterference>();
+  if (std::filesystem::exists(dir + "interference.pbtxt")) {
+    InterferenceProfile ip;
+    absl::Status read = ReadTextProto(dir + "interference.pbtxt", &ip);
+    if (!read.ok()) return read;
+    if (ip.linear_coefficients_size() != 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, "interference.pbtxt: needs 5 coefficients"));
+    }
+    setup->interference =
+        std::make_shared<LinearInterference>(std::vector<double>(
+            ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
+  }
+  setup->truth = std::make_unique<GroundTruth>(
+      std::move(models), setup->interference, noise_sigma);
+  return setup;
+}
+
+ClusterSnapshot MakeEmulatedSnapshot(const EmulatedSetup& setup, int gpus,
+                                     const std::vector<WorkloadModel>& models) {
+  ClusterSnapshot snapshot;
+  for (int i = 0; i < gpus; ++i) {
+    snapshot.devices.push_back(
+        DeviceSnapshot{"sim", absl::StrCat("gpu", i), DEVICE_KIND_EMULATED, 0,
+                       int64_t{11264} << 20, "emulated"});
+  }
+  for (const WorkloadModel& w : models) {
+    const ModelRepository::Entry* entry = setup.repository->Find(w.name);
+    auto profile = setup.profiles.find(w.name);
+    if (entry == nullptr || profile == setup.profiles.end()) continue;
+    ModelSnapshot m;
+    m.config = entry->config;
+    m.rate_rps = w.rate_rps;
+    m.profiles["emulated"] = profile->second;
+    snapshot.models.push_back(std::move(m));
+  }
+  return snapshot;
+}
+
+}  // namespace tessera

@@ -43,15 +43,18 @@ ABSL_FLAG(std::string, profile_dir, "profiles",
           "not name one.");
 ABSL_FLAG(std::string, proxy_binary, "",
           "Path of tessera_proxy; default: next to this binary.");
+ABSL_FLAG(std::string, emulated_proxy_binary, "",
+          "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
+          "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
 ABSL_FLAG(int, max_message_mb, 512, "Largest gRPC message accepted (MiB).");
 
 namespace {
 
-std::string DefaultProxyBinary() {
+std::string NextToSelf(const std::string& name) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / "tessera_proxy").string();
+  return (self.parent_path() / name).string();
 }
 
 }  // namespace
@@ -101,7 +104,23 @@ int main(int argc, char** argv) {
   }
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
-  if (options.proxy_binary.empty()) options.proxy_binary = DefaultProxyBinary();
+  if (options.proxy_binary.empty()) {
+    options.proxy_binary = NextToSelf("tessera_proxy");
+  }
+  options.emulated_proxy_binary = absl::GetFlag(FLAGS_emulated_proxy_binary);
+  if (options.emulated_proxy_binary.empty()) {
+    options.emulated_proxy_binary = NextToSelf("tessera_emulated_proxy");
+  }
+  bool any_emulated = false;
+  for (const auto& d : options.config.devices()) {
+    any_emulated = any_emulated || d.kind() == tessera::DEVICE_KIND_EMULATED;
+  }
+  if (any_emulated &&
+      access(options.emulated_proxy_binary.c_str(), X_OK) != 0) {
+    spdlog::error("emulated proxy binary '{}' is not executable",
+                  options.emulated_proxy_binary);
+    return 2;
+  }
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {
     spdlog::error("proxy binary '{}' is not executable", options.proxy_binary);

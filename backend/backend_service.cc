@@ -171,6 +171,9 @@ absl::StatusOr<std::shared_ptr<ProxyHandle>> BackendServiceImpl::StartProxy(
   po.startup_timeout = options_.proxy_startup_timeout;
   if (device->kind() == DEVICE_KIND_EMULATED) {
     po.device_kind = "emulated";
+    po.proxy_binary = options_.emulated_proxy_binary.empty()
+                          ? options_.proxy_binary
+                          : options_.emulated_proxy_binary;
     po.share_percent = g.plan.share_percent();
     po.profile_dir = options_.config.profile_dir();
     po.time_scale = device->time_scale();
@@ -371,6 +374,7 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
       const bool kept =
           w != wanted.end() && w->second.proxy == it->second.proxy;
       if (it->second.device_id == device_id && !kept) {
+        stopped_for_swap_.insert(it->first);
         stop_first.push_back(it->second);
         it = gpulets_.erase(it);
       } else {
@@ -490,6 +494,7 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
     }
     for (Gpulet& g : replaced_) retired.push_back(std::move(g));
     replaced_.clear();
+    stopped_for_swap_.clear();
   }
   DrainAndStop(retired);
   {
@@ -525,10 +530,12 @@ grpc::Status BackendServiceImpl::Execute(
   BatchRequest batch;
   while (stream->Read(&batch)) {
     std::shared_ptr<ProxyHandle> proxy;
+    bool stopped_for_swap = false;
     {
       absl::MutexLock lock(&mu_);
       auto it = gpulets_.find(batch.gpulet_id());
       if (it != gpulets_.end()) proxy = it->second.proxy;
+      stopped_for_swap = stopped_for_swap_.count(batch.gpulet_id()) > 0;
     }
     {
       absl::MutexLock lock(&state->mu);
@@ -538,9 +545,14 @@ grpc::Status BackendServiceImpl::Execute(
       BatchResponse response;
       response.set_batch_id(batch.batch_id());
       ToStatusProto(
-          absl::NotFoundError(absl::StrCat("gpulet '", batch.gpulet_id(),
-                                           "' is not served by backend '",
-                                           options_.config.id(), "'")),
+          stopped_for_swap
+              ? absl::UnavailableError(absl::StrCat(
+                    "gpulet '", batch.gpulet_id(),
+                    "' was stopped for a stop-then-start swap (device "
+                    "memory too small for a shadow proxy); retry"))
+              : absl::NotFoundError(absl::StrCat("gpulet '", batch.gpulet_id(),
+                                                 "' is not served by backend '",
+                                                 options_.config.id(), "'")),
           response.mutable_status());
       reply(std::move(response));
       continue;

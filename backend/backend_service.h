@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -35,6 +36,8 @@ class BackendServiceImpl final : public BackendService::Service {
   struct Options {
     BackendConfig config;  // validated by Create
     std::string proxy_binary;
+    // Proxy for emulated devices (no LibTorch; starts in milliseconds).
+    std::string emulated_proxy_binary;
     std::string model_repository;
     int proxy_slots = 4;
     absl::Duration proxy_startup_timeout = absl::Seconds(120);
@@ -111,6 +114,9 @@ class BackendServiceImpl final : public BackendService::Service {
   // the next CommitPlan.
   std::vector<Gpulet> replaced_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // Gpulets stopped early for a stop-then-start swap, until the commit:
+  // batches still sent to them get UNAVAILABLE (not NOT_FOUND).
+  std::set<std::string> stopped_for_swap_ ABSL_GUARDED_BY(mu_);
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
 };

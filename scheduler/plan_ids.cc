@@ -25,10 +25,8 @@ std::string ProcessKey(const GpuletPlan& g) {
 int AssignGpuletIds(const Plan& current, Plan* next) {
   // (backend, device, process key) -> ids of current gpulets, unused yet.
   std::map<std::string, std::vector<std::string>> available;
-  std::set<std::string> used;  // ids of `current`
   for (const DevicePlan& d : current.devices()) {
     for (const GpuletPlan& g : d.gpulets()) {
-      used.insert(g.gpulet_id());
       available[absl::StrCat(d.backend_id(), "/", d.device_id(), "/",
                              ProcessKey(g))]
           .push_back(g.gpulet_id());
@@ -45,12 +43,13 @@ int AssignGpuletIds(const Plan& current, Plan* next) {
         it->second.pop_back();
       } else {
         ++fresh;
-        // The policy's own id when it is new and unique (static plans keep
-        // their names), else a fresh one.
-        if (g.gpulet_id().empty() || used.count(g.gpulet_id()) ||
+        // The policy's own id in the first plan (static plans keep their
+        // names); afterwards ids are never reused, so an id names one
+        // process for the life of the cluster.
+        if (current.epoch() > 0 || g.gpulet_id().empty() ||
             taken.count(g.gpulet_id())) {
-          g.set_gpulet_id(absl::StrCat(d.backend_id(), "/", d.device_id(), "/e",
-                                       next->epoch(), ".", fresh));
+          g.set_gpulet_id(absl::StrCat(d.backend_id(), "/", d.device_id(),
+                                       "/e", next->epoch(), ".", fresh));
         }
       }
       taken.insert(g.gpulet_id());

@@ -80,7 +80,7 @@ case "$MODE" in
     "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only --search \
       --load=lenet:30,googlenet:5,resnet50:7.5,vgg16:3,ssd_mobilenet:3 \
       --slos=lenet:50,googlenet:660,resnet50:1080,vgg16:1420,ssd_mobilenet:1360 \
-      --duration_s=20 ;;
+      --duration_s=30 --warmup_s=12 --search_steps=10 ;;
   scenario)
     CSV="$LOG_DIR/scenario-$POLICY.csv"
     # shellcheck disable=SC2086

@@ -172,12 +172,11 @@ int Run() {
           SearchMaxThroughput(**policy, snapshot, simulator, options);
       std::printf(
           "%-13s SLO-preserved max throughput %8.1f req/s (scale %.3f of "
-          "%.0f req/s/model), violations %.2f%%, GPUs %d, share sum %.0f%%; "
+          "the base rates), violations %.2f%%, GPUs %d, share sum %.0f%%; "
           "policy called up to scale %.3f schedulable (%d runs)\n",
           std::string(name).c_str(), r.max_throughput_rps, r.best.scale,
-          absl::GetFlag(FLAGS_rate), 100 * r.best.sim.violation_fraction(),
-          r.best.sim.gpus_used, r.best.sim.share_sum, r.max_schedulable_scale,
-          r.runs);
+          100 * r.best.sim.violation_fraction(), r.best.sim.gpus_used,
+          r.best.sim.share_sum, r.max_schedulable_scale, r.runs);
       continue;
     }
     auto plan = (*policy)->Schedule(snapshot);

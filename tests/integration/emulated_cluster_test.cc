@@ -449,23 +449,102 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   ExpectAppliedPlanMatches(*settled, backends_);
 }
 
+// One backend daemon driven directly over its RPCs (no frontend).
+class BackendUnderTest {
+ public:
+  // Starts tessera_backend with id "b" and `extra` flags; `device` is the
+  // device the plans use.
+  BackendUnderTest(const std::string& name, const std::string& repo,
+                   std::vector<std::string> extra, std::string device)
+      : device_(std::move(device)) {
+    const std::string dir =
+        ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> args = {"--id=b", "--model_repository=" + repo,
+                                     "--profile_dir=" + kRoot + "/profiles"};
+    for (auto& a : extra) args.push_back(std::move(a));
+    auto port =
+        StartServer(kBin + "/tessera_backend", args, dir, "b", &process_);
+    EXPECT_TRUE(port.ok()) << port.status();
+    if (port.ok()) stub_ = BackendStub(absl::StrCat("127.0.0.1:", *port));
+  }
+  ~BackendUnderTest() {
+    if (process_ != nullptr) process_->Stop(absl::Seconds(10));
+  }
+  bool ok() const { return stub_ != nullptr; }
+  BackendService::Stub* stub() { return stub_.get(); }
+
+  // Applies a plan of gpulets (id, share) each serving `model`.
+  absl::StatusOr<ApplyPlanResponse> Apply(
+      int64_t epoch, std::vector<std::pair<std::string, double>> gpulets,
+      const std::string& model) {
+    ApplyPlanRequest request;
+    Plan* plan = request.mutable_plan();
+    plan->set_epoch(epoch);
+    DevicePlan* d = plan->add_devices();
+    d->set_backend_id("b");
+    d->set_device_id(device_);
+    for (const auto& [id, share] : gpulets) {
+      GpuletPlan* g = d->add_gpulets();
+      g->set_gpulet_id(id);
+      g->set_share_percent(share);
+      g->add_models()->set_model(model);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
+    ApplyPlanResponse response;
+    grpc::Status s = stub_->ApplyPlan(&context, request, &response);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                          s.error_message());
+    }
+    return response;
+  }
+  static std::map<std::string, int64_t> Pids(const ApplyPlanResponse& r) {
+    std::map<std::string, int64_t> pids;
+    for (const GpuletStatus& g : r.gpulets()) pids[g.gpulet_id()] = g.pid();
+    return pids;
+  }
+  grpc::Status Commit(int64_t epoch, CommitPlanResponse* response) {
+    grpc::ClientContext context;
+    CommitPlanRequest request;
+    request.set_epoch(epoch);
+    return stub_->CommitPlan(&context, request, response);
+  }
+  // Runs one shape-only batch of 2 on `gpulet`.
+  BatchResponse Execute(const std::string& gpulet, const std::string& model,
+                        std::vector<int64_t> item_shape) {
+    BatchRequest b;
+    b.set_gpulet_id(gpulet);
+    b.set_model(model);
+    b.set_shape_only(true);
+    Tensor* t = b.add_inputs();
+    t->set_name("INPUT__0");
+    t->set_data_type(TYPE_FP32);
+    t->add_shape(2);
+    for (int64_t d : item_shape) t->add_shape(d);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    auto stream = stub_->Execute(&context);
+    EXPECT_TRUE(stream->Write(b));
+    stream->WritesDone();
+    BatchResponse response;
+    EXPECT_TRUE(stream->Read(&response));
+    EXPECT_TRUE(stream->Finish().ok());
+    return response;
+  }
+
+ private:
+  std::string device_;
+  std::unique_ptr<Subprocess> process_;
+  std::unique_ptr<BackendService::Stub> stub_;
+};
+
 // A share change on one backend, driven directly over the backend RPCs, on
 // every device kind this build runs: the changed gpulet gets a new proxy
 // process that starts while the old one still serves; the old one keeps
 // answering batches until CommitPlan, then exits.
 class ShadowSwapTest : public ::testing::TestWithParam<std::string> {};
-
-BatchRequest LenetBatch(const std::string& gpulet) {
-  BatchRequest b;
-  b.set_gpulet_id(gpulet);
-  b.set_model("lenet");
-  b.set_shape_only(true);
-  Tensor* t = b.add_inputs();
-  t->set_name("INPUT__0");
-  t->set_data_type(TYPE_FP32);
-  for (int d : {2, 1, 28, 28}) t->add_shape(d);
-  return b;
-}
 
 TEST_P(ShadowSwapTest, ShareChangeStartsNewProcessWhileOldServes) {
   const bool emulated = GetParam() == "emulated";
@@ -474,69 +553,33 @@ TEST_P(ShadowSwapTest, ShareChangeStartsNewProcessWhileOldServes) {
   if (!emulated && !std::filesystem::exists(repo + "/lenet/1/model.pt")) {
     GTEST_SKIP() << "models not generated (scripts/setup.sh)";
   }
-  std::string dir = ::testing::TempDir() + "/swap_" + GetParam() + "_" +
-                    std::to_string(getpid());
-  std::filesystem::create_directories(dir);
-  std::vector<std::string> args = {"--id=b", "--model_repository=" + repo,
-                                   "--profile_dir=" + kRoot + "/profiles"};
-  if (emulated) args.push_back("--emulated_gpus=1");
-  std::unique_ptr<Subprocess> backend;
-  auto port = StartServer(kBin + "/tessera_backend", args, dir, "b", &backend);
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto stub = BackendStub(absl::StrCat("127.0.0.1:", *port));
-  const std::string device = emulated ? "gpu0" : "cpu0";
+  std::vector<std::string> extra;
+  if (emulated) extra.push_back("--emulated_gpus=1");
+  BackendUnderTest backend("swap_" + GetParam(), repo, extra,
+                           emulated ? "gpu0" : "cpu0");
+  ASSERT_TRUE(backend.ok());
+  const std::vector<int64_t> lenet_item = {1, 28, 28};
 
-  auto apply = [&](int64_t epoch,
-                   std::vector<std::pair<std::string, double>> gpulets) {
-    ApplyPlanRequest request;
-    Plan* plan = request.mutable_plan();
-    plan->set_epoch(epoch);
-    DevicePlan* d = plan->add_devices();
-    d->set_backend_id("b");
-    d->set_device_id(device);
-    for (const auto& [id, share] : gpulets) {
-      GpuletPlan* g = d->add_gpulets();
-      g->set_gpulet_id(id);
-      g->set_share_percent(share);
-      g->add_models()->set_model("lenet");
-    }
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
-    ApplyPlanResponse response;
-    grpc::Status s = stub->ApplyPlan(&context, request, &response);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    std::map<std::string, int64_t> pids;
-    for (const GpuletStatus& g : response.gpulets())
-      pids[g.gpulet_id()] = g.pid();
-    return pids;
-  };
-  auto execute = [&](const std::string& gpulet) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    auto stream = stub->Execute(&context);
-    EXPECT_TRUE(stream->Write(LenetBatch(gpulet)));
-    stream->WritesDone();
-    BatchResponse response;
-    EXPECT_TRUE(stream->Read(&response));
-    EXPECT_TRUE(stream->Finish().ok());
-    return response;
-  };
-
-  auto first = apply(1, {{"a", 100}});
-  ASSERT_EQ(first.size(), 1u);
+  auto first = backend.Apply(1, {{"a", 100}}, "lenet");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto a_pid = BackendUnderTest::Pids(*first)["a"];
   // "a" at 100% becomes "a2" at 50% beside "c" at 50%.
-  auto second = apply(2, {{"a2", 50}, {"c", 50}});
-  ASSERT_EQ(second.size(), 2u);
-  EXPECT_NE(second["a2"], first["a"]);
-  EXPECT_NE(second["c"], first["a"]);
+  auto second = backend.Apply(2, {{"a2", 50}, {"c", 50}}, "lenet");
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto pids = BackendUnderTest::Pids(*second);
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_NE(pids["a2"], a_pid);
+  EXPECT_NE(pids["c"], a_pid);
+  EXPECT_EQ(second->started(), 2);
+  EXPECT_EQ(second->stop_then_start(), 0);
   // Before the commit the old process still runs and still serves.
-  EXPECT_TRUE(ProcessAlive(first["a"]));
-  BatchResponse old_answer = execute("a");
+  EXPECT_TRUE(ProcessAlive(a_pid));
+  BatchResponse old_answer = backend.Execute("a", "lenet", lenet_item);
   EXPECT_EQ(old_answer.status().code(), 0) << old_answer.status().message();
   ASSERT_EQ(old_answer.outputs_size(), 1);
   EXPECT_EQ(old_answer.outputs(0).shape(0), 2);
-  EXPECT_EQ(execute("a2").status().code(), 0);
-  auto health = Health(stub.get());
+  EXPECT_EQ(backend.Execute("a2", "lenet", lenet_item).status().code(), 0);
+  auto health = Health(backend.stub());
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->swaps(), 3);  // a, a2, c
   bool a_retiring = false;
@@ -546,29 +589,53 @@ TEST_P(ShadowSwapTest, ShareChangeStartsNewProcessWhileOldServes) {
   EXPECT_TRUE(a_retiring);
 
   // Committing an epoch that is not in force is refused.
-  {
-    grpc::ClientContext context;
-    CommitPlanRequest request;
-    request.set_epoch(1);
-    CommitPlanResponse response;
-    EXPECT_EQ(stub->CommitPlan(&context, request, &response).error_code(),
-              grpc::StatusCode::FAILED_PRECONDITION);
-  }
-  grpc::ClientContext context;
-  CommitPlanRequest request;
-  request.set_epoch(2);
   CommitPlanResponse response;
-  ASSERT_TRUE(stub->CommitPlan(&context, request, &response).ok());
+  EXPECT_EQ(backend.Commit(1, &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(backend.Commit(2, &response).ok());
   EXPECT_THAT(response.stopped_gpulets(), ::testing::ElementsAre("a"));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (ProcessAlive(first["a"]) && absl::Now() < deadline) {
+  while (ProcessAlive(a_pid) && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
-  EXPECT_FALSE(ProcessAlive(first["a"]));
-  EXPECT_EQ(execute("a").status().code(),
+  EXPECT_FALSE(ProcessAlive(a_pid));
+  EXPECT_EQ(backend.Execute("a", "lenet", lenet_item).status().code(),
             static_cast<int>(absl::StatusCode::kNotFound));
-  EXPECT_TRUE(ProcessAlive(second["a2"]));
-  backend->Stop(absl::Seconds(10));
+  EXPECT_TRUE(ProcessAlive(pids["a2"]));
+}
+
+// An emulated GPU with memory for one vgg16 (2920 MiB) but not two: the
+// shadow of a share change does not fit, so the old proxy is stopped
+// first (and batches still sent to it get UNAVAILABLE, not NOT_FOUND); a
+// plan that needs two copies at once is refused.
+TEST(StopThenStartTest, ShadowThatDoesNotFitStopsTheOldProxyFirst) {
+  BackendUnderTest backend("stop_start", kEmulatedModels,
+                           {"--emulated_gpus=1", "--emulated_memory_mb=4000"},
+                           "gpu0");
+  ASSERT_TRUE(backend.ok());
+  const std::vector<int64_t> vgg_item = {3, 224, 224};
+  auto first = backend.Apply(1, {{"a", 100}}, "vgg16");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int64_t a_pid = BackendUnderTest::Pids(*first)["a"];
+
+  auto second = backend.Apply(2, {{"b", 60}}, "vgg16");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->stop_then_start(), 1);
+  // Stopped before the commit, unlike a shadow swap.
+  EXPECT_FALSE(ProcessAlive(a_pid));
+  BatchResponse late = backend.Execute("a", "vgg16", vgg_item);
+  EXPECT_EQ(late.status().code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(late.status().message(), ::testing::HasSubstr("stop-then-start"));
+  EXPECT_EQ(backend.Execute("b", "vgg16", vgg_item).status().code(), 0);
+  auto health = Health(backend.stub());
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->stop_then_start_swaps(), 1);
+
+  auto too_big = backend.Apply(3, {{"b", 60}, {"c", 40}}, "vgg16");
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(too_big.status().message()),
+              ::testing::HasSubstr("MiB"));
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,

@@ -52,7 +52,8 @@ TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
     devices {
       backend_id: "b0"
       device_id: "gpu1"
-      # Same share and model as "x" but another device: new.
+      # Same share and model as "x" but another device: new (and after
+      # the first plan new ids are never the policy's: no reuse).
       gpulets {
         gpulet_id: "p2"
         share_percent: 50
@@ -63,7 +64,7 @@ TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
   EXPECT_EQ(AssignGpuletIds(current, &next), 2);
   EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "x");
   EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/gpu0/e2.1");
-  EXPECT_EQ(next.devices(1).gpulets(0).gpulet_id(), "p2");
+  EXPECT_EQ(next.devices(1).gpulets(0).gpulet_id(), "b0/gpu1/e2.2");
 }
 
 TEST(AssignGpuletIdsTest, FirstPlanKeepsPolicyIdsAndFixesDuplicates) {

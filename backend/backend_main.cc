@@ -47,6 +47,11 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
+ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
+          "CUDA devices: root of each GPU's MPS pipe and log directories "
+          "(<mps_dir>/gpu<i>/{pipe,log}).");
+ABSL_FLAG(std::string, mps_control, "nvidia-cuda-mps-control",
+          "CUDA devices: the MPS control binary (looked up on PATH).");
 ABSL_FLAG(int, max_message_mb, 512, "Largest gRPC message accepted (MiB).");
 
 namespace {
@@ -122,6 +127,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
+  options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {
     spdlog::error("proxy binary '{}' is not executable", options.proxy_binary);
     return 2;

@@ -36,7 +36,8 @@ BackendServiceImpl::BackendServiceImpl(
     : options_(std::move(options)),
       repo_(std::move(repo)),
       emulated_profiles_(std::move(emulated_profiles)),
-      interference_(std::move(interference)) {
+      interference_(std::move(interference)),
+      mps_(options_.mps) {
   for (const auto& [name, profile] : emulated_profiles_) {
     auto model = LatencyModel::FromProfile(profile);
     if (model.ok()) emulated_latency_.emplace(name, std::move(*model));
@@ -55,6 +56,7 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
   }
   auto own = GetCpuAffinity(0);
   std::set<std::string> ids;
+  std::set<int> gpus;
   bool any_emulated = false;
   for (DeviceConfig& d : *options.config.mutable_devices()) {
     if (d.id().empty() || !ids.insert(d.id()).second) {
@@ -71,10 +73,18 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
       }
       continue;
     }
+    if (d.kind() == DEVICE_KIND_CUDA) {
+      if (d.gpu_index() < 0 || !gpus.insert(d.gpu_index()).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("device '", d.id(), "': gpu_index ", d.gpu_index(),
+                         " negative or used by another device"));
+      }
+      continue;
+    }
     if (d.kind() != DEVICE_KIND_CPU) {
-      return absl::UnimplementedError(absl::StrCat(
+      return absl::InvalidArgumentError(absl::StrCat(
           "device '", d.id(), "': kind ", DeviceKind_Name(d.kind()),
-          " is not supported by this build yet (cpu, emulated)"));
+          " is not a device kind (cpu, cuda, emulated)"));
     }
     if (d.cpu_cores().empty() && own.ok()) {
       for (int c : *own) d.add_cpu_cores(c);
@@ -178,6 +188,13 @@ absl::StatusOr<std::shared_ptr<ProxyHandle>> BackendServiceImpl::StartProxy(
     po.profile_dir = options_.config.profile_dir();
     po.time_scale = device->time_scale();
     po.noise_cv = device->noise_cv();
+  } else if (device->kind() == DEVICE_KIND_CUDA) {
+    // The share is the proxy's own MPS active-thread percentage, fixed for
+    // its life: a new share is a new process.
+    RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
+    po.device_kind = "cuda";
+    po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
+    po.threads = 1;
   } else {
     po.cpu_cores = g.cores;
     po.threads = static_cast<int>(g.cores.size());
@@ -274,7 +291,7 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
     for (const GpuletPlan& g : dp.gpulets())
       shares.push_back(g.share_percent());
     std::vector<std::vector<int>> cores(dp.gpulets_size());
-    if (!emulated) {
+    if (device->kind() == DEVICE_KIND_CPU) {
       std::vector<int> device_cores(device->cpu_cores().begin(),
                                     device->cpu_cores().end());
       ASSIGN_OR_RETURN(cores, CpuPartitioner::Assign(device_cores, shares));

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.grpc.pb.h"
+#include "backend/mps_daemon_manager.h"
 #include "backend/proxy_handle.h"
 #include "common/model_repository.h"
 #include "config.pb.h"
@@ -29,7 +30,8 @@ namespace tessera {
 // CommitPlan, which drains and stops the retiring proxies. When a device's
 // memory cannot hold the old and new proxies at once, the old ones on that
 // device are drained and stopped first (stop-then-start, logged and
-// counted). Devices: cpu (cores split by share) and emulated GPUs.
+// counted). Devices: cpu (cores split by share), cuda (MPS active-thread
+// percentage per proxy, one MPS control daemon per GPU) and emulated GPUs.
 // Thread-safe.
 class BackendServiceImpl final : public BackendService::Service {
  public:
@@ -42,6 +44,8 @@ class BackendServiceImpl final : public BackendService::Service {
     int proxy_slots = 4;
     absl::Duration proxy_startup_timeout = absl::Seconds(120);
     absl::Duration drain_timeout = absl::Seconds(30);
+    // CUDA devices: MPS control daemons (see MpsDaemonManager).
+    MpsDaemonManager::Options mps;
   };
 
   // Validates the config (ids, device kinds, cores) and loads the model
@@ -103,6 +107,8 @@ class BackendServiceImpl final : public BackendService::Service {
   const std::map<std::string, ModelProfile> emulated_profiles_;
   std::map<std::string, LatencyModel> emulated_latency_;
   std::unique_ptr<InterferenceModel> interference_;
+  // Thread-safe; mutable: starting a daemon does not change the service.
+  mutable MpsDaemonManager mps_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.

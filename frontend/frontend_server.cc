@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -9,6 +10,7 @@
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/overload_planning.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
@@ -325,28 +327,21 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
                           it == observed.end() ? 0.0 : it->second);
     planned_rates[m.config.name()] = m.rate_rps;
   }
-  auto plan = policy_->Schedule(snapshot);
-  // Overloaded (e.g. a backend died): rather than keep a plan that routes
-  // to lost devices, plan for as much of the load as fits. Requests beyond
-  // it are rejected early (their deadlines cannot be met).
-  double scale = 1;
-  while (absl::IsResourceExhausted(plan.status()) && scale > 0.05) {
-    scale *= 0.8;
-    for (ModelSnapshot& m : snapshot.models) {
-      m.rate_rps = std::max(options_.config.min_rate_rps(),
-                            planned_rates[m.config.name()] * scale);
-    }
-    plan = policy_->Schedule(snapshot);
-  }
-  if (!plan.ok()) return plan.status();
+  // Overloaded (e.g. a backend died): plan for as much of the load as
+  // fits rather than keep routing to lost devices.
+  auto overload =
+      ScheduleWithOverload(*policy_, snapshot, options_.config.min_rate_rps());
+  if (!overload.ok()) return overload.status();
+  std::optional<Plan> plan = std::move(overload->plan);
   std::string plan_reason = reason;
-  if (scale < 1) {
+  if (overload->scale < 1) {
     plan_reason += absl::StrFormat(
-        "; overloaded: planned for %.0f%% of the observed rates", 100 * scale);
+        "; overloaded: planned for %.0f%% of the observed rates",
+        100 * overload->scale);
     spdlog::warn(
         "{}: the policy cannot place the observed load; planning "
         "for {:.0f}% of it",
-        reason, 100 * scale);
+        reason, 100 * overload->scale);
     // planned_rates keeps the observed rates: re-planning is due when they
     // change, not because this plan carries less.
   }

@@ -29,8 +29,10 @@ ABSL_FLAG(int, shm_fd, 4, "Inherited shared-memory (memfd) descriptor.");
 ABSL_FLAG(std::string, model_repository, "", "Model repository root.");
 ABSL_FLAG(std::string, models, "", "Comma-separated models to serve.");
 ABSL_FLAG(std::string, device, "cpu",
-          "Device kind: cpu (LibTorch on the pinned cores) or emulated (no "
-          "model runs; each batch takes the time its profile predicts).");
+          "Device kind: cpu (LibTorch on the pinned cores), cuda (LibTorch on "
+          "the GPU and MPS share set in the environment by the backend) or "
+          "emulated (no model runs; each batch takes the time its profile "
+          "predicts).");
 ABSL_FLAG(std::string, profile_dir, "",
           "emulated: directory with emulated/<model>.pbtxt profiles.");
 ABSL_FLAG(double, share_percent, 100, "emulated: the gpulet's share.");
@@ -87,7 +89,8 @@ int Run(const ProxyOptions& options) {
     if (threads <= 0) threads = static_cast<int>(cores->size());
   }
   if (threads <= 0) threads = 1;
-  if (options.device != "cpu" && options.device != "emulated") {
+  if (options.device != "cpu" && options.device != "emulated" &&
+      options.device != "cuda") {
     return FailStartup(&channel,
                        absl::InvalidArgumentError("device '" + options.device +
                                                   "' is not supported"));
@@ -151,6 +154,7 @@ int Run(const ProxyOptions& options) {
     }
     TorchModelRunner::Options runner_options;
     runner_options.num_threads = threads;
+    runner_options.cuda = options.device == "cuda";
     auto torch_runner =
         TorchModelRunner::Create(paths, configs, runner_options);
     if (!torch_runner.ok()) return FailStartup(&channel, torch_runner.status());
@@ -159,7 +163,7 @@ int Run(const ProxyOptions& options) {
   }
 
   ProxyServer server(&channel, region->get(), runner.get(), configs);
-  if (options.device == "cpu") {
+  if (options.device != "emulated") {
     auto measured = server.Warmup(options.warmup_runs);
     if (!measured.ok()) return FailStartup(&channel, measured.status());
     warmup = std::move(*measured);
@@ -187,7 +191,7 @@ int Run(const ProxyOptions& options) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Tessera proxy: serves the models of one gpulet on a device "
-      "partition (TorchScript on cpu, or an emulated GPU).\nStarted by "
+      "partition (TorchScript on cpu or cuda, or an emulated GPU).\nStarted by "
       "tessera_backend, not by hand.");
   absl::ParseCommandLine(argc, argv);
   // absl's lock-order (deadlock) detection costs graph bookkeeping on every

@@ -1,6 +1,7 @@
 #include "proxy/torch_model_runner.h"
 
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <cstring>
@@ -45,6 +46,7 @@ struct TorchModelRunner::Impl {
     torch::jit::script::Module module;
   };
   std::map<std::string, Model> models;
+  torch::Device device = torch::kCPU;
 };
 
 TorchModelRunner::TorchModelRunner(std::unique_ptr<Impl> impl)
@@ -56,6 +58,14 @@ absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
     const std::map<std::string, ModelConfig>& configs, const Options& options) {
   at::set_num_threads(std::max(1, options.num_threads));
   auto impl = std::make_unique<Impl>();
+  if (options.cuda) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(
+          "device cuda: this LibTorch build has no CUDA or sees no GPU "
+          "(build against a CUDA LibTorch: docs/cuda.md)");
+    }
+    impl->device = torch::Device(torch::kCUDA, 0);
+  }
   for (const auto& [name, path] : model_paths) {
     auto cit = configs.find(name);
     if (cit == configs.end()) {
@@ -66,7 +76,7 @@ absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
     model.config = cit->second;
     try {
       c10::InferenceMode guard;
-      model.module = torch::jit::load(path, torch::kCPU);
+      model.module = torch::jit::load(path, impl->device);
       model.module.eval();
     } catch (const std::exception& ex) {
       return absl::InternalError(absl::StrCat(
@@ -92,8 +102,9 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
   for (const TensorView& in : inputs) {
     auto type = ToScalarType(in.data_type);
     if (!type.ok()) return type.status();
-    args.emplace_back(torch::from_blob(in.data, in.shape,
-                                       torch::TensorOptions().dtype(*type)));
+    torch::Tensor t = torch::from_blob(in.data, in.shape,
+                                       torch::TensorOptions().dtype(*type));
+    args.emplace_back(impl_->device.is_cuda() ? t.to(impl_->device) : t);
   }
   std::vector<torch::Tensor> results;
   const absl::Time start = absl::Now();
@@ -113,7 +124,9 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
           absl::StrCat("model '", name, "' returned ", value.tagKind(),
                        "; expected a tensor or a tuple of tensors"));
     }
-    for (auto& t : results) t = t.contiguous();
+    // Outputs come back to host memory; on CUDA the copy waits for the
+    // kernels, so the time below is the batch's device time.
+    for (auto& t : results) t = t.to(torch::kCPU).contiguous();
   } catch (const std::exception& ex) {
     return absl::InternalError(
         absl::StrCat("model '", name, "' failed: ", ex.what()));

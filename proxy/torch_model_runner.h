@@ -19,6 +19,10 @@ class TorchModelRunner : public ModelRunner {
   struct Options {
     // Intra-op threads (set explicitly: LibTorch's default here is 1).
     int num_threads = 1;
+    // Run on the process's CUDA device (the GPU and MPS share the backend
+    // chose through the environment). Fails at Create with
+    // FAILED_PRECONDITION when this LibTorch has no CUDA or sees no GPU.
+    bool cuda = false;
   };
 
   // Loads every model in `models` (name -> TorchScript path) with its

@@ -39,6 +39,9 @@ ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput (<= 1% violations) "
           "instead of one run at --rate.");
 ABSL_FLAG(bool, print_plan, false, "Print each policy's plan.");
+ABSL_FLAG(bool, overload, false,
+          "--search: when the policy refuses a load, plan for 80%, 64%, ... "
+          "of it as the live frontend does (to predict the live cluster).");
 ABSL_FLAG(std::string, setup, "v100",
           "v100: iGniter's V100 measurements (../shared/data); emulated: the "
           "shipped emulated GPU model set (predicts the live emulated "
@@ -169,14 +172,17 @@ int Run() {
     }
     if (absl::GetFlag(FLAGS_search)) {
       SearchResult r =
-          SearchMaxThroughput(**policy, snapshot, simulator, options);
+          SearchMaxThroughput(**policy, snapshot, simulator, options, 0.01,
+                              absl::GetFlag(FLAGS_overload));
       std::printf(
           "%-13s SLO-preserved max throughput %8.1f req/s (scale %.3f of "
-          "the base rates), violations %.2f%%, GPUs %d, share sum %.0f%%; "
-          "policy called up to scale %.3f schedulable (%d runs)\n",
+          "the base rates), violations %.2f%%, GPUs %d, share sum %.0f%%, "
+          "planned for %.0f%% of it; policy called up to scale %.3f "
+          "schedulable (%d runs)\n",
           std::string(name).c_str(), r.max_throughput_rps, r.best.scale,
           100 * r.best.sim.violation_fraction(), r.best.sim.gpus_used,
-          r.best.sim.share_sum, r.max_schedulable_scale, r.runs);
+          r.best.sim.share_sum, 100 * r.best.planned_fraction,
+          r.max_schedulable_scale, r.runs);
       continue;
     }
     auto plan = (*policy)->Schedule(snapshot);

@@ -1,5 +1,7 @@
 #include "sim/throughput_search.h"
 
+#include "scheduler/overload_planning.h"
+
 #include <algorithm>
 
 namespace tessera {
@@ -7,7 +9,8 @@ namespace tessera {
 ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
                            const ClusterSnapshot& base,
                            const ClusterSimulator& simulator,
-                           const SimOptions& options, double scale) {
+                           const SimOptions& options, double scale,
+                           bool overload) {
   ScaleOutcome out;
   out.scale = scale;
   ClusterSnapshot snapshot = base;
@@ -16,7 +19,18 @@ ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
     m.rate_rps *= scale;
     rates[m.config.name()] = m.rate_rps;
   }
-  auto plan = policy.Schedule(snapshot);
+  absl::StatusOr<Plan> plan;
+  if (overload) {
+    auto o = ScheduleWithOverload(policy, snapshot, 0);
+    if (o.ok()) {
+      out.planned_fraction = o->scale;
+      plan = std::move(o->plan);
+    } else {
+      plan = o.status();
+    }
+  } else {
+    plan = policy.Schedule(snapshot);
+  }
   if (!plan.ok()) {
     out.inconclusive = absl::IsDeadlineExceeded(plan.status());
     return out;
@@ -30,11 +44,13 @@ ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
 SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
                                  const ClusterSnapshot& base,
                                  const ClusterSimulator& simulator,
-                                 const SimOptions& options, double limit) {
+                                 const SimOptions& options, double limit,
+                                 bool overload) {
   SearchResult result;
   auto eval = [&](double s) {
     ++result.runs;
-    ScaleOutcome o = EvaluateScale(policy, base, simulator, options, s);
+    ScaleOutcome o =
+        EvaluateScale(policy, base, simulator, options, s, overload);
     if (o.inconclusive) result.inconclusive = true;
     if (o.schedulable) {
       result.max_schedulable_scale = std::max(result.max_schedulable_scale, s);

@@ -13,6 +13,9 @@ namespace tessera {
 struct ScaleOutcome {
   double scale = 0;
   bool schedulable = false;  // the policy produced a plan
+  // Fraction of the load the plan was made for (< 1: overloaded, planned
+  // as the frontend does, see scheduler/overload_planning.h).
+  double planned_fraction = 1;
   // The policy could not decide (e.g. ideal ran out of its search budget).
   bool inconclusive = false;
   Plan plan;
@@ -41,16 +44,20 @@ struct SearchResult {
 // scan from s = 1/64 in 15 % steps to the first failure, then bisection to
 // 1 % precision. (Feasibility is not monotone in s, so the first failure
 // is what an operator raising the load would meet.)
+// With `overload` the policy's refusals are planned around as the live
+// frontend does (ScheduleWithOverload), so the prediction is comparable
+// to a measurement on the live cluster.
 SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
                                  const ClusterSnapshot& base,
                                  const ClusterSimulator& simulator,
-                                 const SimOptions& options,
-                                 double limit = 0.01);
+                                 const SimOptions& options, double limit = 0.01,
+                                 bool overload = false);
 
 // One scale: plan and simulate.
 ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
                            const ClusterSnapshot& base,
                            const ClusterSimulator& simulator,
-                           const SimOptions& options, double scale);
+                           const SimOptions& options, double scale,
+                           bool overload = false);
 
 }  // namespace tessera

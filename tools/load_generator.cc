@@ -63,12 +63,6 @@ class Call {
 
 }  // namespace
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
-
 LoadGenerator::Result LoadGenerator::Run(
     inference::GRPCInferenceService::Stub* stub,
     const std::vector<ModelLoad>& loads, const Options& options) {

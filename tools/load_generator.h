@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/percentile.h"
 #include "grpc_service.grpc.pb.h"
 
 namespace tessera {
@@ -57,8 +58,5 @@ class LoadGenerator {
                     const std::vector<ModelLoad>& loads,
                     const Options& options);
 };
-
-// Percentile (0..1) of `values` (nearest rank; 0 when empty).
-double Percentile(std::vector<double> values, double p);
 
 }  // namespace tessera

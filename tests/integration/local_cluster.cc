@@ -43,9 +43,11 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
 absl::StatusOr<int> StartServer(const std::string& binary,
                                 std::vector<std::string> args,
                                 const std::string& dir, const std::string& name,
-                                std::unique_ptr<Subprocess>* process) {
+                                std::unique_ptr<Subprocess>* process,
+                                std::map<std::string, std::string> env) {
   const std::string port_file = absl::StrCat(dir, "/", name, ".port");
   Subprocess::Options spawn;
+  spawn.env = std::move(env);
   spawn.argv = {binary, "--listen=127.0.0.1:0", "--port_file=" + port_file};
   for (auto& a : args) spawn.argv.push_back(std::move(a));
   auto started = Subprocess::Spawn(spawn);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,10 +68,11 @@ absl::StatusOr<std::string> MakeSubsetRepository(
 
 // Starts `binary` with `args` plus --listen=127.0.0.1:0 and a port file in
 // `dir` named after `name`, and waits until it serves; returns its port.
-absl::StatusOr<int> StartServer(const std::string& binary,
-                                std::vector<std::string> args,
-                                const std::string& dir, const std::string& name,
-                                std::unique_ptr<Subprocess>* process);
+absl::StatusOr<int> StartServer(
+    const std::string& binary, std::vector<std::string> args,
+    const std::string& dir, const std::string& name,
+    std::unique_ptr<Subprocess>* process,
+    std::map<std::string, std::string> env = {});
 
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);

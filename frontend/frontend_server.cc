@@ -149,6 +149,7 @@ void FrontendServer::PlannerLoop() {
   absl::Time next_check = clock_->Now() + period;
   int failures = 0;
   absl::Time last_log = absl::InfinitePast();
+  std::string last_error;
   while (true) {
     std::string reason;
     {
@@ -185,8 +186,11 @@ void FrontendServer::PlannerLoop() {
         ++stats_.plan_failures;
         ++failures;
         if (replan_reason_.empty()) replan_reason_ = reason;
-        // The first failure, then at most one line every 30 s.
-        if (absl::Now() - last_log >= absl::Seconds(30)) {
+        // The first failure, a different failure, then at most one line
+        // every 30 s.
+        if (absl::Now() - last_log >= absl::Seconds(30) ||
+            status.ToString() != last_error) {
+          last_error = status.ToString();
           spdlog::warn(
               "planning ({}) failed ({} attempt(s) so far), retrying every "
               "{}: {}",

@@ -391,6 +391,7 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
     point->set_latency_ms(c.latency_ms);
     point->set_latency_p99_ms(c.latency_p99_ms);
     point->set_dram_util_percent(c.dram_pressure_percent);
+    point->set_throughput_rps(c.throughput_rps);
   }
   for (auto& [name, p] : result.profiles) {
     for (LatencyPoint& point : *p.mutable_latency()) {

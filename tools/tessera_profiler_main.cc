@@ -218,12 +218,12 @@ int Run() {
     std::printf("%s: %d cells, memory %.0f MiB -> %s\n", name.c_str(),
                 profile.latency_size(), profile.memory_bytes() / 1048576.0,
                 path.c_str());
-    std::printf("  %6s %7s %10s %10s %8s\n", "batch", "share%", "p50 ms",
-                "p99 ms", "dram%");
+    std::printf("  %6s %7s %10s %10s %10s %8s\n", "batch", "share%", "p50 ms",
+                "p99 ms", "items/s", "dram%");
     for (const LatencyPoint& p : profile.latency()) {
-      std::printf("  %6d %7.0f %10.3f %10.3f %8.1f\n", p.batch_size(),
+      std::printf("  %6d %7.0f %10.3f %10.3f %10.1f %8.1f\n", p.batch_size(),
                   p.share_percent(), p.latency_ms(), p.latency_p99_ms(),
-                  p.dram_util_percent());
+                  p.throughput_rps(), p.dram_util_percent());
     }
   }
   if (!result->pairs.empty()) {

@@ -30,9 +30,16 @@ ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
   snapshot.current_plan = current_plan;
   for (const NodeInfo& node : nodes) {
     for (const DeviceInfo& d : node.devices()) {
-      snapshot.devices.push_back(DeviceSnapshot{
-          node.backend_id(), d.device_id(), d.kind(), d.num_cores(),
-          d.memory_bytes(), ProfileKey(d.kind())});
+      DeviceSnapshot device{node.backend_id(), d.device_id(),
+                            d.kind(),          d.num_cores(),
+                            d.memory_bytes(),  ProfileKey(d.kind())};
+      // A cpu device partitions whole cores: shares are multiples of 100/C.
+      if (d.kind() == DEVICE_KIND_CPU && d.num_cores() > 0) {
+        for (int k = 1; k <= d.num_cores(); ++k) {
+          device.allowed_shares.push_back(100.0 * k / d.num_cores());
+        }
+      }
+      snapshot.devices.push_back(std::move(device));
     }
   }
   for (const std::string& name : repository.ModelNames()) {

@@ -1,5 +1,7 @@
 #include "scheduler/gpu_layout.h"
 
+#include "scheduler/time_share_solver.h"
+
 #include <algorithm>
 #include <tuple>
 
@@ -75,6 +77,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
   }
   const std::string& key = snapshot.devices.front().profile_key;
   for (const DeviceSnapshot& d : snapshot.devices) inputs->gpus_.push_back(&d);
+  inputs->share_grid_ = ShareGrid(inputs->gpus_);
   for (const ModelSnapshot& m : snapshot.models) {
     auto it = m.profiles.find(key);
     if (it == m.profiles.end()) {

@@ -62,11 +62,14 @@ class PolicyInputs {
 
   const std::vector<ModelDemand>& demands() const { return demands_; }
   const std::vector<const DeviceSnapshot*>& gpus() const { return gpus_; }
+  // The partition sizes the devices allow (ShareGrid).
+  const std::vector<double>& share_grid() const { return share_grid_; }
 
  private:
   std::map<std::string, LatencyModel> models_;
   std::vector<ModelDemand> demands_;
   std::vector<const DeviceSnapshot*> gpus_;
+  std::vector<double> share_grid_;
 };
 
 // Turns layouts into a plan (used GPUs only).

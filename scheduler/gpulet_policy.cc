@@ -14,9 +14,10 @@ constexpr size_t kMergeAttempts = 8;
 
 // Smallest allowed partition <= cap that serves `slice` alone, else the
 // smallest above the cap; 0 if none.
-double MinRequiredPartition(const Slice& slice, double cap) {
+double MinRequiredPartition(const Slice& slice, double cap,
+                            const std::vector<double>& grid) {
   double best = 0;
-  for (double p : AllowedShares()) {
+  for (double p : grid) {
     if (p > cap && best > 0) break;
     if (SolveTimeShare({slice}, p, SoloLatency)) {
       best = p;
@@ -45,10 +46,14 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::CreateNoInt(
       new GpuletPolicy("gpulet-noint", nullptr, options));
 }
 
-double GpuletPolicy::MaxEfficientPartition(const ModelDemand& m) {
-  static const double kPairs[][2] = {{20, 40}, {40, 50}, {50, 60}, {60, 80}};
+double GpuletPolicy::MaxEfficientPartition(const ModelDemand& m,
+                                           const std::vector<double>& grid) {
+  // Neighbouring sizes below the whole device: on the default grid the
+  // artifact's pairs (20,40), (40,50), (50,60), (60,80).
   double best_score = 0, p_eff = 0;
-  for (const auto& pair : kPairs) {
+  for (size_t i = 0; i + 1 < grid.size(); ++i) {
+    const double pair[2] = {grid[i], grid[i + 1]};
+    if (pair[1] >= 100) break;
     const double lo = SaturatedThroughput(m, pair[0]);
     const double hi = SaturatedThroughput(m, pair[1]);
     if (hi <= 0) continue;
@@ -60,7 +65,7 @@ double GpuletPolicy::MaxEfficientPartition(const ModelDemand& m) {
     }
   }
   if (p_eff == 0) {
-    for (double p : AllowedShares()) {
+    for (double p : grid) {
       if (SaturatedThroughput(m, p) > 0) return p;
     }
     return 100;
@@ -185,11 +190,12 @@ bool GpuletPolicy::Place(Slice slice, double want, bool saturated,
 
 absl::StatusOr<std::vector<GpuLayout>> GpuletPolicy::Partition(
     const std::vector<const ModelDemand*>& order,
-    const std::vector<const DeviceSnapshot*>& gpus) const {
+    const std::vector<const DeviceSnapshot*>& gpus,
+    const std::vector<double>& grid) const {
   std::vector<GpuLayout> layouts;
   for (const DeviceSnapshot* gpu : gpus) layouts.emplace_back(gpu);
   for (const ModelDemand* m : order) {
-    const double p_eff = MaxEfficientPartition(*m);
+    const double p_eff = MaxEfficientPartition(*m, grid);
     double remaining = m->rate_rps;
     while (remaining > 1e-9) {
       const double t = SaturatedThroughput(*m, p_eff);
@@ -201,7 +207,7 @@ absl::StatusOr<std::vector<GpuLayout>> GpuletPolicy::Partition(
         want = p_eff;
         saturated = true;
       } else {
-        want = MinRequiredPartition(slice, p_eff);
+        want = MinRequiredPartition(slice, p_eff, grid);
         if (want == 0) {
           return Unschedulable(*m, "no partition meets its SLO");
         }
@@ -236,7 +242,7 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
   // GPUs therefore uses exactly U GPUs where U is the smallest N that
   // succeeds: with N < U, Algorithm 1 fails at the moment this pass opened
   // GPU U, and with N = U it makes the same placements.
-  auto layouts = Partition(order, gpus);
+  auto layouts = Partition(order, gpus, (*inputs)->share_grid());
   if (!layouts.ok()) return layouts.status();
   int used = 0;
   for (const GpuLayout& g : *layouts) used += g.used() ? 1 : 0;

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/scheduling_policy.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 
@@ -33,7 +34,8 @@ namespace tessera {
 //  * p_eff: the artifact's rule: among neighbouring sizes (20,40), (40,50),
 //    (50,60), (60,80), the hi end of the pair with the largest throughput
 //    gain per percent, ignoring gains under 5 %; the smallest feasible size
-//    if none qualifies.
+//    if none qualifies. Devices with their own grid (a cpu node: multiples
+//    of 100/cores) use its neighbouring sizes instead (ShareGrid).
 //  * Temporal merge before a new slot (the paper's order is best fit, then
 //    merge into existing gpulets: the merge is tried first here because it
 //    never uses more of the GPU).
@@ -54,8 +56,9 @@ class GpuletPolicy : public SchedulingPolicy {
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
   std::string name() const override { return name_; }
 
-  // Exposed for tests.
-  static double MaxEfficientPartition(const ModelDemand& m);
+  // Exposed for tests. `grid`: the partition sizes the devices allow.
+  static double MaxEfficientPartition(
+      const ModelDemand& m, const std::vector<double>& grid = AllowedShares());
 
  private:
   GpuletPolicy(std::string name,
@@ -69,7 +72,8 @@ class GpuletPolicy : public SchedulingPolicy {
   // could not be placed.
   absl::StatusOr<std::vector<GpuLayout>> Partition(
       const std::vector<const ModelDemand*>& order,
-      const std::vector<const DeviceSnapshot*>& gpus) const;
+      const std::vector<const DeviceSnapshot*>& gpus,
+      const std::vector<double>& grid) const;
   // Places `slice` (residues: merge or free slot; saturated: free slot);
   // `placed_rate` receives the rate actually placed (a saturated slice on
   // a larger slot takes more of `remaining`).

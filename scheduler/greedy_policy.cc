@@ -32,7 +32,7 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
         continue;
       }
       bool placed = false;
-      for (double p : AllowedShares()) {
+      for (double p : (*inputs)->share_grid()) {
         if (SolveTimeShare({Slice{&m, remaining}}, p, SoloLatency)) {
           parts.push_back({Slice{&m, remaining}, p});
           placed = true;

@@ -48,8 +48,8 @@ int AssignGpuletIds(const Plan& current, Plan* next) {
         // process for the life of the cluster.
         if (current.epoch() > 0 || g.gpulet_id().empty() ||
             taken.count(g.gpulet_id())) {
-          g.set_gpulet_id(absl::StrCat(d.backend_id(), "/", d.device_id(),
-                                       "/e", next->epoch(), ".", fresh));
+          g.set_gpulet_id(absl::StrCat(d.backend_id(), "/", d.device_id(), "/e",
+                                       next->epoch(), ".", fresh));
         }
       }
       taken.insert(g.gpulet_id());

@@ -23,6 +23,10 @@ struct DeviceSnapshot {
   int64_t memory_bytes = 0;  // 0 = unlimited
   // Key of the profiles that describe this device ("cpu", "v100", ...).
   std::string profile_key;
+  // Partition sizes (percent) the device can make; empty: any size of the
+  // policies' default grid (GPUs). A cpu device with C cores can only
+  // make multiples of 100/C.
+  std::vector<double> allowed_shares;
 };
 
 // One servable model.

@@ -6,6 +6,39 @@
 
 namespace tessera {
 
+std::vector<double> ShareGrid(
+    const std::vector<const DeviceSnapshot*>& devices) {
+  const std::vector<double>* common = nullptr;
+  bool same = !devices.empty();
+  for (const DeviceSnapshot* d : devices) {
+    if (d->allowed_shares.empty()) {
+      same = false;
+    } else if (common == nullptr) {
+      common = &d->allowed_shares;
+    } else if (*common != d->allowed_shares) {
+      same = false;
+    }
+  }
+  std::vector<double> grid;
+  if (same && common != nullptr) {
+    grid = *common;
+  } else {
+    for (double p : AllowedShares()) {
+      bool ok = true;
+      for (const DeviceSnapshot* d : devices) {
+        const auto& a = d->allowed_shares;
+        ok = ok && (a.empty() || std::any_of(a.begin(), a.end(), [p](double x) {
+                      return std::fabs(x - p) < 1e-9;
+                    }));
+      }
+      if (ok) grid.push_back(p);
+    }
+  }
+  std::sort(grid.begin(), grid.end());
+  if (grid.empty() || grid.back() < 100) grid.push_back(100);
+  return grid;
+}
+
 double PlannedLatency(const ModelDemand& m, int batch, double share) {
   // Memoised for the partition sizes the policies use.
   const auto& shares = AllowedShares();

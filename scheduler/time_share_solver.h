@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/model_demand.h"
+#include "scheduler/scheduling_policy.h"
 
 namespace tessera {
 
@@ -14,6 +15,13 @@ inline const std::vector<double>& AllowedShares() {
   static const std::vector<double> shares = {20, 40, 50, 60, 80, 100};
   return shares;
 }
+
+// The partition sizes a policy may use on `devices`: the devices' own
+// grid when they all declare the same one (a cpu node's multiples of
+// 100/C), else the sizes of AllowedShares() that every device declaring a
+// grid allows. Ascending; contains 100.
+std::vector<double> ShareGrid(
+    const std::vector<const DeviceSnapshot*>& devices);
 
 // The schedule of one gpulet: a duty cycle and a batch size per slice.
 struct GpuletSchedule {

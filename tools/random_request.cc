@@ -1,6 +1,9 @@
 #include "tools/random_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status_util.h"
+#include "grpcpp/grpcpp.h"
 
 namespace tessera {
 
@@ -40,6 +43,26 @@ absl::Status FillRandomRequest(const inference::ModelMetadataResponse& meta,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<inference::ModelInferRequest> RandomRequestFor(
+    inference::GRPCInferenceService::Stub* stub, const std::string& model,
+    int batch, std::mt19937* rng) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  inference::ModelMetadataRequest meta_request;
+  meta_request.set_name(model);
+  inference::ModelMetadataResponse meta;
+  grpc::Status s = stub->ModelMetadata(&context, meta_request, &meta);
+  if (!s.ok()) {
+    return absl::Status(
+        FromGrpcStatus(s).code(),
+        absl::StrCat("ModelMetadata(", model, "): ", s.error_message()));
+  }
+  inference::ModelInferRequest request;
+  absl::Status filled = FillRandomRequest(meta, batch, rng, &request);
+  if (!filled.ok()) return filled;
+  return request;
 }
 
 void MakeShapeOnly(inference::ModelInferRequest* request) {

@@ -4,7 +4,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "grpc_service.pb.h"
+#include "absl/status/statusor.h"
+#include "grpc_service.grpc.pb.h"
 
 namespace tessera {
 
@@ -15,6 +16,12 @@ namespace tessera {
 absl::Status FillRandomRequest(const inference::ModelMetadataResponse& meta,
                                int batch, std::mt19937* rng,
                                inference::ModelInferRequest* request);
+
+// Asks the server (ModelMetadata, 10 s deadline) for `model`'s inputs and
+// returns a request with random inputs at `batch` (see FillRandomRequest).
+absl::StatusOr<inference::ModelInferRequest> RandomRequestFor(
+    inference::GRPCInferenceService::Stub* stub, const std::string& model,
+    int batch, std::mt19937* rng);
 
 // Makes `request` shape-only: drops its contents and sets the request
 // parameter "tessera.shape_only" (the backend fabricates the data).

@@ -81,20 +81,11 @@ absl::StatusOr<ScenarioRunner::Report> ScenarioRunner::Run(
   std::vector<LoadGenerator::ModelLoad> loads;
   std::mt19937 rng(static_cast<uint32_t>(options.seed));
   for (const auto& [model, rate] : options.base_rates) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    inference::ModelMetadataRequest meta_request;
-    meta_request.set_name(model);
-    inference::ModelMetadataResponse meta;
-    grpc::Status s = stub->ModelMetadata(&context, meta_request, &meta);
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("ModelMetadata(", model, "): ", s.error_message()));
-    }
+    auto request = RandomRequestFor(stub.get(), model, 1, &rng);
+    if (!request.ok()) return request.status();
     LoadGenerator::ModelLoad load;
     load.model = model;
-    absl::Status filled = FillRandomRequest(meta, 1, &rng, &load.request);
-    if (!filled.ok()) return filled;
+    load.request = std::move(*request);
     if (options.shape_only) MakeShapeOnly(&load.request);
     for (const auto& [t, m] : options.schedule) {
       load.schedule.push_back({t, rate * m});

@@ -68,30 +68,6 @@ struct ModelLoad {
   inference::ModelInferRequest request;
 };
 
-// A request with random inputs of the model's declared shapes.
-bool BuildRequest(inference::GRPCInferenceService::Stub* stub,
-                  const std::string& model, int batch, std::mt19937* rng,
-                  inference::ModelInferRequest* request) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(10));
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name(model);
-  inference::ModelMetadataResponse meta;
-  grpc::Status s = stub->ModelMetadata(&context, meta_request, &meta);
-  if (!s.ok()) {
-    std::fprintf(stderr, "ModelMetadata(%s): %s\n", model.c_str(),
-                 s.error_message().c_str());
-    return false;
-  }
-  absl::Status filled = FillRandomRequest(meta, batch, rng, request);
-  if (!filled.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(filled.message()).c_str());
-    return false;
-  }
-  return true;
-}
-
 struct ModelResult {
   std::string model;
   double offered_rps = 0, ok_rps = 0;
@@ -241,10 +217,13 @@ int Run() {
                                 grpc::InsecureChannelCredentials(), args));
   std::mt19937 rng(absl::GetFlag(FLAGS_seed));
   for (ModelLoad& l : loads) {
-    if (!BuildRequest(stub.get(), l.model, absl::GetFlag(FLAGS_batch), &rng,
-                      &l.request)) {
+    auto request =
+        RandomRequestFor(stub.get(), l.model, absl::GetFlag(FLAGS_batch), &rng);
+    if (!request.ok()) {
+      std::fprintf(stderr, "%s\n", request.status().ToString().c_str());
       return 2;
     }
+    l.request = std::move(*request);
     if (absl::GetFlag(FLAGS_shape_only)) MakeShapeOnly(&l.request);
   }
 

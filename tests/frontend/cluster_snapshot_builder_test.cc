@@ -53,6 +53,8 @@ TEST(ClusterSnapshotBuilderTest, ProfilesAreFoundUnderTheDevicesProfileKey) {
   ASSERT_EQ(snapshot.devices.size(), 1u);
   EXPECT_EQ(snapshot.devices[0].backend_id, "b0");
   EXPECT_EQ(snapshot.devices[0].profile_key, "cpu");
+  // Two cores: partitions of one or two cores only.
+  EXPECT_EQ(snapshot.devices[0].allowed_shares, (std::vector<double>{50, 100}));
   ASSERT_EQ(snapshot.models.size(), 1u);
   EXPECT_EQ(snapshot.models[0].profiles.count("cpu"), 1u);
 
@@ -62,7 +64,13 @@ TEST(ClusterSnapshotBuilderTest, ProfilesAreFoundUnderTheDevicesProfileKey) {
   auto policy = PolicyRegistry::Create("greedy", options);
   ASSERT_TRUE(policy.ok());
   auto plan = (*policy)->Schedule(snapshot);
-  EXPECT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const DevicePlan& d : plan->devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      EXPECT_TRUE(g.share_percent() == 50 || g.share_percent() == 100)
+          << g.share_percent();
+    }
+  }
   fs::remove_all(root);
 }
 

@@ -52,17 +52,12 @@ absl::StatusOr<HealthResponse> Health(BackendService::Stub* stub) {
 // Shape-only request for `model` (the server's metadata gives the shapes).
 inference::ModelInferRequest ShapeOnlyRequest(
     inference::GRPCInferenceService::Stub* stub, const std::string& model) {
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name(model);
-  inference::ModelMetadataResponse meta;
-  EXPECT_TRUE(stub->ModelMetadata(&context, meta_request, &meta).ok());
   std::mt19937 rng(1);
-  inference::ModelInferRequest request;
-  EXPECT_TRUE(FillRandomRequest(meta, 1, &rng, &request).ok());
-  MakeShapeOnly(&request);
-  return request;
+  auto request = RandomRequestFor(stub, model, 1, &rng);
+  EXPECT_TRUE(request.ok()) << request.status();
+  if (!request.ok()) return {};
+  MakeShapeOnly(&*request);
+  return *request;
 }
 
 double SloMs(const std::string& model) {

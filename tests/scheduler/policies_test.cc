@@ -7,6 +7,7 @@
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpulet_policy.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/time_share_solver.h"
 #include "tests/scheduler/policy_test_util.h"
 
 namespace tessera {
@@ -289,6 +290,49 @@ TEST(IdealPolicyTest, RefusesClustersBeyondItsSearch) {
   auto ideal = PolicyRegistry::Create("ideal", options);
   EXPECT_EQ((*ideal)->Schedule(s).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ShareGridTest, DevicesWithTheirOwnGridUseIt) {
+  DeviceSnapshot gpu, cpu2, cpu4a, cpu4b;
+  cpu2.allowed_shares = {50, 100};
+  cpu4a.allowed_shares = {25, 50, 75, 100};
+  cpu4b.allowed_shares = {25, 50, 75, 100};
+  EXPECT_EQ(ShareGrid({&gpu}), AllowedShares());
+  EXPECT_EQ(ShareGrid({&cpu4a, &cpu4b}),
+            (std::vector<double>{25, 50, 75, 100}));
+  // Mixed: the default sizes every declaring device allows.
+  EXPECT_EQ(ShareGrid({&gpu, &cpu4a}), (std::vector<double>{50, 100}));
+  EXPECT_EQ(ShareGrid({&cpu2, &cpu4a}), (std::vector<double>{50, 100}));
+}
+
+TEST(PoliciesTest, ProfilePoliciesUseOnlyTheSharesACpuNodeCanMake) {
+  // Two 2-core cpu devices: only 50 % and 100 % partitions exist. Light
+  // models would get 20 % gpulets on a GPU grid.
+  ClusterSnapshot s = Snapshot(2);
+  for (DeviceSnapshot& d : s.devices) {
+    d.kind = DEVICE_KIND_CPU;
+    d.num_cores = 2;
+    d.allowed_shares = {50, 100};
+  }
+  AddModel(&s, LinearProfile("a", 2, 1), 50, 40);
+  AddModel(&s, LinearProfile("b", 2, 1), 50, 40);
+  AddModel(&s, LinearProfile("c", 3, 1), 30, 60);
+  for (const char* policy : {"greedy", "gpulet", "gpulet-noint"}) {
+    auto plan = RunPolicy(policy, s);
+    ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
+    for (const auto& d : plan->devices()) {
+      double sum = 0;
+      for (const auto& g : d.gpulets()) {
+        EXPECT_TRUE(g.share_percent() == 50 || g.share_percent() == 100)
+            << policy << " made a " << g.share_percent() << "% partition";
+        sum += g.share_percent();
+      }
+      EXPECT_LE(sum, 100) << policy;
+    }
+    for (const char* m : {"a", "b", "c"}) {
+      EXPECT_GT(RateServed(*plan, m), 0) << policy << " left out " << m;
+    }
+  }
 }
 
 }  // namespace

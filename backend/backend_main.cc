@@ -13,6 +13,7 @@
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "backend/backend_service.h"
+#include "common/http_endpoint.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "grpcpp/grpcpp.h"
@@ -53,6 +54,11 @@ ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
 ABSL_FLAG(std::string, mps_control, "nvidia-cuda-mps-control",
           "CUDA devices: the MPS control binary (looked up on PATH).");
 ABSL_FLAG(int, max_message_mb, 512, "Largest gRPC message accepted (MiB).");
+ABSL_FLAG(int, http_port, -1,
+          "HTTP port for /metrics (Prometheus) and /v2/health/{live,ready} "
+          "on the --listen host; 0 picks a free port, -1 (default) none.");
+ABSL_FLAG(std::string, http_port_file, "",
+          "If set, the HTTP port is written to this file once serving.");
 
 namespace {
 
@@ -153,6 +159,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::info("backend '{}' listening on port {}", options.config.id(), port);
+  std::unique_ptr<tessera::HttpEndpoint> http;
+  if (absl::GetFlag(FLAGS_http_port) >= 0) {
+    const std::string listen = absl::GetFlag(FLAGS_listen);
+    auto started = tessera::HttpEndpoint::Start(
+        listen.substr(0, listen.rfind(':')), absl::GetFlag(FLAGS_http_port),
+        {[svc = service->get()] { return svc->RenderMetrics(); },
+         [svc = service->get()] { return svc->Ready(); }});
+    if (!started.ok()) {
+      spdlog::error("{}", started.status().ToString());
+      return 2;
+    }
+    http = std::move(*started);
+    spdlog::info("backend metrics and health on HTTP port {}", http->port());
+    if (!absl::GetFlag(FLAGS_http_port_file).empty()) {
+      const std::string path = absl::GetFlag(FLAGS_http_port_file);
+      std::ofstream(path + ".tmp") << http->port() << "\n";
+      std::filesystem::rename(path + ".tmp", path);
+    }
+  }
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     const std::string path = absl::GetFlag(FLAGS_port_file);
     std::ofstream(path + ".tmp") << port << "\n";
@@ -161,6 +186,7 @@ int main(int argc, char** argv) {
 
   tessera::WaitForTerminationSignal();
   spdlog::info("shutting down");
+  http.reset();
   (*service)->StopProxies();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;

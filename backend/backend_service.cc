@@ -38,6 +38,27 @@ BackendServiceImpl::BackendServiceImpl(
       emulated_profiles_(std::move(emulated_profiles)),
       interference_(std::move(interference)),
       mps_(options_.mps) {
+  batches_metric_ =
+      metrics_.AddCounter("tessera_backend_batches_total",
+                          "Batches answered, by gpulet, model and status code.",
+                          {"gpulet", "model", "code"});
+  exec_metric_ =
+      metrics_.AddHistogram("tessera_backend_batch_exec_seconds",
+                            "Execution time of a batch in its proxy.",
+                            {"model"}, MetricsRegistry::LatencyBuckets());
+  busy_metric_ = metrics_.AddCounter(
+      "tessera_backend_gpulet_busy_seconds_total",
+      "Time each gpulet's proxy spent executing (rate() = busy fraction).",
+      {"gpulet"});
+  share_metric_ = metrics_.AddGauge(
+      "tessera_backend_gpulet_share_percent",
+      "Share of each live gpulet (retiring=1 while it only drains).",
+      {"gpulet", "device", "retiring"});
+  epoch_metric_ = metrics_.AddGauge("tessera_backend_plan_epoch",
+                                    "Epoch of the last plan applied.", {});
+  swaps_metric_ = metrics_.AddGauge(
+      "tessera_backend_swaps",
+      "Proxies started by plan changes since start, by kind.", {"kind"});
   for (const auto& [name, profile] : emulated_profiles_) {
     auto model = LatencyModel::FromProfile(profile);
     if (model.ok()) emulated_latency_.emplace(name, std::move(*model));
@@ -574,7 +595,19 @@ grpc::Status BackendServiceImpl::Execute(
       reply(std::move(response));
       continue;
     }
-    proxy->Execute(batch, reply);
+    const std::string gpulet = batch.gpulet_id(), model = batch.model();
+    proxy->Execute(batch, [this, gpulet, model, reply](BatchResponse r) {
+      batches_metric_->Increment(
+          {gpulet, model,
+           absl::StatusCodeToString(
+               static_cast<absl::StatusCode>(r.status().code()))});
+      if (r.status().code() == 0) {
+        const double exec = r.exec_time_us() / 1e6;
+        exec_metric_->Observe({model}, exec);
+        busy_metric_->Increment({gpulet}, exec);
+      }
+      reply(std::move(r));
+    });
   }
   absl::MutexLock lock(&state->mu);
   auto done = [state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
@@ -600,6 +633,32 @@ grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
   response->set_swaps(swaps_);
   response->set_stop_then_start_swaps(stop_then_start_swaps_);
   return grpc::Status::OK;
+}
+
+bool BackendServiceImpl::Ready() const {
+  absl::MutexLock lock(&mu_);
+  bool ready = !gpulets_.empty();
+  for (const auto& [id, g] : gpulets_) {
+    ready = ready && (g.retiring || g.proxy->alive());
+  }
+  return ready;
+}
+
+std::string BackendServiceImpl::RenderMetrics() {
+  {
+    absl::MutexLock lock(&mu_);
+    share_metric_->Clear();
+    for (const auto& [id, g] : gpulets_) {
+      share_metric_->Set({id, g.device_id, g.retiring ? "1" : "0"},
+                         g.plan.share_percent());
+    }
+    epoch_metric_->Set({}, static_cast<double>(epoch_));
+    swaps_metric_->Set({"shadow"},
+                       static_cast<double>(swaps_ - stop_then_start_swaps_));
+    swaps_metric_->Set({"stop_then_start"},
+                       static_cast<double>(stop_then_start_swaps_));
+  }
+  return metrics_.Render();
 }
 
 void BackendServiceImpl::StopProxies() {

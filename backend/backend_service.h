@@ -12,6 +12,7 @@
 #include "backend.grpc.pb.h"
 #include "backend/mps_daemon_manager.h"
 #include "backend/proxy_handle.h"
+#include "common/metrics.h"
 #include "common/model_repository.h"
 #include "config.pb.h"
 #include "perfmodel/interference_model.h"
@@ -70,6 +71,11 @@ class BackendServiceImpl final : public BackendService::Service {
                       const HealthRequest* request,
                       HealthResponse* response) override;
 
+  // Prometheus exposition (tessera_backend_*) and readiness (every gpulet
+  // of the plan in force has a live proxy) for the HTTP endpoint.
+  std::string RenderMetrics() ABSL_LOCKS_EXCLUDED(mu_);
+  bool Ready() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Stops every proxy. Call before destroying the gRPC server's threads.
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -109,6 +115,13 @@ class BackendServiceImpl final : public BackendService::Service {
   std::unique_ptr<InterferenceModel> interference_;
   // Thread-safe; mutable: starting a daemon does not change the service.
   mutable MpsDaemonManager mps_;
+  MetricsRegistry metrics_;
+  MetricsRegistry::Counter* batches_metric_;
+  MetricsRegistry::Histogram* exec_metric_;
+  MetricsRegistry::Counter* busy_metric_;
+  MetricsRegistry::Gauge* share_metric_;
+  MetricsRegistry::Gauge* epoch_metric_;
+  MetricsRegistry::Gauge* swaps_metric_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.

@@ -29,6 +29,11 @@ ABSL_FLAG(std::string, policy, "",
           "text above).");
 ABSL_FLAG(std::string, plan_file, "",
           "If set, each plan installed is written here (text format).");
+ABSL_FLAG(int, http_port, 8000,
+          "HTTP port for /metrics (Prometheus) and /v2/health/{live,ready} "
+          "on the --listen host; 0 picks a free port, -1 turns it off.");
+ABSL_FLAG(std::string, http_port_file, "",
+          "If set, the HTTP port is written to this file once serving.");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 
@@ -64,6 +69,7 @@ int main(int argc, char** argv) {
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.listen = absl::GetFlag(FLAGS_listen);
   options.plan_file = absl::GetFlag(FLAGS_plan_file);
+  options.http_port = absl::GetFlag(FLAGS_http_port);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
 
   auto server = tessera::FrontendServer::Create(options);
@@ -76,9 +82,12 @@ int main(int argc, char** argv) {
     spdlog::error("{}", s.ToString());
     return 2;
   }
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    const std::string path = absl::GetFlag(FLAGS_port_file);
-    std::ofstream(path + ".tmp") << (*server)->port() << "\n";
+  for (const auto& [path, port] :
+       {std::pair{absl::GetFlag(FLAGS_port_file), (*server)->port()},
+        std::pair{absl::GetFlag(FLAGS_http_port_file),
+                  (*server)->http_port()}}) {
+    if (path.empty()) continue;
+    std::ofstream(path + ".tmp") << port << "\n";
     std::filesystem::rename(path + ".tmp", path);
   }
   tessera::WaitForTerminationSignal();

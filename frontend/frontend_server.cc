@@ -96,7 +96,7 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
           clock_),
       router_(&monitor_),
-      service_(repository_.get(), &router_, clock_, "0.1.0") {
+      service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_) {
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(b.id(), b.address()));
     backend_state_[b.id()] = BackendState{};
@@ -122,6 +122,16 @@ absl::Status FrontendServer::Start() {
       "check every {} s)",
       port_, policy_->name(), options_.config.time_scale(),
       options_.config.replan_period_s());
+  if (options_.http_port >= 0) {
+    const std::string host =
+        options_.listen.substr(0, options_.listen.rfind(':'));
+    auto http = HttpEndpoint::Start(
+        host, options_.http_port,
+        {[this] { return RenderMetrics(); }, [this] { return Ready(); }});
+    if (!http.ok()) return http.status();
+    http_ = std::move(*http);
+    spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
+  }
   {
     absl::MutexLock lock(&mu_);
     replan_reason_ = "initial plan";
@@ -503,6 +513,55 @@ Plan FrontendServer::current_plan() const {
   return plan_;
 }
 
+int FrontendServer::http_port() const {
+  return http_ == nullptr ? 0 : http_->port();
+}
+
+bool FrontendServer::Ready() const {
+  absl::MutexLock lock(&mu_);
+  if (plan_.epoch() == 0) return false;
+  for (const auto& [id, state] : backend_state_) {
+    if (!state.alive) return false;
+  }
+  return true;
+}
+
+std::string FrontendServer::RenderMetrics() {
+  Plan plan;
+  Stats stats;
+  std::map<std::string, bool> alive;
+  {
+    absl::MutexLock lock(&mu_);
+    plan = plan_;
+    stats = stats_;
+    for (const auto& [id, state] : backend_state_) alive[id] = state.alive;
+  }
+  metrics_.plan_epoch()->Set({}, static_cast<double>(plan.epoch()));
+  metrics_.plans()->Set({}, static_cast<double>(stats.plans));
+  metrics_.gpulets_started()->Set({},
+                                  static_cast<double>(stats.gpulets_started));
+  metrics_.handed_over()->Set({}, static_cast<double>(stats.calls_handed_over));
+  metrics_.gpulet_share()->Clear();
+  for (const DevicePlan& d : plan.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      metrics_.gpulet_share()->Set(
+          {d.backend_id(), d.device_id(), g.gpulet_id()}, g.share_percent());
+    }
+  }
+  metrics_.queue_depth()->Clear();
+  for (const auto& w : router_.workers()) {
+    metrics_.queue_depth()->Set({w->gpulet_id()},
+                                static_cast<double>(w->queued()));
+  }
+  for (const auto& [model, rate] : monitor_.Rates()) {
+    metrics_.observed_rate()->Set({model}, rate);
+  }
+  for (const auto& [id, up] : alive) {
+    metrics_.backend_up()->Set({id}, up ? 1 : 0);
+  }
+  return metrics_.registry().Render();
+}
+
 FrontendServer::Stats FrontendServer::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
@@ -516,6 +575,7 @@ void FrontendServer::Shutdown() {
   }
   if (planner_.joinable()) planner_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
+  http_.reset();
   // Stop dispatching (queued and newly arriving calls get UNAVAILABLE),
   // let in-flight batches finish, stop the gRPC server, close the backend
   // streams (anything still in flight fails), and only then drop the

@@ -11,9 +11,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/http_endpoint.h"
 #include "common/model_repository.h"
 #include "config.pb.h"
 #include "frontend/backend_client.h"
+#include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"
@@ -48,6 +50,9 @@ class FrontendServer {
     // If set, every plan installed is written here (text format,
     // replaced atomically) once the backends committed it.
     std::string plan_file;
+    // HTTP /metrics and /v2/health/{live,ready} on this port of the
+    // listen host (0: any free port, -1: none).
+    int http_port = -1;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).
@@ -66,6 +71,12 @@ class FrontendServer {
   absl::Status Start();
   // Port actually bound (useful with port 0).
   int port() const { return port_; }
+  // HTTP port actually bound (0 without HTTP).
+  int http_port() const;
+  // Ready: a plan is installed and every configured backend answers.
+  bool Ready() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The Prometheus exposition (refreshes the plan and queue gauges).
+  std::string RenderMetrics() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until a plan is installed or `timeout` passes.
   bool WaitUntilReady(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // The plan in force (epoch 0 before the first).
@@ -104,6 +115,7 @@ class FrontendServer {
   std::unique_ptr<SchedulingPolicy> policy_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
   RequestMonitor monitor_;
+  FrontendMetrics metrics_;
   Router router_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
@@ -123,6 +135,7 @@ class FrontendServer {
   std::vector<std::shared_ptr<GpuletWorker>> graveyard_;  // planner only
   std::thread planner_;
   std::thread heartbeat_;
+  std::unique_ptr<HttpEndpoint> http_;
 };
 
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
+#include "frontend/frontend_metrics.h"
 #include "frontend/request_codec.h"
 #include "spdlog/spdlog.h"
 
@@ -22,6 +23,13 @@ std::vector<Dispatcher::ModelSlot> Slots(const GpuletPlan& gpulet) {
 }  // namespace
 
 void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
+  if (call->metrics != nullptr) {
+    const absl::Time now = absl::Now();
+    call->metrics->RecordRequest(call->config->name(), status.code(),
+                                 now - call->arrival,
+                                 (status.ok() && now > call->deadline) ||
+                                     absl::IsDeadlineExceeded(status));
+  }
   if (status.ok()) {
     call->response->set_model_name(call->config->name());
     call->response->set_model_version(call->version);
@@ -170,6 +178,9 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   bool shape_only = true;
   for (const auto& c : calls) shape_only = shape_only && c->decoded.shape_only;
   request.set_shape_only(shape_only);
+  if (!calls.empty() && calls.front()->metrics != nullptr) {
+    calls.front()->metrics->RecordBatch(config.name(), batch.items);
+  }
   for (int i = 0; i < config.input_size(); ++i) {
     const TensorConfig& tc = config.input(i);
     Tensor* t = request.add_inputs();
@@ -269,6 +280,11 @@ void GpuletWorker::Stop() {
                absl::UnavailableError(absl::StrCat(
                    "gpulet '", gpulet_id(), "' stopped before serving")));
   }
+}
+
+size_t GpuletWorker::queued() const {
+  absl::MutexLock lock(&mu_);
+  return dispatcher_.queued();
 }
 
 bool GpuletWorker::WaitIdle(absl::Duration timeout) {

@@ -59,6 +59,8 @@ class GpuletWorker {
   bool WaitIdle(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options& options() const { return options_; }
+  // Calls waiting in the dispatcher.
+  size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& gpulet_id() const { return options_.gpulet.gpulet_id(); }
 
  private:

@@ -11,6 +11,8 @@
 
 namespace tessera {
 
+class FrontendMetrics;
+
 // A ModelInfer request after validation: per configured input (config
 // order) the request's bytes, either viewing the request's raw contents or
 // owned after converting typed contents.
@@ -35,6 +37,8 @@ struct InferCall {
   DecodedRequest decoded;
   absl::Time arrival;
   absl::Time deadline;
+  // Where the answer is counted (may be null).
+  FrontendMetrics* metrics = nullptr;
 };
 
 }  // namespace tessera

@@ -86,13 +86,24 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   const absl::Time arrival = clock_->Now();
+  // Calls refused before routing count too (unknown names as "_unknown",
+  // so bad requests cannot grow the label set).
+  auto refuse = [&](const absl::Status& status) {
+    if (metrics_ != nullptr) {
+      const bool known = repository_->Find(request->model_name()) != nullptr;
+      metrics_->RecordRequest(known ? request->model_name() : "_unknown",
+                              status.code(), absl::Now() - arrival,
+                              absl::IsDeadlineExceeded(status));
+    }
+    return Done(context, status);
+  };
   auto version = repository_->ResolveVersion(request->model_name(),
                                              request->model_version());
-  if (!version.ok()) return Done(context, version.status());
+  if (!version.ok()) return refuse(version.status());
   const ModelRepository::Entry* entry =
       repository_->Find(request->model_name());
   auto decoded = RequestCodec::Decode(*request, entry->config);
-  if (!decoded.ok()) return Done(context, decoded.status());
+  if (!decoded.ok()) return refuse(decoded.status());
 
   auto call = std::make_unique<InferCall>();
   call->reactor = context->DefaultReactor();
@@ -102,6 +113,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   call->version = absl::StrCat(*version);
   call->decoded = std::move(*decoded);
   call->arrival = arrival;
+  call->metrics = metrics_;
   call->deadline =
       arrival +
       absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));
@@ -110,7 +122,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
       std::min(call->deadline, absl::FromChrono(context->deadline()));
   grpc::ServerUnaryReactor* reactor = call->reactor;
   absl::Status routed = router_->Submit(call);
-  if (!routed.ok()) reactor->Finish(ToGrpcStatus(routed));
+  if (!routed.ok()) FinishCall(std::move(call), routed);
   return reactor;
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/model_repository.h"
+#include "frontend/frontend_metrics.h"
 #include "frontend/router.h"
 #include "grpc_service.grpc.pb.h"
 
@@ -17,12 +18,15 @@ class InferenceService final
     : public inference::GRPCInferenceService::CallbackService {
  public:
   // All pointers must outlive the service.
+  // `metrics` may be null.
   InferenceService(const ModelRepository* repository, Router* router,
-                   const Clock* clock, std::string server_version)
+                   const Clock* clock, std::string server_version,
+                   FrontendMetrics* metrics = nullptr)
       : repository_(repository),
         router_(router),
         clock_(clock),
-        server_version_(std::move(server_version)) {}
+        server_version_(std::move(server_version)),
+        metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* ServerLive(
       grpc::CallbackServerContext* context,
@@ -66,6 +70,7 @@ class InferenceService final
   Router* router_;
   const Clock* clock_;
   const std::string server_version_;
+  FrontendMetrics* metrics_;
 };
 
 }  // namespace tessera

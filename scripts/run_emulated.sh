@@ -9,7 +9,8 @@
 #          [--scenario-args="..."] [--loadgen-search]
 #   --serve           keep serving (Ctrl-C to stop) instead of the scenario
 #   --loadgen-search  measure the SLO-preserved max throughput instead
-# Ports: frontend ${TESSERA_PORT:-8100}, backends +1 and +2.
+# Ports: frontend ${TESSERA_PORT:-8100}, backends +1 and +2; HTTP metrics
+# and health: frontend +10, backends +11 and +12.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,12 +55,14 @@ for i in 0 1; do
   echo "==> backend$i: 2 emulated GPUs on 127.0.0.1:$port (log: $LOG_DIR/emulated-backend$i.log)"
   "$BIN/tessera_backend" --listen="127.0.0.1:$port" --id="backend$i" \
     --emulated_gpus=2 --time_scale=10 --model_repository="$MODELS" \
+    --http_port="$((PORT + 11 + i))" \
     --profile_dir="$ROOT/profiles" > "$LOG_DIR/emulated-backend$i.log" 2>&1 &
   PIDS+=($!)
 done
 echo "==> frontend ($POLICY) on 127.0.0.1:$PORT (log: $LOG_DIR/emulated-frontend.log)"
 "$BIN/tessera_frontend" --config="$CONFIG" --policy="$POLICY" \
   --listen="127.0.0.1:$PORT" --model_repository="$MODELS" \
+  --http_port="$((PORT + 10))" \
   > "$LOG_DIR/emulated-frontend.log" 2>&1 &
 PIDS+=($!)
 

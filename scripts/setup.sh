@@ -30,11 +30,13 @@ PACKAGES=(
   # libraries
   libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libabsl-dev libspdlog-dev libgtest-dev libgmock-dev
-  libbenchmark-dev nlohmann-json3-dev
+  libbenchmark-dev nlohmann-json3-dev libcpp-httplib-dev
   # without it LibTorch falls back to reference BLAS (~10x slower)
   libopenblas0-openmp
   # model generation and the Python protocol-compatibility test
   python3-torch python3-torchvision python3-grpcio python3-protobuf
+  # the metrics test parses /metrics with the Prometheus client's parser
+  python3-prometheus-client
   # plots of benchmark and experiment results
   python3-matplotlib
 )

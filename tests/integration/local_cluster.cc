@@ -91,8 +91,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
   const std::string port_file = tmpl + "/frontend.port";
   Subprocess::Options spawn;
-  spawn.argv = {options.bin_dir + "/tessera_frontend", "--listen=127.0.0.1:0",
-                "--port_file=" + port_file, "--config=" + config_path,
+  spawn.argv = {options.bin_dir + "/tessera_frontend",
+                "--listen=127.0.0.1:0",
+                "--port_file=" + port_file,
+                "--config=" + config_path,
+                "--http_port=0",
                 "--model_repository=" + options.model_repository};
   for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
   auto frontend = Subprocess::Spawn(spawn);

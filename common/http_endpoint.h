@@ -1,0 +1,41 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera {
+
+// The HTTP side of a process (cpp-httplib; this is the only source that
+// includes it): Prometheus metrics at /metrics and Triton-style health at
+// /v2/health/live (200 while the process serves) and /v2/health/ready (200
+// when `ready` says so, else 503).
+class HttpEndpoint {
+ public:
+  struct Handlers {
+    std::function<std::string()> metrics;
+    std::function<bool()> ready;
+  };
+
+  // Listens on host:port (port 0: any free port) in a thread of its own.
+  static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
+      const std::string& host, int port, Handlers handlers);
+  ~HttpEndpoint();
+
+  int port() const { return port_; }
+
+ private:
+  HttpEndpoint() = default;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace tessera

@@ -34,6 +34,11 @@ ABSL_FLAG(int, http_port, 8000,
           "on the --listen host; 0 picks a free port, -1 turns it off.");
 ABSL_FLAG(std::string, http_port_file, "",
           "If set, the HTTP port is written to this file once serving.");
+ABSL_FLAG(std::string, admin_listen, "127.0.0.1:8190",
+          "host:port of the admin service (tessera_admin); empty: none. "
+          "Never the inference port; loopback by default.");
+ABSL_FLAG(std::string, admin_port_file, "",
+          "If set, the admin port is written to this file once serving.");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.plan_file = absl::GetFlag(FLAGS_plan_file);
   options.http_port = absl::GetFlag(FLAGS_http_port);
+  options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
 
   auto server = tessera::FrontendServer::Create(options);
@@ -84,8 +90,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& [path, port] :
        {std::pair{absl::GetFlag(FLAGS_port_file), (*server)->port()},
-        std::pair{absl::GetFlag(FLAGS_http_port_file),
-                  (*server)->http_port()}}) {
+        std::pair{absl::GetFlag(FLAGS_http_port_file), (*server)->http_port()},
+        std::pair{absl::GetFlag(FLAGS_admin_port_file),
+                  (*server)->admin_port()}}) {
     if (path.empty()) continue;
     std::ofstream(path + ".tmp") << port << "\n";
     std::filesystem::rename(path + ".tmp", path);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/text_proto.h"
+#include "frontend/admin_service.h"
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
 #include "perfmodel/interference_model.h"
@@ -81,16 +82,19 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   }
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();
-  return std::unique_ptr<FrontendServer>(new FrontendServer(
-      std::move(options), clock, std::move(*repository), std::move(*policy)));
+  return std::unique_ptr<FrontendServer>(
+      new FrontendServer(std::move(options), clock, std::move(*repository),
+                         std::move(policy_options), std::move(*policy)));
 }
 
 FrontendServer::FrontendServer(Options options, const Clock* clock,
                                std::unique_ptr<ModelRepository> repository,
+                               PolicyOptions policy_options,
                                std::unique_ptr<SchedulingPolicy> policy)
     : options_(std::move(options)),
       clock_(clock),
       repository_(std::move(repository)),
+      policy_options_(std::move(policy_options)),
       policy_(std::move(policy)),
       monitor_(
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
@@ -120,7 +124,7 @@ absl::Status FrontendServer::Start() {
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "
       "check every {} s)",
-      port_, policy_->name(), options_.config.time_scale(),
+      port_, options_.config.policy(), options_.config.time_scale(),
       options_.config.replan_period_s());
   if (options_.http_port >= 0) {
     const std::string host =
@@ -131,6 +135,19 @@ absl::Status FrontendServer::Start() {
     if (!http.ok()) return http.status();
     http_ = std::move(*http);
     spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
+  }
+  if (!options_.admin_listen.empty()) {
+    admin_service_ = std::make_unique<AdminServiceImpl>(this);
+    grpc::ServerBuilder admin;
+    admin.AddListeningPort(options_.admin_listen,
+                           grpc::InsecureServerCredentials(), &admin_port_);
+    admin.RegisterService(admin_service_.get());
+    admin_server_ = admin.BuildAndStart();
+    if (admin_server_ == nullptr || admin_port_ == 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen for admin RPCs on ", options_.admin_listen));
+    }
+    spdlog::info("frontend admin service on port {}", admin_port_);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -147,6 +164,37 @@ void FrontendServer::WaitForWork(absl::Duration timeout) {
     return stopping_ || !replan_reason_.empty();
   };
   mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
+}
+
+absl::Status FrontendServer::SetPolicy(const std::string& name) {
+  auto policy = PolicyRegistry::Create(name, policy_options_);
+  if (!policy.ok()) return policy.status();
+  absl::MutexLock lock(&mu_);
+  policy_ = std::move(*policy);
+  replan_reason_ = "policy switched to '" + name + "'";
+  spdlog::info("scheduling policy switched to '{}'", name);
+  return absl::OkStatus();
+}
+
+AdminStatus FrontendServer::Status() const {
+  AdminStatus status;
+  {
+    absl::MutexLock lock(&mu_);
+    status.set_policy(policy_->name());
+    *status.mutable_plan() = plan_;
+    for (const auto& [m, r] : planned_rates_) {
+      (*status.mutable_planned_rates_rps())[m] = r;
+    }
+    for (const auto& [id, state] : backend_state_) {
+      (*status.mutable_backends_up())[id] = state.alive;
+    }
+    status.set_plans_installed(stats_.plans);
+    status.set_plan_failures(stats_.plan_failures);
+  }
+  for (const auto& [m, r] : monitor_.Rates()) {
+    (*status.mutable_observed_rates_rps())[m] = r;
+  }
+  return status;
 }
 
 void FrontendServer::RequestReplan(const std::string& reason) {
@@ -585,6 +633,9 @@ void FrontendServer::Shutdown() {
   for (auto& w : workers) w->WaitIdle(absl::Seconds(5));
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  }
+  if (admin_server_ != nullptr) {
+    admin_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   }
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});

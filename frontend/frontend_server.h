@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "admin.grpc.pb.h"
 #include "common/clock.h"
 #include "common/http_endpoint.h"
 #include "common/model_repository.h"
@@ -53,6 +54,9 @@ class FrontendServer {
     // HTTP /metrics and /v2/health/{live,ready} on this port of the
     // listen host (0: any free port, -1: none).
     int http_port = -1;
+    // host:port of the AdminService (empty: none); never the inference
+    // port.
+    std::string admin_listen;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).
@@ -84,11 +88,18 @@ class FrontendServer {
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // Asks the planner to re-plan now (e.g. from an admin command).
   void RequestReplan(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // Switches the scheduling policy (same options) and re-plans with it.
+  absl::Status SetPolicy(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the admin service reports.
+  AdminStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Admin port actually bound (0 without an admin service).
+  int admin_port() const { return admin_port_; }
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
+                 PolicyOptions policy_options,
                  std::unique_ptr<SchedulingPolicy> policy);
   struct BackendState {
     bool alive = true;
@@ -112,7 +123,7 @@ class FrontendServer {
   const Options options_;
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
-  std::unique_ptr<SchedulingPolicy> policy_;
+  const PolicyOptions policy_options_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
   RequestMonitor monitor_;
   FrontendMetrics metrics_;
@@ -122,6 +133,7 @@ class FrontendServer {
   int port_ = 0;
 
   mutable absl::Mutex mu_;
+  std::shared_ptr<const SchedulingPolicy> policy_ ABSL_GUARDED_BY(mu_);
   Plan plan_ ABSL_GUARDED_BY(mu_);
   // Rates (req/s) the plan in force was made for.
   std::map<std::string, double> planned_rates_ ABSL_GUARDED_BY(mu_);
@@ -136,6 +148,9 @@ class FrontendServer {
   std::thread planner_;
   std::thread heartbeat_;
   std::unique_ptr<HttpEndpoint> http_;
+  std::unique_ptr<AdminService::Service> admin_service_;
+  std::unique_ptr<grpc::Server> admin_server_;
+  int admin_port_ = 0;
 };
 
 }  // namespace tessera

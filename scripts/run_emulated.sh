@@ -10,7 +10,7 @@
 #   --serve           keep serving (Ctrl-C to stop) instead of the scenario
 #   --loadgen-search  measure the SLO-preserved max throughput instead
 # Ports: frontend ${TESSERA_PORT:-8100}, backends +1 and +2; HTTP metrics
-# and health: frontend +10, backends +11 and +12.
+# and health: frontend +10, backends +11 and +12; admin service +20.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +62,7 @@ done
 echo "==> frontend ($POLICY) on 127.0.0.1:$PORT (log: $LOG_DIR/emulated-frontend.log)"
 "$BIN/tessera_frontend" --config="$CONFIG" --policy="$POLICY" \
   --listen="127.0.0.1:$PORT" --model_repository="$MODELS" \
-  --http_port="$((PORT + 10))" \
+  --http_port="$((PORT + 10))" --admin_listen="127.0.0.1:$((PORT + 20))" \
   > "$LOG_DIR/emulated-frontend.log" 2>&1 &
 PIDS+=($!)
 

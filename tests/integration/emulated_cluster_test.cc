@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "admin.grpc.pb.h"
 #include "backend.grpc.pb.h"
 #include "common/text_proto.h"
 #include "gmock/gmock.h"
@@ -442,6 +443,63 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   auto settled = WaitForQuiescence(absl::Seconds(2), absl::Seconds(60));
   ASSERT_TRUE(settled.ok()) << settled.status();
   ExpectAppliedPlanMatches(*settled, backends_);
+}
+
+TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto admin = AdminService::NewStub(grpc::CreateChannel(
+      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  {
+    grpc::ClientContext context;
+    AdminStatus status;
+    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+    EXPECT_EQ(status.policy(), "gpulet");
+    EXPECT_EQ(status.plan().epoch(), quiet->epoch());
+    EXPECT_EQ(status.backends_up().at("backend1"), true);
+    EXPECT_EQ(status.planned_rates_rps().count("resnet50"), 1u);
+  }
+  {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy("no-such-policy");
+    SetPolicyResponse response;
+    grpc::Status s = admin->SetPolicy(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("sbp"));
+  }
+  {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy("sbp");
+    SetPolicyResponse response;
+    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
+  }
+  auto switched = WaitForPlan(
+      quiet->epoch(), [](const Plan& p) { return p.policy() == "sbp"; },
+      absl::Seconds(30));
+  ASSERT_TRUE(switched.ok()) << switched.status();
+  EXPECT_THAT(switched->reason(), ::testing::HasSubstr("policy switched"));
+
+  // The CLI prints the plan in force as a table.
+  Subprocess::Options o;
+  const std::string out =
+      ::testing::TempDir() + "/admin_out_" + std::to_string(getpid()) + ".txt";
+  o.argv = {"/bin/sh", "-c",
+            kBin + "/tessera_admin --server=" + cluster_->admin_address() +
+                " status > " + out};
+  auto cli = Subprocess::Spawn(o);
+  ASSERT_TRUE(cli.ok());
+  ASSERT_EQ((*cli)->Wait(absl::Seconds(30)).value_or(-1), 0);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, ::testing::HasSubstr("policy sbp"));
+  EXPECT_THAT(text, ::testing::HasSubstr("backend0"));
+  EXPECT_THAT(text, ::testing::HasSubstr("resnet50"));
+  EXPECT_THAT(text, ::testing::HasSubstr("observed/s"));
 }
 
 // One backend daemon driven directly over its RPCs (no frontend).

@@ -96,6 +96,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                 "--port_file=" + port_file,
                 "--config=" + config_path,
                 "--http_port=0",
+                "--admin_listen=127.0.0.1:0",
+                "--admin_port_file=" + tmpl + "/frontend.admin",
                 "--model_repository=" + options.model_repository};
   for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
   auto frontend = Subprocess::Spawn(spawn);
@@ -105,6 +107,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       WaitForPortFile(port_file, cluster->frontend_.get(), absl::Seconds(30));
   if (!port.ok()) return port.status();
   cluster->frontend_address_ = absl::StrCat("127.0.0.1:", *port);
+  auto admin = WaitForPortFile(tmpl + "/frontend.admin",
+                               cluster->frontend_.get(), absl::Seconds(30));
+  if (!admin.ok()) return admin.status();
+  cluster->admin_address_ = absl::StrCat("127.0.0.1:", *admin);
 
   // Ready once the plan is applied (proxies loaded and warmed up).
   auto stub = cluster->NewStub();

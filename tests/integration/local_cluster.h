@@ -38,6 +38,7 @@ class LocalCluster {
   ~LocalCluster();
 
   const std::string& frontend_address() const { return frontend_address_; }
+  const std::string& admin_address() const { return admin_address_; }
   std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
   Subprocess* frontend() { return frontend_.get(); }
   Subprocess* backend(int i) { return backends_.at(i).get(); }
@@ -55,6 +56,7 @@ class LocalCluster {
   std::vector<std::string> backend_addresses_;
   std::unique_ptr<Subprocess> frontend_;
   std::string frontend_address_;
+  std::string admin_address_;
 };
 
 // Makes a model repository under `dir` with `models` of
@@ -68,11 +70,11 @@ absl::StatusOr<std::string> MakeSubsetRepository(
 
 // Starts `binary` with `args` plus --listen=127.0.0.1:0 and a port file in
 // `dir` named after `name`, and waits until it serves; returns its port.
-absl::StatusOr<int> StartServer(
-    const std::string& binary, std::vector<std::string> args,
-    const std::string& dir, const std::string& name,
-    std::unique_ptr<Subprocess>* process,
-    std::map<std::string, std::string> env = {});
+absl::StatusOr<int> StartServer(const std::string& binary,
+                                std::vector<std::string> args,
+                                const std::string& dir, const std::string& name,
+                                std::unique_ptr<Subprocess>* process,
+                                std::map<std::string, std::string> env = {});
 
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);

@@ -66,7 +66,7 @@ static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
         self.procs.append(subprocess.Popen([
             os.path.join(ARGS.bin_dir, "tessera_frontend"),
             "--listen=127.0.0.1:0", f"--port_file={fport_file}",
-            "--http_port=0",
+            "--http_port=0", "--admin_listen=127.0.0.1:0",
             f"--config={config}", f"--model_repository={repo}"]))
         self.address = f"127.0.0.1:{wait_for_port_file(fport_file, self.procs[-1])}"
 

@@ -110,6 +110,7 @@ heartbeat_misses: 2
         p = subprocess.Popen([
             os.path.join(ARGS.bin_dir, "tessera_frontend"),
             "--listen=127.0.0.1:0", f"--port_file={pf}", "--http_port=0",
+            "--admin_listen=127.0.0.1:0",
             f"--http_port_file={hf}", f"--config={config}",
             f"--model_repository={models}"])
         self.procs["frontend"] = p

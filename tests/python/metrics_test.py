@@ -21,21 +21,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from test_util import wait_for_port_file
+
 ARGS = None
-
-
-def wait_for_port_file(path, proc, timeout_s=30):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if os.path.exists(path):
-            with open(path) as f:
-                text = f.read().strip()
-            if text:
-                return int(text)
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}")
-        time.sleep(0.02)
-    raise TimeoutError(f"no port in {path}")
 
 
 def http_status(port, path):

@@ -74,9 +74,23 @@ LoadGenerator::Result LoadGenerator::Run(
   // so sending delays do not lower the offered rate. Arrivals are
   // memoryless, so each step of the schedule restarts at its boundary.
   std::vector<std::thread> senders;
+  std::atomic<int> senders_done{0};
   for (size_t i = 0; i < loads.size(); ++i) {
     senders.emplace_back([&, i] {
+      struct Finished {
+        std::atomic<int>* n;
+        ~Finished() { ++*n; }
+      } finished{&senders_done};
       std::mt19937_64 rng(options.seed * 7919 + i);
+      if (!loads[i].times.empty()) {
+        for (absl::Duration t : loads[i].times) {
+          if (start + t >= end) break;
+          absl::SleepFor(start + t - absl::Now());
+          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
+                      options.timeout);
+        }
+        return;
+      }
       const std::vector<Step>& steps = loads[i].schedule;
       for (size_t k = 0; k < steps.size(); ++k) {
         const absl::Time from = start + steps[k].start;
@@ -99,7 +113,9 @@ LoadGenerator::Result LoadGenerator::Run(
     absl::SleepFor(absl::Seconds(1));
     const int64_t sent = state->sent, done = state->done;
     if (options.progress) options.progress(absl::Now() - start, sent, done);
-    if (absl::Now() >= end && sent == done) break;
+    // Done when every sender has sent its last request (a sender can lag
+    // behind the clock) and every request is answered.
+    if (senders_done == static_cast<int>(loads.size()) && sent == done) break;
     if (absl::Now() > give_up) break;
   }
   for (auto& t : senders) t.join();

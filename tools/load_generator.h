@@ -12,7 +12,8 @@
 
 namespace tessera {
 
-// Open-loop load: per model, Poisson arrivals at a piecewise-constant rate,
+// Open-loop load: per model, Poisson arrivals at a piecewise-constant rate
+// (or the timestamps of a trace),
 // sent asynchronously (a slow server does not lower the offered load).
 // Records every request's outcome. Used by tessera_loadgen, the scenario
 // runner and the integration tests.
@@ -27,6 +28,9 @@ class LoadGenerator {
     std::string model;
     inference::ModelInferRequest request;
     std::vector<Step> schedule;  // ascending start times
+    // Trace replay: send exactly at these offsets from the start
+    // (ascending) instead of the Poisson schedule.
+    std::vector<absl::Duration> times;
   };
   struct Record {
     int load = 0;         // index into the loads

@@ -29,6 +29,7 @@
 #include "common/grpc_status_util.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
 #include "tools/load_generator.h"
 #include "tools/random_request.h"
 
@@ -52,6 +53,11 @@ ABSL_FLAG(double, warmup_s, 0,
           "Requests sent in the first warmup_s seconds of each run are not "
           "counted (e.g. while a re-planning cluster adapts to the rates).");
 ABSL_FLAG(std::string, csv, "", "Write the per-model report here as CSV.");
+ABSL_FLAG(std::string, json, "", "Write the per-model report here as JSON.");
+ABSL_FLAG(std::string, trace, "",
+          "Replay a trace instead of Poisson arrivals: a CSV of lines "
+          "'model,seconds' (send times from the start; other lines are "
+          "ignored). Replaces --load; the run lasts until the last send.");
 ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput: raise every rate of "
           "--load by 25% per run of --duration_s until more than 1% of "
@@ -66,6 +72,7 @@ struct ModelLoad {
   double rate = 0;
   double slo_ms = 0;
   inference::ModelInferRequest request;
+  std::vector<absl::Duration> times;  // trace replay
 };
 
 struct ModelResult {
@@ -84,11 +91,21 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
                                  double scale, bool progress) {
   std::vector<LoadGenerator::ModelLoad> gen;
   for (const ModelLoad& l : loads) {
-    gen.push_back(
-        {l.model, l.request, {{absl::ZeroDuration(), l.rate * scale}}});
+    gen.push_back({l.model,
+                   l.request,
+                   {{absl::ZeroDuration(), l.rate * scale}},
+                   l.times});
   }
   LoadGenerator::Options options;
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  // A trace lasts until its last send.
+  absl::Duration trace_end = absl::ZeroDuration();
+  for (const ModelLoad& l : loads) {
+    if (!l.times.empty()) {
+      trace_end = std::max(trace_end, l.times.back() + absl::Milliseconds(1));
+    }
+  }
+  if (trace_end > absl::ZeroDuration()) options.duration = trace_end;
   options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   options.seed = absl::GetFlag(FLAGS_seed);
   if (progress) {
@@ -143,7 +160,8 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
 }
 
 void PrintReport(const std::vector<ModelResult>& results,
-                 const std::string& csv_path) {
+                 const std::string& csv_path, const std::string& json_path) {
+  nlohmann::json json = nlohmann::json::array();
   std::printf("%-20s %9s %9s %8s %8s %8s %8s %10s  %s\n", "model", "offered/s",
               "ok/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "SLO met",
               "errors");
@@ -168,7 +186,20 @@ void PrintReport(const std::vector<ModelResult>& results,
           << "," << r.slo_ms << "," << attainment << "," << r.sent << ","
           << r.error_count << "\n";
     }
+    json.push_back({{"model", r.model},
+                    {"offered_rps", r.offered_rps},
+                    {"ok_rps", r.ok_rps},
+                    {"p50_ms", r.p50_ms},
+                    {"p90_ms", r.p90_ms},
+                    {"p99_ms", r.p99_ms},
+                    {"max_ms", r.max_ms},
+                    {"slo_ms", r.slo_ms},
+                    {"slo_attainment", attainment},
+                    {"sent", r.sent},
+                    {"errors", r.error_count},
+                    {"errors_by_code", r.errors}});
   }
+  if (!json_path.empty()) std::ofstream(json_path) << json.dump(2) << "\n";
 }
 
 int Run() {
@@ -200,12 +231,44 @@ int Run() {
         slos.count(l.model) ? slos[l.model] : absl::GetFlag(FLAGS_slo_ms);
     loads.push_back(std::move(l));
   }
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    if (absl::GetFlag(FLAGS_search)) {
+      std::fprintf(stderr, "--trace and --search exclude each other\n");
+      return 2;
+    }
+    std::ifstream in(absl::GetFlag(FLAGS_trace));
+    if (!in) {
+      std::fprintf(stderr, "cannot read --trace %s\n",
+                   absl::GetFlag(FLAGS_trace).c_str());
+      return 2;
+    }
+    std::map<std::string, std::vector<absl::Duration>> times;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f = absl::StrSplit(line, ',');
+      double t;
+      if (f.size() != 2 || !absl::SimpleAtod(f[1], &t) || t < 0) continue;
+      times[f[0]].push_back(absl::Seconds(t));
+    }
+    loads.clear();
+    for (auto& [model, ts] : times) {
+      std::sort(ts.begin(), ts.end());
+      ModelLoad l;
+      l.model = model;
+      l.times = std::move(ts);
+      l.rate = l.times.size() /
+               std::max(1e-3, absl::ToDoubleSeconds(l.times.back()));
+      l.slo_ms = slos.count(model) ? slos[model] : absl::GetFlag(FLAGS_slo_ms);
+      loads.push_back(std::move(l));
+    }
+  }
   if (loads.empty()) {
-    std::fprintf(stderr, "--load names no model\n");
+    std::fprintf(stderr, "--load (or --trace) names no model\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_warmup_s) < 0 ||
-      absl::GetFlag(FLAGS_warmup_s) >= absl::GetFlag(FLAGS_duration_s)) {
+      (absl::GetFlag(FLAGS_trace).empty() &&
+       absl::GetFlag(FLAGS_warmup_s) >= absl::GetFlag(FLAGS_duration_s))) {
     std::fprintf(stderr, "--warmup_s must be in [0, --duration_s)\n");
     return 2;
   }
@@ -230,7 +293,7 @@ int Run() {
   if (!absl::GetFlag(FLAGS_search)) {
     const std::vector<ModelResult> results =
         RunOnce(stub.get(), loads, 1.0, /*progress=*/true);
-    PrintReport(results, absl::GetFlag(FLAGS_csv));
+    PrintReport(results, absl::GetFlag(FLAGS_csv), absl::GetFlag(FLAGS_json));
     return 0;
   }
   // SLO-preserved max throughput: raise every rate by 25 % a step until

@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "model_config.pb.h"
+#include "nlohmann/json.hpp"
 #include "tests/integration/local_cluster.h"
 #include "tools/load_generator.h"
 #include "tools/random_request.h"
@@ -500,6 +501,41 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   EXPECT_THAT(text, ::testing::HasSubstr("backend0"));
   EXPECT_THAT(text, ::testing::HasSubstr("resnet50"));
   EXPECT_THAT(text, ::testing::HasSubstr("observed/s"));
+}
+
+TEST_F(EmulatedClusterTest, LoadGeneratorReplaysATraceAndWritesJson) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  const std::string dir =
+      ::testing::TempDir() + "/trace_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream trace(dir + "/trace.csv");
+    trace << "model,seconds\n";  // a header line is ignored
+    for (int i = 0; i < 40; ++i) trace << "lenet," << i * 0.05 << "\n";
+    for (int i = 0; i < 10; ++i) trace << "resnet50," << 0.1 + i * 0.2 << "\n";
+  }
+  Subprocess::Options o;
+  o.argv = {kBin + "/tessera_loadgen",
+            "--server=" + cluster_->frontend_address(),
+            "--trace=" + dir + "/trace.csv",
+            "--json=" + dir + "/report.json",
+            "--shape_only",
+            "--slos=lenet:50,resnet50:1080"};
+  auto loadgen = Subprocess::Spawn(o);
+  ASSERT_TRUE(loadgen.ok());
+  ASSERT_EQ((*loadgen)->Wait(absl::Seconds(60)).value_or(-1), 0);
+  std::ifstream in(dir + "/report.json");
+  const nlohmann::json report = nlohmann::json::parse(in);
+  ASSERT_EQ(report.size(), 2u);
+  std::map<std::string, nlohmann::json> by_model;
+  for (const auto& r : report) by_model[r["model"]] = r;
+  EXPECT_EQ(by_model.at("lenet")["sent"], 40);
+  EXPECT_EQ(by_model.at("resnet50")["sent"], 10);
+  EXPECT_EQ(by_model.at("lenet")["errors"], 0);
+  EXPECT_EQ(by_model.at("resnet50")["errors"], 0);
+  EXPECT_GT(by_model.at("lenet")["p50_ms"].get<double>(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 // One backend daemon driven directly over its RPCs (no frontend).

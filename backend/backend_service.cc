@@ -31,11 +31,11 @@ bool SameProcess(const GpuletPlan& a, const GpuletPlan& b) {
 
 BackendServiceImpl::BackendServiceImpl(
     Options options, std::unique_ptr<ModelRepository> repo,
-    std::map<std::string, ModelProfile> emulated_profiles,
+    std::map<std::string, LatencyModel> emulated_latency,
     std::unique_ptr<InterferenceModel> interference)
     : options_(std::move(options)),
       repo_(std::move(repo)),
-      emulated_profiles_(std::move(emulated_profiles)),
+      emulated_latency_(std::move(emulated_latency)),
       interference_(std::move(interference)),
       mps_(options_.mps) {
   batches_metric_ =
@@ -59,10 +59,6 @@ BackendServiceImpl::BackendServiceImpl(
   swaps_metric_ = metrics_.AddGauge(
       "tessera_backend_swaps",
       "Proxies started by plan changes since start, by kind.", {"kind"});
-  for (const auto& [name, profile] : emulated_profiles_) {
-    auto model = LatencyModel::FromProfile(profile);
-    if (model.ok()) emulated_latency_.emplace(name, std::move(*model));
-  }
 }
 
 BackendServiceImpl::~BackendServiceImpl() { StopProxies(); }
@@ -116,7 +112,7 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
 
   // Emulated devices run on profiles: load them (and the interference
   // profile, when there is one) once, here.
-  std::map<std::string, ModelProfile> profiles;
+  std::map<std::string, LatencyModel> latency;
   std::unique_ptr<InterferenceModel> interference =
       std::make_unique<NoInterference>();
   if (any_emulated) {
@@ -133,10 +129,10 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
           return absl::InvalidArgumentError(
               absl::StrCat(dir, name, ".pbtxt: ", model.status().message()));
         }
-        profiles[name] = std::move(profile);
+        latency.emplace(name, std::move(*model));
       }
     }
-    if (profiles.empty()) {
+    if (latency.empty()) {
       return absl::NotFoundError(
           absl::StrCat("emulated devices: no profile in ", dir,
                        " for any model of the repository"));
@@ -151,11 +147,11 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
           ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
     }
     spdlog::info("emulated devices: {} model profile(s), interference '{}'",
-                 profiles.size(), interference->name());
+                 latency.size(), interference->name());
   }
   return std::unique_ptr<BackendServiceImpl>(
       new BackendServiceImpl(std::move(options), std::move(*repo),
-                             std::move(profiles), std::move(interference)));
+                             std::move(latency), std::move(interference)));
 }
 
 const DeviceConfig* BackendServiceImpl::FindDevice(
@@ -620,13 +616,11 @@ grpc::Status BackendServiceImpl::Execute(
 grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
                                         const HealthRequest*,
                                         HealthResponse* response) {
+  response->set_ready(Ready());
   absl::MutexLock lock(&mu_);
-  bool ready = !gpulets_.empty();
   for (const auto& [id, g] : gpulets_) {
-    ready = ready && (g.retiring || g.proxy->alive());
     *response->add_gpulets() = StatusOf(id, g);
   }
-  response->set_ready(ready);
   response->set_num_proxies(
       static_cast<int>(gpulets_.size() + replaced_.size()));
   response->set_epoch(epoch_);

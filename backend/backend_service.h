@@ -91,7 +91,7 @@ class BackendServiceImpl final : public BackendService::Service {
   };
 
   BackendServiceImpl(Options options, std::unique_ptr<ModelRepository> repo,
-                     std::map<std::string, ModelProfile> emulated_profiles,
+                     std::map<std::string, LatencyModel> emulated_latency,
                      std::unique_ptr<InterferenceModel> interference);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
@@ -108,10 +108,9 @@ class BackendServiceImpl final : public BackendService::Service {
 
   const Options options_;
   std::unique_ptr<ModelRepository> repo_;
-  // Emulated devices: profiles by model, their latency models, and how
+  // Emulated devices: latency models by model (from the profiles), and how
   // co-located models interfere (none when no profile says).
-  const std::map<std::string, ModelProfile> emulated_profiles_;
-  std::map<std::string, LatencyModel> emulated_latency_;
+  const std::map<std::string, LatencyModel> emulated_latency_;
   std::unique_ptr<InterferenceModel> interference_;
   // Thread-safe; mutable: starting a daemon does not change the service.
   mutable MpsDaemonManager mps_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -394,7 +393,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   auto overload =
       ScheduleWithOverload(*policy_, snapshot, options_.config.min_rate_rps());
   if (!overload.ok()) return overload.status();
-  std::optional<Plan> plan = std::move(overload->plan);
+  Plan plan = std::move(overload->plan);
   std::string plan_reason = reason;
   if (overload->scale < 1) {
     plan_reason += absl::StrFormat(
@@ -407,16 +406,16 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     // planned_rates keeps the observed rates: re-planning is due when they
     // change, not because this plan carries less.
   }
-  plan->set_epoch(current.epoch() + 1);
-  plan->set_reason(plan_reason);
-  const int fresh = AssignGpuletIds(current, &*plan);
+  plan.set_epoch(current.epoch() + 1);
+  plan.set_reason(plan_reason);
+  const int fresh = AssignGpuletIds(current, &plan);
 
   // Phase 1: every live backend starts its new gpulets (old ones keep
   // serving). On failure, those that accepted go back to the current plan.
   std::map<std::string, GpuletStatus> statuses;
   std::vector<BackendClient*> applied_on;
   for (auto& [id, backend] : backend_by_id) {
-    auto applied = backend->ApplyPlan(*plan, options_.backend_call_timeout);
+    auto applied = backend->ApplyPlan(plan, options_.backend_call_timeout);
     if (!applied.ok()) {
       for (BackendClient* b : applied_on) {
         if (b->ApplyPlan(current, options_.backend_call_timeout).ok()) {
@@ -437,7 +436,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   // Phase 2: switch routing; queued calls of the retired workers move to
   // the new ones, and calls still routed to them are forwarded.
   std::vector<std::shared_ptr<GpuletWorker>> retired =
-      router_.Install(MakeWorkers(*plan, snapshot, statuses, backend_by_id));
+      router_.Install(MakeWorkers(plan, snapshot, statuses, backend_by_id));
   int64_t handed_over = 0;
   for (auto& w : retired) {
     auto queued = w->Retire(
@@ -447,7 +446,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   }
   {
     absl::MutexLock lock(&mu_);
-    plan_ = *plan;
+    plan_ = plan;
     planned_rates_ = planned_rates;
     ++stats_.plans;
     stats_.gpulets_started += fresh;
@@ -469,14 +468,14 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   const absl::Time drained_at = absl::Now();
   for (auto& [id, backend] : backend_by_id) {
     absl::Status committed =
-        backend->CommitPlan(plan->epoch(), options_.backend_call_timeout);
+        backend->CommitPlan(plan.epoch(), options_.backend_call_timeout);
     if (!committed.ok()) {
       spdlog::warn("backend '{}' did not commit plan epoch {}: {}", id,
-                   plan->epoch(), committed.ToString());
+                   plan.epoch(), committed.ToString());
     }
   }
   if (!options_.plan_file.empty()) {
-    absl::Status written = WriteTextProto(options_.plan_file + ".tmp", *plan);
+    absl::Status written = WriteTextProto(options_.plan_file + ".tmp", plan);
     if (written.ok()) {
       std::filesystem::rename(options_.plan_file + ".tmp", options_.plan_file);
     } else {
@@ -485,14 +484,13 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     }
   }
   int gpulets = 0;
-  for (const DevicePlan& d : plan->devices()) gpulets += d.gpulets_size();
+  for (const DevicePlan& d : plan.devices()) gpulets += d.gpulets_size();
   spdlog::info(
       "plan epoch {} by '{}' installed ({}): {} device(s), {} gpulet(s), {} "
       "new, {} queued call(s) handed over; apply {} ms, drain {} ms, commit "
       "{} ms",
-      plan->epoch(), plan->policy(), reason, plan->devices_size(), gpulets,
-      fresh, handed_over,
-      absl::ToInt64Milliseconds(applied_at - planning_started),
+      plan.epoch(), plan.policy(), reason, plan.devices_size(), gpulets, fresh,
+      handed_over, absl::ToInt64Milliseconds(applied_at - planning_started),
       absl::ToInt64Milliseconds(drained_at - applied_at),
       absl::ToInt64Milliseconds(absl::Now() - drained_at));
   return absl::OkStatus();

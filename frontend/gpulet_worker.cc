@@ -88,10 +88,17 @@ void GpuletWorker::Submit(std::unique_ptr<InferCall> call) {
 }
 
 std::vector<std::unique_ptr<InferCall>> GpuletWorker::Retire(Forward forward) {
-  std::vector<std::unique_ptr<InferCall>> queued;
   {
     absl::MutexLock lock(&mu_);
     forward_ = std::move(forward);
+  }
+  return StopDispatching();
+}
+
+std::vector<std::unique_ptr<InferCall>> GpuletWorker::StopDispatching() {
+  std::vector<std::unique_ptr<InferCall>> queued;
+  {
+    absl::MutexLock lock(&mu_);
     if (stopping_) return queued;
     stopping_ = true;
     for (const DispatchRequest& r : dispatcher_.TakeAll()) {
@@ -264,18 +271,7 @@ void GpuletWorker::OnBatchResponse(
 }
 
 void GpuletWorker::Stop() {
-  std::vector<std::unique_ptr<InferCall>> queued;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    for (const DispatchRequest& r : dispatcher_.TakeAll()) {
-      queued.push_back(std::move(calls_[r.id]));
-      calls_.erase(r.id);
-    }
-  }
-  if (thread_.joinable()) thread_.join();
-  for (auto& call : queued) {
+  for (auto& call : StopDispatching()) {
     FinishCall(std::move(call),
                absl::UnavailableError(absl::StrCat(
                    "gpulet '", gpulet_id(), "' stopped before serving")));

@@ -71,6 +71,10 @@ class GpuletWorker {
     std::vector<std::unique_ptr<InferCall>> expired;
   };
 
+  // Stops the timer thread and dispatching; returns the queued calls
+  // (none if already stopped).
+  std::vector<std::unique_ptr<InferCall>> StopDispatching()
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Timer thread: polls when the dispatcher's next deadline comes. Polls
   // triggered by events (a new call, a completed batch) run inline on the
   // thread of the event, which saves a thread hop on the serving path.

@@ -77,16 +77,23 @@ std::string CellOf(const CoLocationSample& s) {
          std::to_string(static_cast<int>(p1));
 }
 
+void SplitRowPairs(const std::vector<CoLocationSample>& rows, uint64_t seed,
+                   double train_fraction, std::vector<CoLocationSample>* train,
+                   std::vector<CoLocationSample>* test) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  for (size_t i = 0; i + 1 < rows.size(); i += 2) {
+    auto* dst = std::uniform_real_distribution<>(0, 1)(rng) < train_fraction
+                    ? train
+                    : test;
+    dst->push_back(rows[i]);
+    dst->push_back(rows[i + 1]);
+  }
+}
+
 void PrintInterferenceErrorTable(const std::vector<CoLocationSample>& rows,
                                  uint64_t seed, FILE* out) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
   std::vector<CoLocationSample> train, test;
-  for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-    auto& dst =
-        std::uniform_real_distribution<>(0, 1)(rng) < 0.7 ? train : test;
-    dst.push_back(rows[i]);
-    dst.push_back(rows[i + 1]);
-  }
+  SplitRowPairs(rows, seed, 0.7, &train, &test);
   std::fprintf(out,
                "Relative error of predicted co-located latency (solo L(b,p) "
                "x factor), %zu rows\n",

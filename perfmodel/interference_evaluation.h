@@ -41,6 +41,12 @@ std::vector<double> LeaveGroupOut(
 std::string ModelPairOf(const CoLocationSample& row);
 std::string CellOf(const CoLocationSample& row);
 
+// Random split of `rows` into train (about `train_fraction`) and test,
+// keeping consecutive pairs (the two sides of one co-location) together.
+void SplitRowPairs(const std::vector<CoLocationSample>& rows, uint64_t seed,
+                   double train_fraction, std::vector<CoLocationSample>* train,
+                   std::vector<CoLocationSample>* test);
+
 // Prints, per standard fitter, p50/p90/p95 of the held-out errors for a
 // random 70/30 split (rows come in pairs, kept together), leave-one-pair-
 // out and leave-one-cell-out.

@@ -301,18 +301,18 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
   // 1 + 2: solo cells and the memory-pressure stand-in, per partition.
   for (const std::string& m : models) {
     for (int k = 1; k <= num_cores; ++k) {
-      std::vector<Cell> todo;
+      std::vector<Cell> unmeasured;
       for (const Cell& c : plan) {
         if (c.other.empty() && c.model == m && c.share == share_of(k) &&
             !done.count(c.Key())) {
-          todo.push_back(c);
+          unmeasured.push_back(c);
         }
       }
-      if (todo.empty()) continue;
+      if (unmeasured.empty()) continue;
       auto proxy = start_proxy({m}, first_cores(k), "profile-" + m);
       if (!proxy.ok()) return proxy.status();
       const int64_t memory = ResidentBytes((*proxy)->pid());
-      for (Cell c : todo) {
+      for (Cell c : unmeasured) {
         const BatchRequest batch = ZerosBatch(configs[m], c.batch);
         std::vector<double> times;
         absl::Status s = measure(proxy->get(), batch, nullptr, nullptr, &times);

@@ -141,50 +141,18 @@ TEST_F(ModelRepositoryTest, MissingRootIsNotFound) {
 }
 
 TEST_F(ModelRepositoryTest, EmulatedModelNeedsNoFileAndScalesSlo) {
-  AddModel("e", R"pb(
-             name: "e"
-             platform: "emulated"
-             max_batch_size: 8
-             slo_ms: 50
-             input {
-               name: "x"
-               data_type: TYPE_FP32
-               dims: [ -1, 4 ]
-             }
-             output {
-               name: "y"
-               data_type: TYPE_FP32
-               dims: [ -1, 2 ]
-             }
-           )pb",
-           {});
+  AddModel("m", std::string("platform: \"emulated\"\n") + kValid, {});
   auto repo = ModelRepository::Load(root_.string());
   ASSERT_TRUE(repo.ok()) << repo.status();
-  auto version = (*repo)->ResolveVersion("e", "");
+  auto version = (*repo)->ResolveVersion("m", "");
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_EQ(*version, 1);
   (*repo)->ScaleSlos(10);
-  EXPECT_DOUBLE_EQ((*repo)->Find("e")->config.slo_ms(), 500);
+  EXPECT_DOUBLE_EQ((*repo)->Find("m")->config.slo_ms(), 10 * 10);
 }
 
 TEST_F(ModelRepositoryTest, UnknownPlatformIsRejected) {
-  AddModel("p", R"pb(
-             name: "p"
-             platform: "onnx"
-             max_batch_size: 8
-             slo_ms: 50
-             input {
-               name: "x"
-               data_type: TYPE_FP32
-               dims: [ -1, 4 ]
-             }
-             output {
-               name: "y"
-               data_type: TYPE_FP32
-               dims: [ -1, 2 ]
-             }
-           )pb",
-           {1});
+  AddModel("m", std::string("platform: \"onnx\"\n") + kValid, {1});
   auto repo = ModelRepository::Load(root_.string());
   ASSERT_FALSE(repo.ok());
   EXPECT_THAT(repo.status().message(), HasSubstr("torchscript, emulated"));

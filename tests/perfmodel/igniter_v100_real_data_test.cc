@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "perfmodel/igniter_v100_data.h"
+#include "perfmodel/interference_evaluation.h"
 #include "perfmodel/interference_model.h"
 
 namespace tessera {
@@ -43,14 +44,8 @@ TEST(IgniterV100RealDataTest, LoadsAndInterferenceModelsBeatNoModel) {
   const auto samples = ToSamples(data->colocation, *models);
   ASSERT_EQ(samples.size(), 1500u);
   // Random 70/30 split by row.
-  std::mt19937 rng(1);
   std::vector<CoLocationSample> train, test;
-  for (size_t i = 0; i + 1 < samples.size(); i += 2) {
-    auto& dst =
-        std::uniform_real_distribution<>(0, 1)(rng) < 0.7 ? train : test;
-    dst.push_back(samples[i]);
-    dst.push_back(samples[i + 1]);
-  }
+  SplitRowPairs(samples, 1, 0.7, &train, &test);
   const double none = P90RelativeError(NoInterference(), test);
   const double linear = P90RelativeError(*LinearInterference::Fit(train), test);
   const double pairwise =

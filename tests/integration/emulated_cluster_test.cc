@@ -24,6 +24,9 @@
 #include "gtest/gtest.h"
 #include "model_config.pb.h"
 #include "nlohmann/json.hpp"
+#include "perfmodel/interference_model.h"
+#include "perfmodel/latency_model.h"
+#include "profile.pb.h"
 #include "tests/integration/local_cluster.h"
 #include "tools/load_generator.h"
 #include "tools/random_request.h"
@@ -725,6 +728,44 @@ TEST(StopThenStartTest, ShadowThatDoesNotFitStopsTheOldProxyFirst) {
   EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(too_big.status().message()),
               ::testing::HasSubstr("MiB"));
+}
+
+// The backend slows each emulated gpulet by what its neighbours on the
+// same GPU run (gpulet's linear model from profiles/emulated), and only
+// while they are resident.
+TEST(EmulatedInterferenceTest, NeighboursOnTheSameGpuSlowABatchDown) {
+  BackendUnderTest backend("interference", kEmulatedModels,
+                           {"--emulated_gpus=1", "--noise_cv=0"}, "gpu0");
+  ASSERT_TRUE(backend.ok());
+  ModelProfile profile;
+  ASSERT_TRUE(
+      ReadTextProto(kRoot + "/profiles/emulated/vgg16.pbtxt", &profile).ok());
+  auto vgg = LatencyModel::FromProfile(profile);
+  ASSERT_TRUE(vgg.ok());
+  InterferenceProfile ip;
+  ASSERT_TRUE(
+      ReadTextProto(kRoot + "/profiles/emulated/interference.pbtxt", &ip).ok());
+  const LinearInterference linear(std::vector<double>(
+      ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
+  const std::vector<int64_t> item = {3, 224, 224};
+
+  // Alone on the GPU: the profile's latency.
+  ASSERT_TRUE(backend.Apply(1, {{"a", 100}}, "vgg16").ok());
+  BatchResponse alone = backend.Execute("a", "vgg16", item);
+  ASSERT_EQ(alone.status().code(), 0) << alone.status().message();
+  EXPECT_NEAR(alone.exec_time_us(), vgg->LatencyMs(2, 100) * 1000, 2);
+
+  // Two vgg16 gpulets at 50%: each is slowed by the other (the plan gives
+  // no batch size, so the neighbour is placed at batch 1).
+  ASSERT_TRUE(backend.Apply(2, {{"b", 50}, {"c", 50}}, "vgg16").ok());
+  CommitPlanResponse committed;
+  ASSERT_TRUE(backend.Commit(2, &committed).ok());
+  const double factor =
+      std::max(1.0, linear.Factor({&*vgg, 1, 50}, {&*vgg, 1, 50}));
+  ASSERT_GT(factor, 1.0);
+  BatchResponse shared = backend.Execute("b", "vgg16", item);
+  ASSERT_EQ(shared.status().code(), 0) << shared.status().message();
+  EXPECT_NEAR(shared.exec_time_us(), vgg->LatencyMs(2, 50) * factor * 1000, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,

@@ -32,6 +32,10 @@ class LatencyModel {
   double DramUtil(int batch, double share_percent) const;
 
   int max_batch() const { return batches_.back(); }
+  // The profiled batch sizes and shares (ascending): the model is only
+  // trusted inside them.
+  const std::vector<int>& batches() const { return batches_; }
+  const std::vector<double>& shares() const { return shares_; }
   int64_t memory_bytes() const { return memory_bytes_; }
 
  private:

@@ -1,0 +1,159 @@
+#include "scheduler/igniter_provisioner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace tessera {
+namespace {
+
+struct Item {
+  int request;
+  int batch;
+  double lower_share;
+  double rate_rps;
+};
+
+double Total(const std::vector<IgniterPlacement>& gpu) {
+  double s = 0;
+  for (const auto& p : gpu) s += p.share_percent;
+  return s;
+}
+
+std::vector<IgniterResident> Residents(
+    const std::vector<IgniterRequest>& requests,
+    const std::vector<IgniterPlacement>& gpu) {
+  std::vector<IgniterResident> r;
+  for (const auto& p : gpu) {
+    r.push_back({requests[p.request].workload, p.batch, p.share_percent});
+  }
+  return r;
+}
+
+// Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
+// when the result's total passes r_max.
+std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
+                                    const std::vector<IgniterRequest>& requests,
+                                    std::vector<IgniterPlacement> gpu) {
+  const double unit = model.hardware().share_unit_percent;
+  const double r_max = model.hardware().max_share_percent;
+  while (Total(gpu) <= r_max + 1e-9) {
+    const auto pred = model.Predict(Residents(requests, gpu));
+    bool violated = false;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+      gpu[i].predicted_ms = pred[i].inference_ms;
+      if (pred[i].inference_ms > requests[gpu[i].request].slo_ms / 2) {
+        gpu[i].share_percent += unit;
+        violated = true;
+      }
+    }
+    if (!violated) break;
+  }
+  return gpu;
+}
+
+}  // namespace
+
+absl::StatusOr<IgniterProvision> ProvisionIgniter(
+    const IgniterModel& model, const std::vector<IgniterRequest>& requests,
+    int max_gpus) {
+  const double r_max = model.hardware().max_share_percent;
+  std::vector<Item> items;
+  IgniterProvision out;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const IgniterRequest& q = requests[i];
+    const IgniterWorkload& w = *q.workload;
+    if (q.rate_rps <= 0) continue;
+    int b = model.ApproxBatch(w, q.slo_ms, q.rate_rps);
+    double rl = b <= q.max_batch ? model.LowerShare(w, q.slo_ms, b) : INFINITY;
+    if (rl <= r_max) {
+      items.push_back({static_cast<int>(i), b, rl, q.rate_rps});
+      continue;
+    }
+    // Too much for one GPU: whole-GPU replicas at the largest batch whose
+    // solo t_inf fits half the SLO, each taking 90 % of its throughput.
+    int best_b = 0;
+    double best_h = 0, best_ms = 0;
+    for (int bb = 1; bb <= q.max_batch; ++bb) {
+      const auto p = model.Predict({{&w, bb, r_max}})[0];
+      if (p.inference_ms <= q.slo_ms / 2) {
+        best_b = bb;
+        best_h = p.throughput_rps;
+        best_ms = p.inference_ms;
+      }
+    }
+    if (best_b == 0) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "model '%s' is unschedulable: even a whole GPU at batch 1 takes "
+          "more than half its %.1f ms SLO",
+          w.model, q.slo_ms));
+    }
+    const double per_replica = 0.9 * best_h;
+    double rest = q.rate_rps;
+    while (rest > per_replica + 1e-9) {
+      out.gpus.push_back(
+          {{static_cast<int>(i), best_b, r_max, per_replica, best_ms, r_max}});
+      rest -= per_replica;
+    }
+    b = model.ApproxBatch(w, q.slo_ms, rest);
+    rl = b <= q.max_batch ? model.LowerShare(w, q.slo_ms, b) : INFINITY;
+    if (rl > r_max) {  // the residue still needs a whole GPU
+      out.gpus.push_back(
+          {{static_cast<int>(i), best_b, r_max, rest, best_ms, r_max}});
+    } else {
+      items.push_back({static_cast<int>(i), b, rl, rest});
+    }
+  }
+  const size_t whole = out.gpus.size();
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) {
+                     return a.lower_share > b.lower_share;
+                   });
+  for (const Item& item : items) {
+    const IgniterPlacement fresh{item.request,  item.batch, item.lower_share,
+                                 item.rate_rps, 0,          0};
+    int best = -1;
+    double best_inc = r_max;
+    std::vector<IgniterPlacement> best_trial;
+    for (size_t j = whole; j < out.gpus.size(); ++j) {
+      std::vector<IgniterPlacement> trial = out.gpus[j];
+      trial.push_back(fresh);
+      trial = Alloc(model, requests, std::move(trial));
+      const double total = Total(trial);
+      const double inc = total - Total(out.gpus[j]);
+      if (total <= r_max + 1e-9 && inc < best_inc - 1e-9) {
+        best = static_cast<int>(j);
+        best_inc = inc;
+        best_trial = std::move(trial);
+      }
+    }
+    if (best >= 0) {
+      out.gpus[best] = std::move(best_trial);
+      continue;
+    }
+    auto alone = Alloc(model, requests, {fresh});
+    if (Total(alone) > r_max + 1e-9) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "model '%s' (%.1f req/s, SLO %.1f ms) is unschedulable: a whole "
+          "GPU at batch %d does not meet half its SLO",
+          requests[item.request].workload->model, item.rate_rps,
+          requests[item.request].slo_ms, item.batch));
+    }
+    out.gpus.push_back(std::move(alone));
+  }
+  if (static_cast<int>(out.gpus.size()) > max_gpus) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the workloads need %d GPUs under iGniter's provisioning; the "
+        "cluster has %d",
+        out.gpus.size(), max_gpus));
+  }
+  for (auto& gpu : out.gpus) {
+    for (auto& p : gpu) {
+      p.standby_share_percent = std::min(p.share_percent + 10, r_max);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "perfmodel/igniter_model.h"
+
+namespace tessera {
+
+// One workload to provision: a model's coefficients, its rate and SLO.
+struct IgniterRequest {
+  const IgniterWorkload* workload = nullptr;
+  double slo_ms = 0;
+  double rate_rps = 0;
+  int max_batch = 32;
+};
+
+// One workload (or replica) placed on a GPU.
+struct IgniterPlacement {
+  int request = 0;  // index into the requests
+  int batch = 1;
+  double share_percent = 0;
+  double rate_rps = 0;
+  double predicted_ms = 0;  // t_inf with the final co-runners
+  // The standby share of the workload's shadow process (Sec. 4.2): the
+  // authors' rule, min(r + 10, r_max) (digest, Sec. 6).
+  double standby_share_percent = 0;
+};
+
+struct IgniterProvision {
+  std::vector<std::vector<IgniterPlacement>> gpus;
+};
+
+// iGniter's provisioning, Algorithms 1 and 2 of the paper, as the digest
+// restates them (seeds/digests/igniter.md, Sec. 3 and pitfall P7):
+//  1. per workload b = b_appr (Eq. 17, capped at max_batch) and r_lower
+//     (Eq. 18);
+//  2. workloads in descending r_lower; each goes to the GPU whose total
+//     share grows least once ALLOC has re-solved it (ties: lowest index), or
+//     to a new GPU when none can take it;
+//  3. ALLOC: predict every resident with Eqs. 1-11; every resident above
+//     half its SLO gains r_unit (all in the same round); repeat until none
+//     violates or the shares pass r_max (the GPU is then rejected).
+// Shares never shrink and nothing moves once placed.
+//
+// Choices where the paper is silent (pitfall P9): a workload whose r_lower
+// exceeds r_max, or whose b_appr exceeds max_batch, is split as the authors'
+// code does: replicas at r_max with the largest batch whose solo t_inf fits
+// half the SLO, each carrying 90 % of its predicted throughput, plus a
+// residue workload provisioned normally. A workload alone on a new GPU
+// also goes through ALLOC (r_lower ignores the clock drop, pitfall P10).
+// RESOURCE_EXHAUSTED when more than `max_gpus` GPUs are needed or some
+// workload cannot meet half its SLO even on a whole GPU.
+absl::StatusOr<IgniterProvision> ProvisionIgniter(
+    const IgniterModel& model, const std::vector<IgniterRequest>& requests,
+    int max_gpus);
+
+}  // namespace tessera

@@ -36,6 +36,10 @@ class LatencyModel {
   // trusted inside them.
   const std::vector<int>& batches() const { return batches_; }
   const std::vector<double>& shares() const { return shares_; }
+  // The largest batch size whose latency was profiled at shares()[i].
+  int ProfiledUpTo(size_t share_index) const {
+    return covered_[kLatency][share_index];
+  }
   int64_t memory_bytes() const { return memory_bytes_; }
 
  private:

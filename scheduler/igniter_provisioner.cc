@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 
@@ -31,6 +32,13 @@ std::vector<IgniterResident> Residents(
   return r;
 }
 
+// The 99th-percentile M/D/1 wait of a placement whose batches take t_ms.
+double Wait99(const IgniterPlacement& p, double t_ms) {
+  const double rho = p.rate_rps * t_ms / (1000.0 * p.batch);
+  if (rho >= 1) return std::numeric_limits<double>::infinity();
+  return std::log(100.0) * rho * t_ms / (2 * (1 - rho));
+}
+
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
 // when the result's total passes r_max.
 std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
@@ -43,7 +51,11 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
     bool violated = false;
     for (size_t i = 0; i < gpu.size(); ++i) {
       gpu[i].predicted_ms = pred[i].inference_ms;
-      if (pred[i].inference_ms > requests[gpu[i].request].slo_ms / 2) {
+      const IgniterRequest& q = requests[gpu[i].request];
+      if (pred[i].inference_ms > q.slo_ms / 2 ||
+          (q.queueing_check &&
+           pred[i].inference_ms + Wait99(gpu[i], pred[i].inference_ms) >
+               q.slo_ms)) {
         gpu[i].share_percent += unit;
         violated = true;
       }
@@ -89,7 +101,13 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
           "more than half its %.1f ms SLO",
           w.model, q.slo_ms));
     }
-    const double per_replica = 0.9 * best_h;
+    double per_replica = 0.9 * best_h;
+    if (q.queueing_check) {
+      // The busiest replica whose M/D/1 tail still fits the SLO.
+      const double x = 2 * (q.slo_ms - best_ms) / (std::log(100.0) * best_ms);
+      per_replica =
+          std::min(per_replica, x / (1 + x) * 1000.0 * best_b / best_ms);
+    }
     double rest = q.rate_rps;
     while (rest > per_replica + 1e-9) {
       out.gpus.push_back(

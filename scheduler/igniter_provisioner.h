@@ -14,6 +14,13 @@ struct IgniterRequest {
   double slo_ms = 0;
   double rate_rps = 0;
   int max_batch = 32;
+  // Tessera's addition (PolicyOptions::queueing_check; off = the paper):
+  // the paper's half-SLO rule assumes evenly spaced arrivals (pitfall
+  // P11); under Poisson arrivals a request also waits behind batches in
+  // service. ALLOC then also grows a share until t_inf + W99 <= SLO, with
+  // W99 = ln(100) rho t_inf / (2 (1 - rho)), rho = R t_inf / b, the
+  // heavy-traffic M/D/1 99th-percentile wait SolveTimeShare uses.
+  bool queueing_check = false;
 };
 
 // One workload (or replica) placed on a GPU.

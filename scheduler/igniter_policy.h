@@ -1,0 +1,56 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "perfmodel/igniter_model.h"
+#include "perfmodel/interference_model.h"
+#include "perfmodel/latency_model.h"
+#include "scheduler/scheduling_policy.h"
+
+namespace tessera {
+
+// iGniter (Xu et al., TPDS 2023), registered as "igniter": each model gets
+// one partition (or whole-GPU replicas plus a residue partition when one
+// GPU is not enough) with a fixed batch size b = b_appr (execution gets
+// half the SLO), placed by Algorithms 1-2 (see igniter_provisioner.h) on
+// iGniter's performance model (perfmodel/igniter_model.h).
+//
+// The model's coefficients are fitted from what a snapshot carries, the
+// profiles every policy plans with:
+//  * k1..k5 (Eq. 11) from the profile's L(b, p) cells (headroom
+//    included), relative least squares;
+//  * L2 utilisation linear in ability from the cells' L2 counters;
+//  * alpha_cache from the configured interference model, asked for the
+//    slow-down of every model beside every other at sampled cells and
+//    regressed on the co-runner's L2 (Eq. 8's form), as iGniter fits it
+//    from co-location runs. Without an interference model or L2 counters
+//    the term is off.
+// Terms whose inputs profiles do not carry are switched off explicitly:
+// power and clock (no power readings), the scheduling-delay growth (no
+// kernel counts) and host-device transfers (no PCIe model). r_unit is
+// 2.5 % on GPUs; on devices with a share grid (cpu), the grid's step.
+// Shares below a profile's smallest share are never used (pitfall P14).
+class IgniterPolicy : public SchedulingPolicy {
+ public:
+  static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
+      const PolicyOptions& options);
+
+  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  std::string name() const override { return "igniter"; }
+
+  // The workload coefficients of one model fitted from its latency model
+  // (times `latency_scale`), without alpha_cache; and the worst relative
+  // error of the k1..k5 fit over the cells (for the plan's reason).
+  static absl::StatusOr<IgniterWorkload> FitWorkload(
+      const LatencyModel& latency, double latency_scale, int max_batch,
+      double* worst_fit_error);
+
+ private:
+  explicit IgniterPolicy(PolicyOptions options)
+      : options_(std::move(options)) {}
+  PolicyOptions options_;
+};
+
+}  // namespace tessera

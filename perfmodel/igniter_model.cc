@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "perfmodel/least_squares.h"
 
 namespace tessera {
 
@@ -138,27 +137,49 @@ std::array<double, 2> FitLine(const std::vector<double>& x,
 namespace {
 
 // Relative sum of squared errors of the linear solve at a fixed k4, or +inf.
+// The planner fits every model on every Schedule(), so this accumulates the
+// 4x4 normal equations in place rather than building a design matrix.
 double SolveAtK4(const std::vector<ActiveTimeSample>& s, double k4,
                  std::array<double, 5>* k) {
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
+  double a[4][5] = {};  // [X^T X | X^T y], y = 1 (relative error)
   for (const auto& p : s) {
     const double b = p.batch;
     const double inv = 1.0 / (p.share_percent + k4);
-    const double w = 1.0 / p.active_ms;  // relative error
-    x.push_back({w * b * b * inv, w * b * inv, w * inv, w});
-    y.push_back(1.0);
+    const double w = 1.0 / p.active_ms;
+    const double x[4] = {w * b * b * inv, w * b * inv, w * inv, w};
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) a[i][j] += x[i] * x[j];
+      a[i][4] += x[i];
+    }
   }
-  auto sol = SolveLeastSquares(x, y, 1e-12);
-  if (!sol.ok()) return std::numeric_limits<double>::infinity();
-  *k = {(*sol)[0], (*sol)[1], (*sol)[2], k4, (*sol)[3]};
+  // Gaussian elimination with partial pivoting (and a whisper of ridge).
+  for (int i = 0; i < 4; ++i) a[i][i] += 1e-12 * (1 + a[i][i]);
+  for (int c = 0; c < 4; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < 4; ++r) {
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    }
+    if (std::fabs(a[piv][c]) < 1e-300) {
+      return std::numeric_limits<double>::infinity();
+    }
+    std::swap(a[c], a[piv]);
+    for (int r = 0; r < 4; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j < 5; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  double sol[4];
+  for (int i = 0; i < 4; ++i) sol[i] = a[i][4] / a[i][i];
+  *k = {sol[0], sol[1], sol[2], k4, sol[3]};
   double sse = 0;
   for (const auto& p : s) {
     const double b = p.batch;
     const double pred =
-        ((*k)[0] * b * b + (*k)[1] * b + (*k)[2]) / (p.share_percent + k4) +
-        (*k)[4];
-    sse += std::pow(pred / p.active_ms - 1, 2);
+        (sol[0] * b * b + sol[1] * b + sol[2]) / (p.share_percent + k4) +
+        sol[3];
+    const double e = pred / p.active_ms - 1;
+    sse += e * e;
   }
   return sse;
 }
@@ -186,8 +207,8 @@ absl::StatusOr<std::array<double, 5>> FitActiveTime(
   const double lo = -0.95 * min_share;
   double best_k4 = 0, best = std::numeric_limits<double>::infinity();
   std::array<double, 5> k{};
-  for (int i = 0; i <= 120; ++i) {
-    const double k4 = lo + 0.01 * std::pow(10.0, i / 30.0) - 0.01;
+  for (int i = 0; i <= 60; ++i) {
+    const double k4 = lo + 0.01 * std::pow(10.0, i / 15.0) - 0.01;
     const double e = SolveAtK4(samples, k4, &k);
     if (e < best) {
       best = e;
@@ -197,7 +218,7 @@ absl::StatusOr<std::array<double, 5>> FitActiveTime(
   double a = std::max(lo, best_k4 - 0.3 * (std::fabs(best_k4 - lo) + 0.1));
   double b = best_k4 + 0.3 * (std::fabs(best_k4 - lo) + 0.1);
   const double g = (std::sqrt(5.0) - 1) / 2;
-  for (int it = 0; it < 60; ++it) {
+  for (int it = 0; it < 40; ++it) {
     const double c = b - g * (b - a), d = a + g * (b - a);
     if (SolveAtK4(samples, c, &k) < SolveAtK4(samples, d, &k)) {
       b = d;

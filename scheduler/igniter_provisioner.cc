@@ -77,9 +77,16 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterRequest& q = requests[i];
     const IgniterWorkload& w = *q.workload;
     if (q.rate_rps <= 0) continue;
+    // Fits one GPU: r_lower within r_max and ALLOC settles alone (r_lower
+    // ignores the clock and, with queueing_check, the queue).
+    auto fits_alone = [&](int batch, double rl, double rate) {
+      if (rl > r_max) return false;
+      const IgniterPlacement p{static_cast<int>(i), batch, rl, rate, 0, 0};
+      return Total(Alloc(model, requests, {p})) <= r_max + 1e-9;
+    };
     int b = model.ApproxBatch(w, q.slo_ms, q.rate_rps);
     double rl = b <= q.max_batch ? model.LowerShare(w, q.slo_ms, b) : INFINITY;
-    if (rl <= r_max) {
+    if (fits_alone(b, rl, q.rate_rps)) {
       items.push_back({static_cast<int>(i), b, rl, q.rate_rps});
       continue;
     }
@@ -116,7 +123,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     }
     b = model.ApproxBatch(w, q.slo_ms, rest);
     rl = b <= q.max_batch ? model.LowerShare(w, q.slo_ms, b) : INFINITY;
-    if (rl > r_max) {  // the residue still needs a whole GPU
+    if (!fits_alone(b, rl, rest)) {  // the residue takes a whole GPU
       out.gpus.push_back(
           {{static_cast<int>(i), best_b, r_max, rest, best_ms, r_max}});
     } else {

@@ -18,6 +18,10 @@ struct SimOptions {
   uint64_t seed = 1;
   // Fixed per-batch overhead outside the device (network, dispatch).
   absl::Duration overhead = absl::ZeroDuration();
+  // Throughput search only: run light loads long enough to see this many
+  // requests in all (0: always `duration`). A 1 % violation bound means
+  // little over a few dozen requests.
+  double min_requests = 0;
 };
 
 struct ModelResult {

@@ -37,7 +37,14 @@ ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
   }
   out.schedulable = true;
   out.plan = *plan;
-  out.sim = simulator.Run(*plan, rates, options);
+  double total_rps = 0;
+  for (const auto& [name, r] : rates) total_rps += r;
+  SimOptions run = options;
+  if (total_rps > 0 && total_rps * absl::ToDoubleSeconds(options.duration) <
+                           options.min_requests) {
+    run.duration = absl::Seconds(options.min_requests / total_rps);
+  }
+  out.sim = simulator.Run(*plan, rates, run);
   return out;
 }
 

@@ -1,0 +1,317 @@
+#include "scheduler/las_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "perfmodel/interference_model.h"
+#include "scheduler/gpu_layout.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kMaxRounds = 20;
+
+struct Config {
+  int batch = 0;  // 0: none
+  double share = 0;
+  double latency_ms = 0;  // T_i: queue + interfered processing
+  double efficiency = 0;  // b / (p T)
+};
+
+// One service replica: a model's rate share and its configuration.
+struct Service {
+  int demand = 0;
+  double rate_rps = 0;
+  Config config;
+  int gpu = -1;
+};
+
+class Planner {
+ public:
+  Planner(const std::vector<ModelDemand>& demands,
+          const std::vector<LasCoefficients>& coefficients,
+          const std::vector<double>& shares,
+          const std::vector<const DeviceSnapshot*>& gpus,
+          const InterferenceModel* interference)
+      : demands_(demands),
+        coefficients_(coefficients),
+        shares_(shares),
+        gpus_(gpus),
+        interference_(interference) {
+    // Shares below the smallest one profiled over every batch size are not
+    // trusted (the V100 data has 10 % at batch 1 only).
+    for (const ModelDemand& m : demands_) {
+      const LatencyModel& lm = *m.latency;
+      double min_share = lm.shares().back();
+      for (size_t i = lm.shares().size(); i-- > 0;) {
+        if (lm.ProfiledUpTo(i) < std::min(m.max_batch, lm.max_batch())) break;
+        min_share = lm.shares()[i];
+      }
+      min_share_.push_back(min_share);
+    }
+  }
+
+  // T, or +inf when (13)/(14) or the collection-time check fail.
+  double Latency(const Service& s, int b, double p, double overhead) const {
+    const ModelDemand& m = demands_[s.demand];
+    if (p < min_share_[s.demand]) {
+      return std::numeric_limits<double>::infinity();
+    }
+    const double proc =
+        LasModel::ProcMs(coefficients_[s.demand], b, p) * (1 + overhead);
+    double queue = LasModel::QueueMs(s.rate_rps, b, proc);
+    // queueing_check: the M/D/1 wait's 99th percentile (heavy-traffic:
+    // exponential, ln(100) x the mean) instead of its mean: the SLO is a
+    // tail target, the paper's T a mean (the digest's "mean vs tail").
+    if (m.queueing_check) queue *= std::log(100.0);
+    const double t = queue + proc;
+    const double collect = (b - 1) * 1000.0 / s.rate_rps;
+    if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
+    if (1000.0 * b / t < s.rate_rps) {
+      return std::numeric_limits<double>::infinity();
+    }
+    return t;
+  }
+
+  // I(X): the co-runners' summed overhead on `s` at (b, p).
+  double Overhead(const Service& s, int b, double p, int gpu,
+                  const std::vector<Service>& all, int self) const {
+    if (!interference_) return 0;
+    double sum = 0;
+    const Placement me{demands_[s.demand].latency, b, p};
+    for (size_t j = 0; j < all.size(); ++j) {
+      if (static_cast<int>(j) == self || all[j].gpu != gpu) continue;
+      sum += interference_->Factor(
+                 me, {demands_[all[j].demand].latency, all[j].config.batch,
+                      all[j].config.share}) -
+             1;
+    }
+    return sum;
+  }
+
+  // The best configuration of `self` on `gpu` within `room` percent.
+  Config Best(const Service& s, int gpu, const std::vector<Service>& all,
+              int self, double room) const {
+    Config best;
+    const ModelDemand& m = demands_[s.demand];
+    for (double p : shares_) {
+      if (p > room + 1e-9) break;
+      for (int b = 1; b <= m.max_batch; ++b) {
+        const double over = gpu < 0 ? 0 : Overhead(s, b, p, gpu, all, self);
+        const double t = Latency(s, b, p, over);
+        if (!std::isfinite(t)) continue;
+        const double e = b / (p / 100 * t);
+        if (e > best.efficiency) best = {b, p, t, e};
+      }
+    }
+    return best;
+  }
+
+  double Used(const std::vector<Service>& all, int gpu, int except) const {
+    double u = 0;
+    for (size_t j = 0; j < all.size(); ++j) {
+      if (all[j].gpu == gpu && static_cast<int>(j) != except) {
+        u += all[j].config.share;
+      }
+    }
+    return u;
+  }
+
+  bool MemoryFits(const std::vector<Service>& all, int gpu, int self) const {
+    const int64_t cap = gpus_[gpu]->memory_bytes;
+    if (cap <= 0) return true;
+    int64_t used = demands_[all[self].demand].latency->memory_bytes();
+    for (size_t j = 0; j < all.size(); ++j) {
+      if (all[j].gpu == gpu && static_cast<int>(j) != self) {
+        used += demands_[all[j].demand].latency->memory_bytes();
+      }
+    }
+    return used <= cap;
+  }
+
+  // Puts services[i] on the first GPU (up to `open`) with room for a
+  // feasible configuration; may open the next GPU. False if none.
+  bool Place(std::vector<Service>& all, int i, int* open) const {
+    for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
+      if (g >= *open && g != *open) break;
+      const int old = all[i].gpu;
+      all[i].gpu = g;
+      if (MemoryFits(all, g, i)) {
+        const Config c = Best(all[i], g, all, i, 100 - Used(all, g, i));
+        if (c.batch > 0) {
+          all[i].config = c;
+          if (g == *open) ++*open;
+          return true;
+        }
+      }
+      all[i].gpu = old;
+    }
+    return false;
+  }
+
+  absl::StatusOr<std::vector<Service>> Run(std::vector<Service> all) const {
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Service& a, const Service& b) {
+                       return a.config.share > b.config.share;
+                     });
+    int open = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      all[i].gpu = -1;
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!Place(all, static_cast<int>(i), &open)) {
+        return Unschedulable(demands_[all[i].demand],
+                             absl::StrCat("no room for it on the cluster's ",
+                                          gpus_.size(), " GPUs"));
+      }
+    }
+    for (int round = 0; round < kMaxRounds; ++round) {
+      bool changed = false;
+      for (size_t i = 0; i < all.size(); ++i) {
+        const int self = static_cast<int>(i);
+        const Config c = Best(all[i], all[i].gpu, all, self,
+                              100 - Used(all, all[i].gpu, self));
+        if (c.batch == 0) {
+          const int from = all[i].gpu;
+          all[i].gpu = -1;
+          if (!Place(all, self, &open)) {
+            return Unschedulable(
+                demands_[all[i].demand],
+                absl::StrCat("interference leaves it no feasible (b, p) on "
+                             "any of the ",
+                             gpus_.size(), " GPUs"));
+          }
+          changed = changed || all[i].gpu != from;
+          continue;
+        }
+        if (c.batch != all[i].config.batch || c.share != all[i].config.share) {
+          all[i].config = c;
+          changed = true;
+        }
+      }
+      if (!changed) return all;
+    }
+    // Not settled: accept only if every service still meets (13)-(14).
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Service& s = all[i];
+      const double over = Overhead(s, s.config.batch, s.config.share, s.gpu,
+                                   all, static_cast<int>(i));
+      if (!std::isfinite(Latency(s, s.config.batch, s.config.share, over)) ||
+          Used(all, s.gpu, -1) > 100 + 1e-9) {
+        return Unschedulable(demands_[s.demand],
+                             "the configuration search did not settle");
+      }
+    }
+    return all;
+  }
+
+ private:
+  const std::vector<ModelDemand>& demands_;
+  const std::vector<LasCoefficients>& coefficients_;
+  const std::vector<double>& shares_;
+  const std::vector<const DeviceSnapshot*>& gpus_;
+  const InterferenceModel* interference_;
+  std::vector<double> min_share_;  // per demand
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> LasPolicy::Create(
+    const PolicyOptions& options) {
+  return std::unique_ptr<SchedulingPolicy>(new LasPolicy(options));
+}
+
+absl::StatusOr<LasCoefficients> LasPolicy::FitModel(const LatencyModel& lm,
+                                                    double latency_scale,
+                                                    int max_batch) {
+  std::vector<LasSample> samples;
+  for (size_t i = 0; i < lm.shares().size(); ++i) {
+    const double p = lm.shares()[i];
+    for (int b = 1; b <= std::min(max_batch, lm.ProfiledUpTo(i)); ++b) {
+      samples.push_back({b, p, lm.LatencyMs(b, p) * latency_scale});
+    }
+  }
+  auto c = FitLasModel(samples);
+  if (!c.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", lm.model(), "': ", c.status().message()));
+  }
+  return c;
+}
+
+absl::StatusOr<Plan> LasPolicy::Schedule(
+    const ClusterSnapshot& snapshot) const {
+  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
+  if (!inputs.ok()) return inputs.status();
+  const auto& demands = (*inputs)->demands();
+  const auto& gpus = (*inputs)->gpus();
+  bool grid_declared = true;
+  for (const DeviceSnapshot* d : gpus) {
+    grid_declared = grid_declared && !d->allowed_shares.empty();
+  }
+  std::vector<double> shares;
+  if (grid_declared) {
+    shares = (*inputs)->share_grid();
+  } else {
+    for (int p = 10; p <= 100; p += 10) shares.push_back(p);
+  }
+  std::vector<LasCoefficients> coefficients;
+  for (const ModelDemand& m : demands) {
+    auto c = FitModel(*m.latency, m.latency_scale, m.max_batch);
+    if (!c.ok()) return c.status();
+    coefficients.push_back(*c);
+  }
+  const Planner planner(demands, coefficients, shares, gpus,
+                        options_.interference.get());
+  std::vector<Service> services;
+  for (size_t i = 0; i < demands.size(); ++i) {
+    if (demands[i].rate_rps <= 0) continue;
+    // The fewest equal replicas one of which is feasible alone.
+    bool done = false;
+    for (int k = 1; k <= 64 * static_cast<int>(gpus.size()) && !done; ++k) {
+      Service s{static_cast<int>(i), demands[i].rate_rps / k, {}, -1};
+      s.config = planner.Best(s, -1, {}, -1, 100);
+      if (s.config.batch > 0) {
+        for (int r = 0; r < k; ++r) services.push_back(s);
+        done = true;
+      }
+    }
+    if (!done) {
+      return Unschedulable(demands[i],
+                           "no (b, p) meets its SLO even on a whole GPU");
+    }
+  }
+  auto placed = planner.Run(std::move(services));
+  if (!placed.ok()) return placed.status();
+  Plan plan;
+  plan.set_policy("las");
+  plan.set_reason("latency-aware (b, p) per service, max throughput/share");
+  std::vector<DevicePlan*> devices(gpus.size(), nullptr);
+  std::vector<int> counts(gpus.size(), 0);
+  for (const Service& s : *placed) {
+    if (!devices[s.gpu]) {
+      devices[s.gpu] = plan.add_devices();
+      devices[s.gpu]->set_backend_id(gpus[s.gpu]->backend_id);
+      devices[s.gpu]->set_device_id(gpus[s.gpu]->device_id);
+    }
+    GpuletPlan* g = devices[s.gpu]->add_gpulets();
+    g->set_gpulet_id(absl::StrCat(gpus[s.gpu]->backend_id, "/",
+                                  gpus[s.gpu]->device_id, "/g",
+                                  counts[s.gpu]++));
+    g->set_share_percent(s.config.share);
+    ModelAssignment* a = g->add_models();
+    a->set_model(demands[s.demand].name);
+    a->set_batch_size(s.config.batch);
+    a->set_duty_cycle_ms(0);
+    a->set_rate_rps(s.rate_rps);
+  }
+  return plan;
+}
+
+REGISTER_SCHEDULING_POLICY("las", LasPolicy::Create);
+
+}  // namespace tessera

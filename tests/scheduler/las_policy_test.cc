@@ -1,0 +1,102 @@
+// The "las" policy on hand-built snapshots whose answers follow from its
+// equations by hand.
+#include "scheduler/las_policy.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/policy_registry.h"
+#include "tests/scheduler/policy_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::AddModel;
+using ::testing::HasSubstr;
+using testing::Snapshot;
+
+// L(b, p) = 3 + b ms at every share from 20 %: the fit has no compute
+// term and no share degradation (xi = 0).
+ModelProfile Flat(const std::string& model) {
+  ModelProfile p;
+  p.set_model(model);
+  p.set_device_kind("test-gpu");
+  for (double share : {20.0, 40.0, 60.0, 80.0, 100.0}) {
+    for (int b = 1; b <= 32; ++b) {
+      LatencyPoint* pt = p.add_latency();
+      pt->set_batch_size(b);
+      pt->set_share_percent(share);
+      pt->set_latency_ms(3 + b);
+    }
+  }
+  return p;
+}
+
+absl::StatusOr<Plan> RunLas(const ClusterSnapshot& s) {
+  PolicyOptions options;  // no headroom, the paper's mean queueing term
+  options.latency_headroom = 1.0;
+  options.rate_headroom = 1.0;
+  options.queueing_check = false;
+  auto p = PolicyRegistry::Create("las", options);
+  if (!p.ok()) return p.status();
+  return (*p)->Schedule(s);
+}
+
+TEST(LasPolicyTest, FitsAFlatProfileExactly) {
+  auto lm = LatencyModel::FromProfile(Flat("a"));
+  ASSERT_TRUE(lm.ok());
+  auto c = LasPolicy::FitModel(*lm, 1.0, 32);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NEAR(LasModel::ProcMs(*c, 7, 20), 10, 1e-6);
+  EXPECT_NEAR(c->xi, 0, 1e-9);
+}
+
+TEST(LasPolicyTest, MaximisesThroughputPerShare) {
+  // 100 req/s, SLO 50 ms; at the smallest share (20 %) T(b) = M/D/1 mean
+  // wait + (3 + b) and collection (b - 1) 10 ms:
+  //   b = 4: 7.74 + 30 = 37.7 ms, b / T = 0.517 / ms
+  //   b = 5: wait 0.1 * 64 / (2 (5 - 0.8)) = 0.762, T = 8.762,
+  //          + 40 = 48.8 ms <= 50, b / T = 0.571 / ms (the best)
+  //   b = 6: collection alone is 50 ms, + T > 50.
+  // Two such services share one GPU at 20 % each.
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, Flat("a"), 100, 50);
+  AddModel(&s, Flat("b"), 100, 50);
+  auto plan = RunLas(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->policy(), "las");
+  ASSERT_EQ(plan->devices_size(), 1);
+  ASSERT_EQ(plan->devices(0).gpulets_size(), 2);
+  for (const auto& g : plan->devices(0).gpulets()) {
+    EXPECT_DOUBLE_EQ(g.share_percent(), 20);
+    EXPECT_EQ(g.models(0).batch_size(), 5);
+    EXPECT_DOUBLE_EQ(g.models(0).rate_rps(), 100);
+  }
+}
+
+TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
+  // Six 20 % services: five fill a GPU, the sixth opens a second.
+  ClusterSnapshot s = Snapshot(2);
+  for (int i = 0; i < 6; ++i) {
+    AddModel(&s, Flat("m" + std::to_string(i)), 100, 50);
+  }
+  auto plan = RunLas(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 2);
+  double total = 0;
+  for (const auto& g : plan->devices(0).gpulets()) total += g.share_percent();
+  EXPECT_LE(total, 100);
+  // On one GPU the sixth has no room.
+  s.devices.pop_back();
+  EXPECT_EQ(RunLas(s).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(LasPolicyTest, UnschedulableNamesTheModel) {
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, Flat("slow"), 10, 3);  // 4 ms at batch 1 > 3 ms
+  auto plan = RunLas(s);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(plan.status().message(), HasSubstr("'slow'"));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -771,6 +771,93 @@ TEST(EmulatedInterferenceTest, NeighboursOnTheSameGpuSlowABatchDown) {
 INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,
                          ::testing::Values("emulated", "cpu"));
 
+// The seed policies plug in by name: switched live to igniter and then to
+// las under steady load, each plan is applied by shadow swaps and no
+// request is lost.
+TEST_F(EmulatedClusterTest, SwitchingToIgniterAndLasUnderLoadLosesNothing) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  auto admin = AdminService::NewStub(grpc::CreateChannel(
+      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  std::vector<LoadGenerator::ModelLoad> loads = {
+      Load("lenet", {{absl::ZeroDuration(), 40}}),
+      Load("resnet50", {{absl::ZeroDuration(), 8}}),
+      Load("googlenet", {{absl::ZeroDuration(), 6}})};
+  std::map<std::string, Plan> seen;  // by policy
+  std::thread switcher([&] {
+    int64_t epoch = quiet->epoch();
+    for (const char* policy : {"igniter", "las"}) {
+      absl::SleepFor(absl::Seconds(3));
+      grpc::ClientContext context;
+      SetPolicyRequest request;
+      request.set_policy(policy);
+      SetPolicyResponse response;
+      grpc::Status s = admin->SetPolicy(&context, request, &response);
+      EXPECT_TRUE(s.ok()) << policy << ": " << s.error_message();
+      auto plan = WaitForPlan(
+          epoch, [&](const Plan& p) { return p.policy() == policy; },
+          absl::Seconds(20));
+      EXPECT_TRUE(plan.ok()) << policy << ": " << plan.status();
+      if (plan.ok()) {
+        seen[policy] = *plan;
+        epoch = plan->epoch();
+      }
+    }
+  });
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(12);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), loads, lo);
+  switcher.join();
+  EXPECT_EQ(result.lost, 0);
+  EXPECT_EQ(static_cast<int64_t>(result.records.size()), result.sent);
+  // iGniter runs one proxy per model: five on one 11 GiB emulated GPU
+  // leave no memory for the las plan's shadows, so the backend swaps
+  // stop-then-start, and requests to a stopped gpulet are refused with
+  // UNAVAILABLE (docs/live-serving.md). That is allowed only when the
+  // backends report such a swap.
+  int64_t stop_then_start = 0;
+  for (auto& b : backends_) {
+    auto h = Health(b.get());
+    ASSERT_TRUE(h.ok()) << h.status();
+    stop_then_start += h->stop_then_start_swaps();
+  }
+  int64_t ok = 0, unavailable = 0;
+  for (const auto& r : result.records) {
+    const bool allowed =
+        r.code == absl::StatusCode::kOk ||
+        r.code == absl::StatusCode::kDeadlineExceeded ||
+        (r.code == absl::StatusCode::kUnavailable && stop_then_start > 0);
+    EXPECT_TRUE(allowed) << absl::StatusCodeToString(r.code);
+    ok += r.code == absl::StatusCode::kOk;
+    unavailable += r.code == absl::StatusCode::kUnavailable;
+  }
+  std::cout << "[ info ] " << result.sent << " sent, " << ok << " OK, "
+            << unavailable << " UNAVAILABLE; " << stop_then_start
+            << " stop-then-start swap(s)\n";
+  ASSERT_EQ(seen.count("igniter"), 1u);
+  ASSERT_EQ(seen.count("las"), 1u);
+  // iGniter: one model per gpulet, shares in 2.5 % steps; las: 10 % steps.
+  for (const auto& [policy, plan] : seen) {
+    const double step = policy == "igniter" ? 2.5 : 10;
+    for (const auto& d : plan.devices()) {
+      for (const auto& g : d.gpulets()) {
+        EXPECT_EQ(g.models_size(), 1) << policy;
+        const double units = g.share_percent() / step;
+        EXPECT_NEAR(units, std::round(units), 1e-9) << policy;
+      }
+    }
+  }
+  // What runs at the end is the las plan.
+  auto final_plan = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(final_plan.ok()) << final_plan.status();
+  EXPECT_EQ(final_plan->policy(), "las");
+  ExpectAppliedPlanMatches(*final_plan, backends_);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace tessera

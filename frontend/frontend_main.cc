@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
@@ -27,6 +28,9 @@ ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
 ABSL_FLAG(std::string, policy, "",
           "Scheduling policy; overrides the config's (names: see the usage "
           "text above).");
+ABSL_FLAG(std::string, backends, "",
+          "id=host:port,... of the backend daemons; replaces the config's "
+          "backends (e.g. a compose file's service names).");
 ABSL_FLAG(std::string, plan_file, "",
           "If set, each plan installed is written here (text format).");
 ABSL_FLAG(int, http_port, 8000,
@@ -70,6 +74,21 @@ int main(int argc, char** argv) {
   }
   if (!absl::GetFlag(FLAGS_policy).empty()) {
     options.config.set_policy(absl::GetFlag(FLAGS_policy));
+  }
+  if (!absl::GetFlag(FLAGS_backends).empty()) {
+    options.config.clear_backends();
+    for (absl::string_view entry : absl::StrSplit(absl::GetFlag(FLAGS_backends),
+                                                  ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(entry, '=');
+      if (kv.first.empty() || kv.second.empty()) {
+        spdlog::error("--backends: '{}' is not id=host:port",
+                      std::string(entry));
+        return 2;
+      }
+      tessera::BackendEndpoint* b = options.config.add_backends();
+      b->set_id(kv.first);
+      b->set_address(kv.second);
+    }
   }
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.listen = absl::GetFlag(FLAGS_listen);

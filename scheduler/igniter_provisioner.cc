@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 namespace {
@@ -34,9 +35,7 @@ std::vector<IgniterResident> Residents(
 
 // The 99th-percentile M/D/1 wait of a placement whose batches take t_ms.
 double Wait99(const IgniterPlacement& p, double t_ms) {
-  const double rho = p.rate_rps * t_ms / (1000.0 * p.batch);
-  if (rho >= 1) return std::numeric_limits<double>::infinity();
-  return std::log(100.0) * rho * t_ms / (2 * (1 - rho));
+  return MD1Wait99Ms(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms);
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -110,10 +109,14 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     }
     double per_replica = 0.9 * best_h;
     if (q.queueing_check) {
-      // The busiest replica whose M/D/1 tail still fits the SLO.
-      const double x = 2 * (q.slo_ms - best_ms) / (std::log(100.0) * best_ms);
-      per_replica =
-          std::min(per_replica, x / (1 + x) * 1000.0 * best_b / best_ms);
+      // The busiest replica whose M/D/1 tail still fits the SLO
+      // (bisection on the load).
+      double lo = 0, hi = 1;
+      for (int it = 0; it < 50; ++it) {
+        const double mid = (lo + hi) / 2;
+        (best_ms + MD1Wait99Ms(mid, best_ms) <= q.slo_ms ? lo : hi) = mid;
+      }
+      per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);
     }
     double rest = q.rate_rps;
     while (rest > per_replica + 1e-9) {

@@ -18,8 +18,7 @@ struct IgniterRequest {
   // the paper's half-SLO rule assumes evenly spaced arrivals (pitfall
   // P11); under Poisson arrivals a request also waits behind batches in
   // service. ALLOC then also grows a share until t_inf + W99 <= SLO, with
-  // W99 = ln(100) rho t_inf / (2 (1 - rho)), rho = R t_inf / b, the
-  // heavy-traffic M/D/1 99th-percentile wait SolveTimeShare uses.
+  // W99 = MD1Wait99Ms(R t_inf / b, t_inf) as SolveTimeShare uses it.
   bool queueing_check = false;
 };
 

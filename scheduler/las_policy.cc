@@ -9,6 +9,7 @@
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 namespace {
@@ -64,10 +65,12 @@ class Planner {
     const double proc =
         LasModel::ProcMs(coefficients_[s.demand], b, p) * (1 + overhead);
     double queue = LasModel::QueueMs(s.rate_rps, b, proc);
-    // queueing_check: the M/D/1 wait's 99th percentile (heavy-traffic:
-    // exponential, ln(100) x the mean) instead of its mean: the SLO is a
-    // tail target, the paper's T a mean (the digest's "mean vs tail").
-    if (m.queueing_check) queue *= std::log(100.0);
+    // queueing_check: the M/D/1 wait's 99th percentile instead of its mean:
+    // the SLO is a tail target, the paper's T a mean (the digest's "mean vs
+    // tail").
+    if (m.queueing_check && std::isfinite(queue)) {
+      queue = MD1Wait99Ms(s.rate_rps * proc / (1000.0 * b), proc);
+    }
     const double t = queue + proc;
     const double collect = (b - 1) * 1000.0 / s.rate_rps;
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();

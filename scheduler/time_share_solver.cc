@@ -112,10 +112,7 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
   // and utilisation rho (the busy fraction at these rates), the
   // heavy-traffic M/D/1 waiting time is about exponential with mean
   // rho * sum / (2 (1 - rho)); its 99th percentile is ln(100) times that.
-  const double rho = load;
-  const double wait99 = rho >= 1 - 1e-9
-                            ? std::numeric_limits<double>::infinity()
-                            : std::log(100.0) * rho * sum / (2 * (1 - rho));
+  const double wait99 = MD1Wait99Ms(load, sum);
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
@@ -129,6 +126,13 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
 }
 
 }  // namespace
+
+double MD1Wait99Ms(double rho, double service_ms) {
+  if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
+  const double heavy = std::log(100.0) * rho * service_ms / (2 * (1 - rho));
+  const double light = rho > 0.01 ? service_ms * (1 - 0.01 / rho) : 0.0;
+  return std::max(heavy, light);
+}
 
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,

@@ -53,9 +53,8 @@ using SliceLatencyFn =
 //   sum_j L_j + W99 <= SLO_j                                 (queueing:
 //       the papers' rules assume evenly spaced arrivals; under Poisson
 //       arrivals a gpulet near full occupancy queues without bound. W99 is
-//       the heavy-traffic M/D/1 99th-percentile wait with the round as
-//       service time: ln(100) rho sum / (2 (1 - rho)), rho = the busy
-//       fraction sum_j r_j L_j(b_j) / (1000 b_j))
+//       MD1Wait99Ms (below) with the round as service time and rho = the
+//       busy fraction sum_j r_j L_j(b_j) / (1000 b_j))
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch
@@ -66,6 +65,16 @@ using SliceLatencyFn =
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);
+
+// The 99th percentile of the wait in an M/D/1 queue with utilisation `rho`
+// and service time `service_ms`: the larger of its light-traffic form (an
+// arrival finds the server busy with probability rho and then waits a
+// uniform residual service: s (1 - 0.01 / rho) once rho > 1 %) and its
+// heavy-traffic form (about exponential: ln(100) rho s / (2 (1 - rho)));
+// +inf at rho >= 1. The heavy-traffic form alone says a lightly loaded
+// server never delays anyone, yet at rho = 0.2 one arrival in five waits
+// for a batch in service.
+double MD1Wait99Ms(double rho, double service_ms);
 
 // Latency the policy plans with: the profile's L(b, p) times the model's
 // latency_scale (headroom).

@@ -83,6 +83,19 @@ TEST_F(TimeShareSolverTest, QueueingBoundByHand) {
   EXPECT_EQ(s->batches[0], 1);
 }
 
+TEST(MD1Wait99Test, LightAndHeavyTrafficByHand) {
+  // rho = 0.2, s = 10 ms: one arrival in five finds a batch in service and
+  // waits a uniform residual: p99 = 10 (1 - 0.01 / 0.2) = 9.5 ms; the
+  // heavy-traffic form says only ln(100) 0.2 10 / 1.6 = 5.76 ms.
+  EXPECT_NEAR(MD1Wait99Ms(0.2, 10), 9.5, 1e-12);
+  // rho = 0.9, s = 3: heavy traffic, ln(100) 0.9 3 / 0.2 = 62.17 ms.
+  EXPECT_NEAR(MD1Wait99Ms(0.9, 3), std::log(100.0) * 0.9 * 3 / 0.2, 1e-12);
+  // Below 1 % busy the light-traffic p99 is 0: only the heavy form is left.
+  EXPECT_NEAR(MD1Wait99Ms(0.005, 10), std::log(100.0) * 0.005 * 10 / 1.99,
+              1e-12);
+  EXPECT_TRUE(std::isinf(MD1Wait99Ms(1.0, 1)));
+}
+
 TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
   // round leaves no room above it (16 + L(3) > 20), but alone the cap is

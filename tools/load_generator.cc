@@ -23,13 +23,21 @@ struct RunState {
   absl::Time start;
 };
 
+// The calls outstanding of one closed-loop model.
+struct Window {
+  absl::Mutex mu;
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+};
+
 // One asynchronous call; deletes itself when done.
 class Call {
  public:
   static void Start(inference::GRPCInferenceService::Stub* stub,
                     const inference::ModelInferRequest& request, int load,
-                    std::shared_ptr<RunState> state, absl::Duration timeout) {
+                    std::shared_ptr<RunState> state, absl::Duration timeout,
+                    std::shared_ptr<Window> window = nullptr) {
     auto* call = new Call(std::move(state), load);
+    call->window_ = std::move(window);
     call->sent_ = absl::Now();
     call->context_.set_deadline(absl::ToChronoTime(call->sent_ + timeout));
     call->state_->sent++;
@@ -51,10 +59,15 @@ class Call {
       state_->records.push_back(r);
     }
     state_->done++;
+    if (window_) {
+      absl::MutexLock lock(&window_->mu);
+      --window_->outstanding;
+    }
     delete this;
   }
 
   std::shared_ptr<RunState> state_;
+  std::shared_ptr<Window> window_;
   const int load_;
   grpc::ClientContext context_;
   inference::ModelInferResponse response_;
@@ -82,6 +95,24 @@ LoadGenerator::Result LoadGenerator::Run(
         ~Finished() { ++*n; }
       } finished{&senders_done};
       std::mt19937_64 rng(options.seed * 7919 + i);
+      if (loads[i].concurrency > 0) {
+        auto window = std::make_shared<Window>();
+        const int n = loads[i].concurrency;
+        while (true) {
+          {
+            absl::MutexLock lock(&window->mu);
+            auto room = [&window, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                            window->mu) { return window->outstanding < n; };
+            if (!window->mu.AwaitWithDeadline(absl::Condition(&room), end) ||
+                absl::Now() >= end) {
+              return;
+            }
+            ++window->outstanding;
+          }
+          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
+                      options.timeout, window);
+        }
+      }
       if (!loads[i].times.empty()) {
         for (absl::Duration t : loads[i].times) {
           if (start + t >= end) break;

@@ -12,9 +12,10 @@
 
 namespace tessera {
 
-// Open-loop load: per model, Poisson arrivals at a piecewise-constant rate
-// (or the timestamps of a trace),
-// sent asynchronously (a slow server does not lower the offered load).
+// Load per model: open-loop Poisson arrivals at a piecewise-constant rate
+// or the timestamps of a trace, sent asynchronously (a slow server does not
+// lower the offered load); or closed-loop with a fixed number of calls
+// outstanding.
 // Records every request's outcome. Used by tessera_loadgen, the scenario
 // runner and the integration tests.
 class LoadGenerator {
@@ -31,6 +32,9 @@ class LoadGenerator {
     // Trace replay: send exactly at these offsets from the start
     // (ascending) instead of the Poisson schedule.
     std::vector<absl::Duration> times;
+    // Closed loop: keep exactly this many calls outstanding (a new one
+    // leaves as each is answered) instead of the schedule; 0 = open loop.
+    int concurrency = 0;
   };
   struct Record {
     int load = 0;         // index into the loads

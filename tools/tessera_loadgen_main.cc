@@ -1,9 +1,10 @@
-// tessera_loadgen: open-loop load generator for any KServe v2 gRPC server.
-// Sends requests with Poisson inter-arrival times per model (asynchronously,
-// so a slow server does not slow the offered load), shows live progress,
-// and reports per model: offered and achieved rate, latency p50/p90/p99/max,
-// SLO attainment (against the model's SLO or --slo_ms) and errors by gRPC
-// status. Optionally writes the report as CSV.
+// tessera_loadgen: load generator (open loop, trace replay or fixed
+// concurrency) for any KServe v2 gRPC server. Sends requests with Poisson
+// inter-arrival times per model (asynchronously, so a slow server does not slow
+// the offered load), shows live progress, and reports per model: offered and
+// achieved rate, latency p50/p90/p99/max, SLO attainment (against the model's
+// SLO or --slo_ms) and errors by gRPC status. Optionally writes the report as
+// CSV.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -58,6 +59,10 @@ ABSL_FLAG(std::string, trace, "",
           "Replay a trace instead of Poisson arrivals: a CSV of lines "
           "'model,seconds' (send times from the start; other lines are "
           "ignored). Replaces --load; the run lasts until the last send.");
+ABSL_FLAG(int, concurrency, 0,
+          "Closed loop: keep this many calls outstanding per model of --load "
+          "(its rates are ignored; 'model' alone is enough) instead of "
+          "Poisson arrivals. 0: open loop.");
 ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput: raise every rate of "
           "--load by 25% per run of --duration_s until more than 1% of "
@@ -94,7 +99,8 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
     gen.push_back({l.model,
                    l.request,
                    {{absl::ZeroDuration(), l.rate * scale}},
-                   l.times});
+                   l.times,
+                   absl::GetFlag(FLAGS_concurrency)});
   }
   LoadGenerator::Options options;
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
@@ -218,7 +224,10 @@ int Run() {
   for (absl::string_view p :
        absl::StrSplit(absl::GetFlag(FLAGS_load), ',', absl::SkipEmpty())) {
     std::vector<std::string> kv = absl::StrSplit(p, ':');
-    double rate;
+    double rate = 0;
+    if (absl::GetFlag(FLAGS_concurrency) > 0 && kv.size() == 1) {
+      kv.push_back("1");  // closed loop: the rate is not used
+    }
     if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &rate) || rate <= 0) {
       std::fprintf(stderr, "bad --load entry '%s' (want model:rate)\n",
                    std::string(p).c_str());
@@ -264,6 +273,14 @@ int Run() {
   }
   if (loads.empty()) {
     std::fprintf(stderr, "--load (or --trace) names no model\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_concurrency) < 0 ||
+      (absl::GetFlag(FLAGS_concurrency) > 0 &&
+       (!absl::GetFlag(FLAGS_trace).empty() || absl::GetFlag(FLAGS_search)))) {
+    std::fprintf(stderr,
+                 "--concurrency must be >= 0 and excludes --trace and "
+                 "--search\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_warmup_s) < 0 ||
@@ -348,10 +365,14 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Open-loop Poisson load generator for KServe v2 gRPC servers.\n"
+      "Load generator for KServe v2 gRPC servers: open-loop Poisson per "
+      "model, trace replay (--trace) or fixed concurrency (--concurrency); "
+      "reports throughput, latency percentiles, SLO attainment and errors "
+      "per model; --search finds the SLO-preserved max throughput.\n"
       "Example: tessera_loadgen --server=127.0.0.1:8100 "
       "--load=lenet:200,resnet18:10 --slos=lenet:50,resnet18:600 "
-      "--duration_s=20");
+      "--duration_s=20\n"
+      "Closed loop: tessera_loadgen --load=lenet,resnet18 --concurrency=8");
   absl::ParseCommandLine(argc, argv);
   return tessera::Run();
 }

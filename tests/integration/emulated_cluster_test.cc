@@ -858,6 +858,59 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterAndLasUnderLoadLosesNothing) {
   ExpectAppliedPlanMatches(*final_plan, backends_);
 }
 
+// Closed loop: exactly `concurrency` calls outstanding, never more, and the
+// next leaves as one is answered (so many more than 3 are sent).
+TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  LoadGenerator::ModelLoad load = Load("lenet", {});
+  load.concurrency = 3;
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(3);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), {load}, lo);
+  EXPECT_EQ(result.lost, 0);
+  ASSERT_GT(result.sent, 10);
+  // Outstanding calls over time, from (send, answer) intervals; an answer
+  // at the same instant as a send counts first.
+  std::vector<std::pair<absl::Duration, int>> events;
+  // Closed loop at the cluster's full speed: the rate jumps, the cluster
+  // re-plans, and calls that cannot meet their SLO are rejected early. The
+  // jump can also force a stop-then-start swap (shadows do not fit in the
+  // emulated GPU's memory), whose stopped gpulets answer UNAVAILABLE.
+  int64_t stop_then_start = 0;
+  for (auto& b : backends_) {
+    auto h = Health(b.get());
+    ASSERT_TRUE(h.ok()) << h.status();
+    stop_then_start += h->stop_then_start_swaps();
+  }
+  int64_t not_ok = 0;
+  for (const auto& r : result.records) {
+    not_ok += r.code != absl::StatusCode::kOk;
+    EXPECT_TRUE(
+        r.code == absl::StatusCode::kOk ||
+        r.code == absl::StatusCode::kDeadlineExceeded ||
+        (r.code == absl::StatusCode::kUnavailable && stop_then_start > 0))
+        << absl::StatusCodeToString(r.code);
+    events.push_back({r.sent, +1});
+    events.push_back({r.sent + r.latency, -1});
+  }
+  std::sort(events.begin(), events.end());
+  int outstanding = 0, most = 0;
+  for (const auto& [t, d] : events) {
+    outstanding += d;
+    most = std::max(most, outstanding);
+  }
+  std::cout << "[ info ] " << result.sent << " calls in 3 s (" << not_ok
+            << " not OK, " << stop_then_start
+            << " stop-then-start swaps), at most " << most << " outstanding\n";
+  EXPECT_LE(most, 3);
+  EXPECT_GE(most, 2);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace tessera

@@ -6,9 +6,11 @@
 # scenario runner (rates rise, fall, rise higher) and writes the table to
 # $TESSERA_LOG_DIR/scenario-<policy>.csv and a plot next to it.
 # Usage: scripts/run_emulated.sh [--policy=gpulet] [--serve] [--no-setup]
-#          [--scenario-args="..."] [--loadgen-search]
+#          [--scenario-args="..."] [--loadgen-search] [--loadgen-report]
 #   --serve           keep serving (Ctrl-C to stop) instead of the scenario
 #   --loadgen-search  measure the SLO-preserved max throughput instead
+#   --loadgen-report  one 45 s load generator run at 5x the base mix,
+#                     report in $TESSERA_LOG_DIR/loadgen-<policy>.json
 # Ports: frontend ${TESSERA_PORT:-8100}, backends +1 and +2; HTTP metrics
 # and health: frontend +10, backends +11 and +12; admin service +20.
 set -euo pipefail
@@ -26,9 +28,10 @@ for arg in "$@"; do
     --policy=*) POLICY="${arg#*=}" ;;
     --serve) MODE=serve ;;
     --loadgen-search) MODE=search ;;
+    --loadgen-report) MODE=report ;;
     --no-setup) SETUP=0 ;;
     --scenario-args=*) SCENARIO_ARGS="${arg#*=}" ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "run_emulated.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -79,6 +82,13 @@ case "$MODE" in
   serve)
     echo "==> serving on 127.0.0.1:$PORT; press Ctrl-C to stop"
     wait ;;
+  report)
+    # One load generator run at 5x the base mix; report as JSON for
+    # scripts/plot_loadgen.py.
+    "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only \
+      --load=lenet:150,googlenet:25,resnet50:37.5,vgg16:15,ssd_mobilenet:15 \
+      --slos=lenet:50,googlenet:660,resnet50:1080,vgg16:1420,ssd_mobilenet:1360 \
+      --duration_s=45 --warmup_s=15 --json="$LOG_DIR/loadgen-$POLICY.json" ;;
   search)
     "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only --search \
       --load=lenet:30,googlenet:5,resnet50:7.5,vgg16:3,ssd_mobilenet:3 \

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -41,6 +42,10 @@ ABSL_FLAG(std::string, http_port_file, "",
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:8190",
           "host:port of the admin service (tessera_admin); empty: none. "
           "Never the inference port; loopback by default.");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the token the KServe repository RPCs load/unload "
+          "require (metadata 'authorization: Bearer <token>'; tessera_admin "
+          "load/unload --token_file). Empty: those RPCs are refused.");
 ABSL_FLAG(std::string, admin_port_file, "",
           "If set, the admin port is written to this file once serving.");
 ABSL_FLAG(int, max_message_mb, 64,
@@ -95,6 +100,17 @@ int main(int argc, char** argv) {
   options.plan_file = absl::GetFlag(FLAGS_plan_file);
   options.http_port = absl::GetFlag(FLAGS_http_port);
   options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
+  if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_admin_token_file));
+    std::string token;
+    if (!in || !std::getline(in, token) ||
+        absl::StripAsciiWhitespace(token).empty()) {
+      spdlog::error("--admin_token_file {}: cannot read a token",
+                    absl::GetFlag(FLAGS_admin_token_file));
+      return 2;
+    }
+    options.repository_token = std::string(absl::StripAsciiWhitespace(token));
+  }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
 
   auto server = tessera::FrontendServer::Create(options);

@@ -99,7 +99,8 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
           clock_),
       router_(&monitor_),
-      service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_) {
+      service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
+               options_.repository_token) {
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(b.id(), b.address()));
     backend_state_[b.id()] = BackendState{};
@@ -373,13 +374,21 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     return absl::UnavailableError("no backend is alive");
   }
   Plan current;
+  std::set<std::string> unloaded;
   {
     absl::MutexLock lock(&mu_);
     current = plan_;
+    unloaded = unloaded_;
   }
   ClusterSnapshot snapshot = BuildClusterSnapshot(
       nodes, *repository_, options_.config.profile_dir(), current,
       clock_->Now(), options_.config.time_scale());
+  snapshot.models.erase(
+      std::remove_if(snapshot.models.begin(), snapshot.models.end(),
+                     [&](const ModelSnapshot& m) {
+                       return unloaded.count(m.config.name()) > 0;
+                     }),
+      snapshot.models.end());
   const std::map<std::string, double> observed = monitor_.Rates();
   std::map<std::string, double> planned_rates;
   for (ModelSnapshot& m : snapshot.models) {
@@ -611,6 +620,80 @@ std::string FrontendServer::RenderMetrics() {
 FrontendServer::Stats FrontendServer::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
+}
+
+namespace {
+
+bool PlanServes(const Plan& plan, const std::string& model) {
+  for (const DevicePlan& d : plan.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      for (const ModelAssignment& a : g.models()) {
+        if (a.model() == model) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status FrontendServer::UnloadModel(const std::string& name,
+                                         absl::Time deadline) {
+  return SetLoaded(name, false, deadline);
+}
+
+absl::Status FrontendServer::LoadModel(const std::string& name,
+                                       absl::Time deadline) {
+  return SetLoaded(name, true, deadline);
+}
+
+bool FrontendServer::IsUnloaded(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  return unloaded_.count(name) > 0;
+}
+
+absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
+                                       absl::Time deadline) {
+  if (repository_->Find(name) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("no model '", name, "' in the model repository"));
+  }
+  const std::string reason =
+      absl::StrCat("model '", name, loaded ? "' loaded" : "' unloaded");
+  {
+    absl::MutexLock lock(&mu_);
+    if (loaded) {
+      unloaded_.erase(name);
+    } else {
+      unloaded_.insert(name);
+    }
+  }
+  spdlog::info("{} through the repository API", reason);
+  // Ask for a plan until one honours the change: a plan already being made
+  // when the change came may not.
+  absl::Time ask = absl::InfinitePast();
+  while (true) {
+    Plan plan;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::UnavailableError("the frontend is stopping");
+      plan = plan_;
+    }
+    if (plan.epoch() > 0 && PlanServes(plan, name) == loaded) {
+      return absl::OkStatus();
+    }
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          reason, ", but no plan ", loaded ? "serving" : "without",
+          " it came in time; the request stands for the next plan"));
+    }
+    if (now >= ask) {
+      RequestReplan(reason);
+      ask = now + absl::Seconds(1);
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
 }
 
 void FrontendServer::Shutdown() {

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "frontend/backend_client.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
+#include "frontend/model_control.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"
 #include "grpcpp/server.h"
@@ -36,7 +38,7 @@ namespace tessera {
 // calls queued on the old workers move to the new ones, the old workers'
 // in-flight batches finish, and only then are the old gpulets stopped
 // (CommitPlan). Thread-safe.
-class FrontendServer {
+class FrontendServer : public ModelControl {
  public:
   struct Options {
     FrontendConfig config;
@@ -57,6 +59,9 @@ class FrontendServer {
     // host:port of the AdminService (empty: none); never the inference
     // port.
     std::string admin_listen;
+    // Token the KServe repository RPCs load/unload require (metadata
+    // "authorization: Bearer <token>"); empty: those RPCs are refused.
+    std::string repository_token;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).
@@ -96,6 +101,15 @@ class FrontendServer {
   int admin_port() const { return admin_port_; }
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ModelControl: the KServe v2 repository RPCs load/unload.
+  absl::Status UnloadModel(const std::string& name,
+                           absl::Time deadline) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status LoadModel(const std::string& name, absl::Time deadline) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsUnloaded(const std::string& name) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
@@ -117,6 +131,9 @@ class FrontendServer {
       const std::map<std::string, BackendClient*>& backend_by_id);
   // Routes `call` again (a retired gpulet handed it over).
   void Reroute(std::unique_ptr<InferCall> call);
+  // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
+  absl::Status SetLoaded(const std::string& name, bool loaded,
+                         absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks up to `timeout` unless stopping or a re-plan is requested.
   void WaitForWork(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -139,6 +156,8 @@ class FrontendServer {
   std::map<std::string, double> planned_rates_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BackendState> backend_state_ ABSL_GUARDED_BY(mu_);
   std::string replan_reason_ ABSL_GUARDED_BY(mu_);  // empty: none asked
+  // Models unloaded through the repository API: left out of snapshots.
+  std::set<std::string> unloaded_ ABSL_GUARDED_BY(mu_);
   bool planning_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,6 +1,8 @@
 #include "frontend/inference_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
@@ -100,6 +102,11 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   auto version = repository_->ResolveVersion(request->model_name(),
                                              request->model_version());
   if (!version.ok()) return refuse(version.status());
+  if (control_ != nullptr && control_->IsUnloaded(request->model_name())) {
+    return refuse(absl::UnavailableError(
+        absl::StrCat("model '", request->model_name(),
+                     "' is unloaded (RepositoryModelLoad loads it again)")));
+  }
   const ModelRepository::Entry* entry =
       repository_->Find(request->model_name());
   auto decoded = RequestCodec::Decode(*request, entry->config);
@@ -132,7 +139,9 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     inference::RepositoryIndexResponse* response) {
   for (const std::string& name : repository_->ModelNames()) {
     const ModelRepository::Entry* entry = repository_->Find(name);
-    const bool ready = router_->Serves(name) && !entry->versions.empty();
+    const bool unloaded = control_ != nullptr && control_->IsUnloaded(name);
+    const bool ready =
+        !unloaded && router_->Serves(name) && !entry->versions.empty();
     if (request->ready() && !ready) continue;
     auto* index = response->add_models();
     index->set_name(name);
@@ -140,7 +149,9 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
       index->set_version(absl::StrCat(entry->versions.back()));
     }
     index->set_state(ready ? "READY" : "UNAVAILABLE");
-    if (entry->versions.empty()) {
+    if (unloaded) {
+      index->set_reason("unloaded (RepositoryModelLoad loads it again)");
+    } else if (entry->versions.empty()) {
       index->set_reason("no version directory with model.pt");
     } else if (!ready) {
       index->set_reason("not placed by the current plan");
@@ -149,24 +160,72 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
   return Done(context, absl::OkStatus());
 }
 
+absl::Status InferenceService::Authorize(
+    const grpc::CallbackServerContext* context) const {
+  if (repository_token_.empty()) {
+    return absl::FailedPreconditionError(
+        "model load/unload is disabled on this frontend: start "
+        "tessera_frontend with --admin_token_file");
+  }
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end() ||
+      std::string(it->second.data(), it->second.size()) !=
+          "Bearer " + repository_token_) {
+    return absl::PermissionDeniedError(
+        "model load/unload needs the metadata 'authorization: Bearer "
+        "<token>' with the frontend's admin token");
+  }
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* InferenceService::RunControl(
+    grpc::CallbackServerContext* context, const std::string& model,
+    absl::Status (ModelControl::*op)(const std::string&, absl::Time)) {
+  if (control_ == nullptr) {
+    return Done(context, absl::UnimplementedError(
+                             "this server cannot load or unload models"));
+  }
+  absl::Status allowed = Authorize(context);
+  if (!allowed.ok()) return Done(context, allowed);
+  if (repository_->Find(model) == nullptr) {
+    return Done(context,
+                absl::NotFoundError(absl::StrCat("no model '", model,
+                                                 "' in the model repository")));
+  }
+  // Without a client deadline, wait at most two minutes for the plan.
+  const absl::Time deadline = std::min(absl::FromChrono(context->deadline()),
+                                       absl::Now() + absl::Seconds(120));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Waiting for a plan can take seconds: not on a gRPC callback thread.
+  // The server's shutdown waits for this call to finish, and the control
+  // gives up when the frontend stops.
+  std::thread([this, reactor, model, op, deadline] {
+    const absl::Status status = (control_->*op)(model, deadline);
+    reactor->Finish(ToGrpcStatus(status));
+  }).detach();
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
     grpc::CallbackServerContext* context,
-    const inference::RepositoryModelLoadRequest*,
+    const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
-  return Done(context, absl::UnimplementedError(
-                           "model load/unload through the repository API is "
-                           "not available yet; models are placed by the "
-                           "scheduling policy"));
+  if (!request->parameters().empty()) {
+    return Done(context,
+                absl::InvalidArgumentError(
+                    "load parameters (config overrides, files) are not "
+                    "supported: models load from the repository as they "
+                    "are"));
+  }
+  return RunControl(context, request->model_name(), &ModelControl::LoadModel);
 }
 
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     grpc::CallbackServerContext* context,
-    const inference::RepositoryModelUnloadRequest*,
+    const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
-  return Done(context, absl::UnimplementedError(
-                           "model load/unload through the repository API is "
-                           "not available yet; models are placed by the "
-                           "scheduling policy"));
+  return RunControl(context, request->model_name(), &ModelControl::UnloadModel);
 }
 
 }  // namespace tessera

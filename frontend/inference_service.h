@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/model_repository.h"
 #include "frontend/frontend_metrics.h"
+#include "frontend/model_control.h"
 #include "frontend/router.h"
 #include "grpc_service.grpc.pb.h"
 
@@ -18,15 +19,22 @@ class InferenceService final
     : public inference::GRPCInferenceService::CallbackService {
  public:
   // All pointers must outlive the service.
-  // `metrics` may be null.
+  // `metrics` may be null. `control` (may be null: the repository RPCs
+  // load/unload answer UNIMPLEMENTED) serves RepositoryModelLoad/Unload,
+  // which require the metadata "authorization: Bearer <repository_token>";
+  // with an empty token they are refused (FAILED_PRECONDITION).
   InferenceService(const ModelRepository* repository, Router* router,
                    const Clock* clock, std::string server_version,
-                   FrontendMetrics* metrics = nullptr)
+                   FrontendMetrics* metrics = nullptr,
+                   ModelControl* control = nullptr,
+                   std::string repository_token = "")
       : repository_(repository),
         router_(router),
         clock_(clock),
         server_version_(std::move(server_version)),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        control_(control),
+        repository_token_(std::move(repository_token)) {}
 
   grpc::ServerUnaryReactor* ServerLive(
       grpc::CallbackServerContext* context,
@@ -71,6 +79,15 @@ class InferenceService final
   const Clock* clock_;
   const std::string server_version_;
   FrontendMetrics* metrics_;
+  ModelControl* control_;
+  const std::string repository_token_;
+
+  // Checks the caller's token for the repository load/unload RPCs.
+  absl::Status Authorize(const grpc::CallbackServerContext* context) const;
+  // Runs `op` off the gRPC thread and finishes the call with its status.
+  grpc::ServerUnaryReactor* RunControl(
+      grpc::CallbackServerContext* context, const std::string& model,
+      absl::Status (ModelControl::*op)(const std::string&, absl::Time));
 };
 
 }  // namespace tessera

@@ -1,21 +1,32 @@
 // tessera_admin: the operator's view of a running frontend through its
 // AdminService (--admin_listen of tessera_frontend, loopback by default):
 // the plan in force as a table, planned and observed rates, backends, and
-// commands to switch the policy or re-plan.
+// commands to switch the policy or re-plan; and model load/unload through
+// the KServe v2 repository RPCs of the inference port (token required).
 #include <cstdio>
+#include <fstream>
 #include <set>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "admin.grpc.pb.h"
+#include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:8190",
           "The frontend's admin address (--admin_listen).");
-ABSL_FLAG(int, timeout_s, 10, "Deadline of the RPC.");
+ABSL_FLAG(int, timeout_s, 10,
+          "Deadline of the RPC (load/unload: of the wait for the new plan).");
+ABSL_FLAG(std::string, inference_server, "127.0.0.1:8100",
+          "load/unload: the frontend's inference address (KServe v2 "
+          "repository RPCs).");
+ABSL_FLAG(std::string, token_file, "",
+          "load/unload: file with the frontend's admin token "
+          "(--admin_token_file of tessera_frontend).");
 
 namespace tessera {
 namespace {
@@ -105,9 +116,44 @@ int Run(const std::vector<char*>& args) {
     std::printf("re-planning requested\n");
     return 0;
   }
+  if ((command == "load" || command == "unload") && args.size() == 3) {
+    std::string token;
+    if (!absl::GetFlag(FLAGS_token_file).empty()) {
+      std::ifstream in(absl::GetFlag(FLAGS_token_file));
+      if (!in || !std::getline(in, token)) {
+        std::fprintf(stderr, "cannot read --token_file %s\n",
+                     absl::GetFlag(FLAGS_token_file).c_str());
+        return 2;
+      }
+      token = std::string(absl::StripAsciiWhitespace(token));
+    }
+    auto inference = inference::GRPCInferenceService::NewStub(
+        grpc::CreateChannel(absl::GetFlag(FLAGS_inference_server),
+                            grpc::InsecureChannelCredentials()));
+    auto context = Context();
+    if (!token.empty())
+      context->AddMetadata("authorization", "Bearer " + token);
+    grpc::Status s;
+    if (command == "load") {
+      inference::RepositoryModelLoadRequest r;
+      r.set_model_name(args[2]);
+      inference::RepositoryModelLoadResponse out;
+      s = inference->RepositoryModelLoad(context.get(), r, &out);
+    } else {
+      inference::RepositoryModelUnloadRequest r;
+      r.set_model_name(args[2]);
+      inference::RepositoryModelUnloadResponse out;
+      s = inference->RepositoryModelUnload(context.get(), r, &out);
+    }
+    if (!s.ok()) return Fail(command == "load" ? "load" : "unload", s);
+    std::printf("model %s %s; the plan in force reflects it\n", args[2],
+                command == "load" ? "loaded" : "unloaded");
+    return 0;
+  }
   std::fprintf(stderr,
                "usage: tessera_admin [--server=host:port] "
-               "[status | set-policy NAME | replan [REASON]]\n");
+               "[status | set-policy NAME | replan [REASON] | "
+               "load NAME | unload NAME]\n");
   return 2;
 }
 
@@ -121,7 +167,12 @@ int main(int argc, char** argv) {
       "backends\n"
       "  tessera_admin set-policy gpulet   switch the scheduling policy "
       "live\n"
-      "  tessera_admin replan [REASON]     re-plan now");
+      "  tessera_admin replan [REASON]     re-plan now\n"
+      "  tessera_admin --token_file=F load|unload MODEL\n"
+      "                                    load or unload a model through "
+      "the KServe v2\n"
+      "                                    repository RPCs of "
+      "--inference_server");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   return tessera::Run(args);
 }

@@ -92,7 +92,11 @@ class EmulatedClusterTest : public ::testing::Test {
         "/profiles/emulated/interference.pbtxt\"\ntime_scale: ", kTimeScale,
         "\nreplan_period_s: 1\nrate_window_s: 2\nreplan_threshold: 0.3\n"
         "heartbeat_interval_s: 0.5\nheartbeat_misses: 3\n");
-    options.extra_frontend_flags = {"--plan_file=" + plan_file_};
+    token_file_ =
+        ::testing::TempDir() + "/admin_token_" + std::to_string(getpid());
+    std::ofstream(token_file_) << kToken << "\n";
+    options.extra_frontend_flags = {"--plan_file=" + plan_file_,
+                                    "--admin_token_file=" + token_file_};
     auto cluster = LocalCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
@@ -158,7 +162,9 @@ class EmulatedClusterTest : public ::testing::Test {
     return {model, ShapeOnlyRequest(stub_.get(), model), std::move(steps)};
   }
 
+  static constexpr char kToken[] = "s3cret-token";
   std::string plan_file_;
+  std::string token_file_;
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::vector<std::unique_ptr<BackendService::Stub>> backends_;
@@ -909,6 +915,115 @@ TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {
             << " stop-then-start swaps), at most " << most << " outstanding\n";
   EXPECT_LE(most, 3);
   EXPECT_GE(most, 2);
+}
+
+bool PlanServes(const Plan& plan, const std::string& model) {
+  for (const auto& d : plan.devices()) {
+    for (const auto& g : d.gpulets()) {
+      for (const auto& a : g.models()) {
+        if (a.model() == model) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The KServe v2 repository RPCs unload and load a model: the plan drops and
+// regains it, calls to it are refused while unloaded, the index says so,
+// and only callers with the admin token may do it.
+TEST_F(EmulatedClusterTest, RepositoryUnloadAndLoadReplanWithAToken) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  ASSERT_TRUE(PlanServes(*quiet, "vgg16"));
+  auto call = [&](const std::string& model, bool token,
+                  bool with_params = false, bool load = false) {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    if (token) c.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    if (load) {
+      inference::RepositoryModelLoadRequest r;
+      r.set_model_name(model);
+      if (with_params) (*r.mutable_parameters())["config"];
+      inference::RepositoryModelLoadResponse out;
+      return stub_->RepositoryModelLoad(&c, r, &out);
+    }
+    inference::RepositoryModelUnloadRequest r;
+    r.set_model_name(model);
+    inference::RepositoryModelUnloadResponse out;
+    return stub_->RepositoryModelUnload(&c, r, &out);
+  };
+  EXPECT_EQ(call("vgg16", /*token=*/false).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(call("no_such_model", true).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(
+      call("vgg16", true, /*with_params=*/true, /*load=*/true).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Unload with the CLI.
+  Subprocess::Options o;
+  o.argv = {kBin + "/tessera_admin",
+            "--inference_server=" + cluster_->frontend_address(),
+            "--token_file=" + token_file_,
+            "--timeout_s=30",
+            "unload",
+            "vgg16"};
+  auto cli = Subprocess::Spawn(o);
+  ASSERT_TRUE(cli.ok());
+  ASSERT_EQ((*cli)->Wait(absl::Seconds(60)).value_or(-1), 0);
+  // (The plan file is written just after the plan is installed.)
+  auto written = WaitForPlan(
+      quiet->epoch(), [](const Plan& p) { return !PlanServes(p, "vgg16"); },
+      absl::Seconds(10));
+  ASSERT_TRUE(written.ok()) << written.status();
+  const Plan without = *written;
+  EXPECT_TRUE(PlanServes(without, "lenet"));
+  EXPECT_THAT(without.reason(), ::testing::HasSubstr("unloaded"));
+  {
+    grpc::ClientContext c;
+    inference::ModelInferResponse out;
+    grpc::Status s =
+        stub_->ModelInfer(&c, ShapeOnlyRequest(stub_.get(), "vgg16"), &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("unloaded"));
+  }
+  {
+    grpc::ClientContext c;
+    inference::ModelInferResponse out;
+    EXPECT_TRUE(
+        stub_->ModelInfer(&c, ShapeOnlyRequest(stub_.get(), "lenet"), &out)
+            .ok());
+  }
+  {
+    grpc::ClientContext c;
+    inference::RepositoryIndexRequest r;
+    inference::RepositoryIndexResponse index;
+    ASSERT_TRUE(stub_->RepositoryIndex(&c, r, &index).ok());
+    bool seen = false;
+    for (const auto& m : index.models()) {
+      if (m.name() != "vgg16") continue;
+      seen = true;
+      EXPECT_EQ(m.state(), "UNAVAILABLE");
+      EXPECT_THAT(m.reason(), ::testing::HasSubstr("unloaded"));
+    }
+    EXPECT_TRUE(seen);
+  }
+
+  // Load it back with the RPC: served again.
+  grpc::Status loaded = call("vgg16", true, false, /*load=*/true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error_message();
+  EXPECT_TRUE(WaitForPlan(
+                  without.epoch(),
+                  [](const Plan& p) { return PlanServes(p, "vgg16"); },
+                  absl::Seconds(10))
+                  .ok());
+  grpc::ClientContext c;
+  inference::ModelInferResponse out;
+  grpc::Status s =
+      stub_->ModelInfer(&c, ShapeOnlyRequest(stub_.get(), "vgg16"), &out);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
 }  // namespace

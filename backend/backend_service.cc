@@ -578,6 +578,7 @@ grpc::Status BackendServiceImpl::Execute(
     if (proxy == nullptr) {
       BatchResponse response;
       response.set_batch_id(batch.batch_id());
+      response.set_gpulet_stopped(stopped_for_swap);
       ToStatusProto(
           stopped_for_swap
               ? absl::UnavailableError(absl::StrCat(

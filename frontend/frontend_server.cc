@@ -326,16 +326,41 @@ void FrontendServer::Reroute(std::unique_ptr<InferCall> call) {
   if (!routed.ok()) FinishCall(std::move(call), routed);
 }
 
+void FrontendServer::RetryAfterSwap(std::unique_ptr<InferCall> call) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (parking_) {
+      parked_.push_back(std::move(call));
+      return;
+    }
+  }
+  Reroute(std::move(call));
+}
+
+void FrontendServer::ReleaseParked() {
+  std::vector<std::unique_ptr<InferCall>> parked;
+  {
+    absl::MutexLock lock(&mu_);
+    parking_ = false;
+    parked.swap(parked_);
+  }
+  for (auto& call : parked) Reroute(std::move(call));
+}
+
 absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   struct PlanningFlag {
     FrontendServer* self;
     explicit PlanningFlag(FrontendServer* s) : self(s) {
       absl::MutexLock lock(&self->mu_);
       self->planning_ = true;
+      self->parking_ = true;
     }
     ~PlanningFlag() {
-      absl::MutexLock lock(&self->mu_);
-      self->planning_ = false;
+      {
+        absl::MutexLock lock(&self->mu_);
+        self->planning_ = false;
+      }
+      self->ReleaseParked();  // a failed plan change routes them back
     }
   } planning_flag(this);
 
@@ -453,6 +478,9 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     handed_over += static_cast<int64_t>(queued.size());
     for (auto& call : queued) Reroute(std::move(call));
   }
+  // Calls that met a gpulet stopped for a stop-then-start swap go to the
+  // new plan's gpulets.
+  ReleaseParked();
   {
     absl::MutexLock lock(&mu_);
     plan_ = plan;
@@ -526,6 +554,9 @@ std::vector<std::shared_ptr<GpuletWorker>> FrontendServer::MakeWorkers(
       wo.epoch = plan.epoch();
       const int inflight = options_.config.max_inflight_batches_per_gpulet();
       wo.dispatch.max_inflight_batches = inflight > 0 ? inflight : 2;
+      wo.retry = [this](std::unique_ptr<InferCall> call) {
+        RetryAfterSwap(std::move(call));
+      };
       LatencyEstimator estimator;
       for (const ModelAssignment& a : g.models()) {
         const ModelRepository::Entry* entry = repository_->Find(a.model());

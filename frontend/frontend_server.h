@@ -131,6 +131,11 @@ class FrontendServer : public ModelControl {
       const std::map<std::string, BackendClient*>& backend_by_id);
   // Routes `call` again (a retired gpulet handed it over).
   void Reroute(std::unique_ptr<InferCall> call);
+  // A call whose gpulet a backend stopped for a stop-then-start swap: held
+  // until the plan being applied is routed, then routed again.
+  void RetryAfterSwap(std::unique_ptr<InferCall> call) ABSL_LOCKS_EXCLUDED(mu_);
+  // Routes the held calls again.
+  void ReleaseParked() ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
   absl::Status SetLoaded(const std::string& name, bool loaded,
                          absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -159,6 +164,10 @@ class FrontendServer : public ModelControl {
   // Models unloaded through the repository API: left out of snapshots.
   std::set<std::string> unloaded_ ABSL_GUARDED_BY(mu_);
   bool planning_ ABSL_GUARDED_BY(mu_) = false;
+  // From the start of a plan change until its routing switch: calls of
+  // stopped gpulets are parked, not routed back to them.
+  bool parking_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<InferCall>> parked_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Retired workers with batches still in flight after the drain timeout:

@@ -240,6 +240,10 @@ void GpuletWorker::OnBatchResponse(
   // Give the device its next batch first (sent from this stream reader
   // thread: no hop to the timer thread), then answer the finished calls.
   Execute(std::move(actions));
+  if (!status.ok() && response.gpulet_stopped() && options_.retry) {
+    for (auto& call : calls) options_.retry(std::move(call));
+    return;
+  }
   int row = 0;
   for (auto& call : calls) {
     absl::Status s = status;

@@ -35,6 +35,10 @@ class GpuletWorker {
     // Configs of the gpulet's models (must outlive the worker).
     std::map<std::string, const ModelConfig*> configs;
     Dispatcher::Options dispatch;
+    // Takes the calls of a batch the backend refused because it stopped
+    // the gpulet for a stop-then-start swap (BatchResponse.gpulet_stopped),
+    // to route them again; unset: they fail with the backend's status.
+    std::function<void(std::unique_ptr<InferCall>)> retry;
   };
 
   // `backend` and `clock` must outlive the worker. `estimator` is seeded

@@ -27,6 +27,8 @@ bool SameProcess(const GpuletPlan& a, const GpuletPlan& b) {
          ModelNames(a) == ModelNames(b);
 }
 
+constexpr char kStandbySuffix[] = "/standby";
+
 }  // namespace
 
 BackendServiceImpl::BackendServiceImpl(
@@ -346,9 +348,25 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
                            ") runs only on emulated devices"));
         }
       }
+      if (g.standby_share_percent() < 0 || g.standby_share_percent() > 100) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gpulet '", g.gpulet_id(), "': standby share ",
+                         g.standby_share_percent(), "% not in [0, 100]"));
+      }
       Gpulet gpulet{g, dp.device_id(), cores[i], nullptr};
       wanted_memory[dp.device_id()] += MemoryBytes(gpulet);
       wanted[g.gpulet_id()] = std::move(gpulet);
+      if (g.standby_share_percent() > 0) {
+        // The shadow: same models, its own share, same cores on a cpu
+        // device; warm but idle until the frontend switches to it.
+        GpuletPlan standby = g;
+        standby.set_gpulet_id(g.gpulet_id() + kStandbySuffix);
+        standby.set_share_percent(g.standby_share_percent());
+        standby.set_standby_share_percent(0);
+        Gpulet shadow{standby, dp.device_id(), cores[i], nullptr};
+        wanted_memory[dp.device_id()] += MemoryBytes(shadow);
+        wanted[standby.gpulet_id()] = std::move(shadow);
+      }
     }
   }
   for (const auto& [device_id, bytes] : wanted_memory) {

@@ -40,6 +40,9 @@ FrontendMetrics::FrontendMetrics() {
   gpulets_started_ = registry_.AddGauge(
       "tessera_frontend_gpulets_started",
       "New gpulets (proxy swaps) across plan changes since start.", {});
+  standby_switches_ = registry_.AddGauge(
+      "tessera_frontend_standby_switches",
+      "Gpulets switched to their standby (shadow) proxy since start.", {});
   handed_over_ = registry_.AddGauge(
       "tessera_frontend_calls_handed_over",
       "Queued calls moved from retired to new gpulets since start.", {});

@@ -30,6 +30,7 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* plans() { return plans_; }
   MetricsRegistry::Gauge* gpulets_started() { return gpulets_started_; }
   MetricsRegistry::Gauge* handed_over() { return handed_over_; }
+  MetricsRegistry::Gauge* standby_switches() { return standby_switches_; }
 
  private:
   MetricsRegistry registry_;
@@ -45,6 +46,7 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* plans_;
   MetricsRegistry::Gauge* gpulets_started_;
   MetricsRegistry::Gauge* handed_over_;
+  MetricsRegistry::Gauge* standby_switches_;
 };
 
 }  // namespace tessera

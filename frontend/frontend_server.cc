@@ -65,6 +65,7 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   (*repository)->ScaleSlos(options.config.time_scale());
   PolicyOptions policy_options;
   policy_options.static_plan = options.config.static_plan();
+  policy_options.standby_shadows = options.config.standby_shadows();
   if (!options.config.interference_profile().empty()) {
     InterferenceProfile ip;
     absl::Status read =
@@ -282,6 +283,7 @@ void FrontendServer::HeartbeatLoop() {
       };
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
     }
+    CheckStandbys();
     for (auto& backend : backends_) {
       auto health = backend->Health(interval);
       absl::MutexLock lock(&mu_);
@@ -318,6 +320,28 @@ void FrontendServer::HeartbeatLoop() {
         }
       }
     }
+  }
+}
+
+void FrontendServer::CheckStandbys() {
+  constexpr int64_t kMinAnswered = 20;
+  for (const auto& w : router_.workers()) {
+    if (w->options().gpulet.standby_share_percent() <= 0 || w->on_standby()) {
+      continue;
+    }
+    const GpuletWorker::Window window = w->TakeWindow(kMinAnswered);
+    if (window.answered < kMinAnswered ||
+        window.late * 100 <= window.answered) {
+      continue;
+    }
+    if (!w->SwitchToStandby()) continue;
+    spdlog::warn(
+        "gpulet {}: {} of {} calls missed their SLO since the last check: "
+        "switched to its standby proxy ({}% share)",
+        w->gpulet_id(), window.late, window.answered,
+        w->options().gpulet.standby_share_percent());
+    absl::MutexLock lock(&mu_);
+    ++stats_.standby_switches;
   }
 }
 
@@ -627,6 +651,8 @@ std::string FrontendServer::RenderMetrics() {
   metrics_.gpulets_started()->Set({},
                                   static_cast<double>(stats.gpulets_started));
   metrics_.handed_over()->Set({}, static_cast<double>(stats.calls_handed_over));
+  metrics_.standby_switches()->Set({},
+                                   static_cast<double>(stats.standby_switches));
   metrics_.gpulet_share()->Clear();
   for (const DevicePlan& d : plan.devices()) {
     for (const GpuletPlan& g : d.gpulets()) {

@@ -70,6 +70,7 @@ class FrontendServer : public ModelControl {
     int64_t gpulets_started = 0;    // new gpulets across plan changes
     int64_t calls_handed_over = 0;  // queued calls moved to new gpulets
     int64_t plan_failures = 0;
+    int64_t standby_switches = 0;  // gpulets moved to their standby
   };
 
   static absl::StatusOr<std::unique_ptr<FrontendServer>> Create(
@@ -122,6 +123,10 @@ class FrontendServer : public ModelControl {
 
   void PlannerLoop();
   void HeartbeatLoop();
+  // iGniter's shadow processes (it checks the p99 every second): every
+  // gpulet with a standby whose calls missed their SLO for more than 1 %
+  // over its last 20 or more answered calls moves to its standby proxy.
+  void CheckStandbys() ABSL_LOCKS_EXCLUDED(mu_);
   // One attempt: snapshot -> policy -> apply -> switch -> commit.
   absl::Status PlanAndApply(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // Builds the gpulet workers of `plan`.

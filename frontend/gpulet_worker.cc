@@ -137,6 +137,8 @@ GpuletWorker::Actions GpuletWorker::PollLocked() {
 void GpuletWorker::Execute(Actions actions) {
   for (auto& call : actions.expired) {
     const std::string model = call->config->name();
+    ++answered_;
+    ++late_;
     FinishCall(std::move(call),
                absl::DeadlineExceededError(absl::StrCat(
                    "request for model '", model,
@@ -178,7 +180,7 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   const ModelConfig& config = *model_configs_[batch.model];
   BatchRequest request;
   request.set_epoch(options_.epoch);
-  request.set_gpulet_id(gpulet_id());
+  request.set_gpulet_id(on_standby_ ? gpulet_id() + "/standby" : gpulet_id());
   request.set_model(config.name());
   // All shape-only: so is the batch. Mixed: zeros stand in for the data of
   // the shape-only calls.
@@ -270,8 +272,20 @@ void GpuletWorker::OnBatchResponse(
           absl::ToInt64Microseconds(clock_->Now() - call->arrival));
     }
     row += call->decoded.items;
+    ++answered_;
+    if (!s.ok() || clock_->Now() > call->deadline) ++late_;
     FinishCall(std::move(call), s);
   }
+}
+
+bool GpuletWorker::SwitchToStandby() {
+  if (options_.gpulet.standby_share_percent() <= 0) return false;
+  return !on_standby_.exchange(true);
+}
+
+GpuletWorker::Window GpuletWorker::TakeWindow(int64_t min_answered) {
+  if (answered_.load() < min_answered) return {};
+  return {answered_.exchange(0), late_.exchange(0)};
 }
 
 void GpuletWorker::Stop() {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -67,6 +68,21 @@ class GpuletWorker {
   size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& gpulet_id() const { return options_.gpulet.gpulet_id(); }
 
+  // iGniter's shadow: from now on batches go to the warm standby proxy
+  // ("<gpulet_id>/standby"). False if the gpulet has none or already uses
+  // it.
+  bool SwitchToStandby();
+  bool on_standby() const { return on_standby_; }
+  // Calls answered since the window was last taken, and how many of them
+  // missed their deadline (late, or rejected early because they could not
+  // meet it). The window is taken (and restarts) only once it holds at
+  // least `min_answered` calls; before that, {0, 0}.
+  struct Window {
+    int64_t answered = 0;
+    int64_t late = 0;
+  };
+  Window TakeWindow(int64_t min_answered);
+
  private:
   // What a dispatcher poll decided, carried out after the lock is released.
   struct Actions {
@@ -111,6 +127,9 @@ class GpuletWorker {
   absl::Time armed_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Forward forward_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> on_standby_{false};
+  std::atomic<int64_t> answered_{0};
+  std::atomic<int64_t> late_{0};
   std::thread thread_;
 };
 

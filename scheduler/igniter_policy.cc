@@ -172,6 +172,9 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
       gp->set_gpulet_id(absl::StrCat(gpus[g]->backend_id, "/",
                                      gpus[g]->device_id, "/g", k++));
       gp->set_share_percent(p.share_percent);
+      if (options_.standby_shadows) {
+        gp->set_standby_share_percent(p.standby_share_percent);
+      }
       ModelAssignment* a = gp->add_models();
       a->set_model(demands[p.request].name);
       a->set_batch_size(p.batch);

@@ -66,6 +66,9 @@ class InterferenceModel;
 struct PolicyOptions {
   // Used by the "static" policy.
   Plan static_plan;
+  // Plan warm standby proxies where the policy has the notion (igniter:
+  // GpuletPlan.standby_share_percent = min(share + 10, 100)).
+  bool standby_shadows = false;
   // Interference model interference-aware policies plan with (e.g.
   // "gpulet"); nullptr: none. Shared, immutable.
   std::shared_ptr<const InterferenceModel> interference;

@@ -18,9 +18,11 @@ using testing::Snapshot;
 
 absl::StatusOr<Plan> RunIgniter(
     const ClusterSnapshot& snapshot,
-    std::shared_ptr<const InterferenceModel> intf = nullptr) {
+    std::shared_ptr<const InterferenceModel> intf = nullptr,
+    bool standby = false) {
   PolicyOptions options;  // no headroom: the arithmetic below is exact
   options.interference = std::move(intf);
+  options.standby_shadows = standby;
   options.latency_headroom = 1.0;
   options.rate_headroom = 1.0;
   options.queueing_check = false;  // the paper's rule alone
@@ -61,6 +63,19 @@ TEST(IgniterPolicyTest, HalfTheSloForExecutionAndLowerBoundShares) {
     EXPECT_EQ(g.models(0).duty_cycle_ms(), 0);
     EXPECT_DOUBLE_EQ(g.models(0).rate_rps(), 100);
   }
+}
+
+TEST(IgniterPolicyTest, StandbyShadowsGetTenPercentMore) {
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("a", 3, 1), 100, 50);
+  auto without = RunIgniter(s);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_EQ(without->devices(0).gpulets(0).standby_share_percent(), 0);
+  // The authors' rule: min(r + 10, 100) = 35 % for the 25 % partition.
+  auto with = RunIgniter(s, nullptr, /*standby=*/true);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_DOUBLE_EQ(with->devices(0).gpulets(0).share_percent(), 25);
+  EXPECT_DOUBLE_EQ(with->devices(0).gpulets(0).standby_share_percent(), 35);
 }
 
 TEST(IgniterPolicyTest, InterferenceModelRaisesBothShares) {

@@ -679,21 +679,6 @@ FrontendServer::Stats FrontendServer::stats() const {
   return stats_;
 }
 
-namespace {
-
-bool PlanServes(const Plan& plan, const std::string& model) {
-  for (const DevicePlan& d : plan.devices()) {
-    for (const GpuletPlan& g : d.gpulets()) {
-      for (const ModelAssignment& a : g.models()) {
-        if (a.model() == model) return true;
-      }
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 absl::Status FrontendServer::UnloadModel(const std::string& name,
                                          absl::Time deadline) {
   return SetLoaded(name, false, deadline);

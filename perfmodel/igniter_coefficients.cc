@@ -1,9 +1,8 @@
 #include "perfmodel/igniter_coefficients.h"
 
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "perfmodel/json_lines.h"
 
 namespace tessera {
 namespace {
@@ -34,19 +33,10 @@ bool Is3x3(const Json& j) {
 
 absl::StatusOr<IgniterCoefficients> LoadIgniterCoefficients(
     const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  auto lines = ReadJsonLines(path);
+  if (!lines.ok()) return lines.status();
   std::map<std::string, std::map<std::string, Json>> f;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line_no, ": not a JSON object"));
-    }
+  for (const Json& j : *lines) {
     for (const auto& [owner, body] : j.items()) {
       if (!body.is_object()) continue;
       for (const auto& [field, value] : body.items()) f[owner][field] = value;

@@ -1,10 +1,9 @@
 #include "perfmodel/igniter_v100_data.h"
 
-#include <fstream>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "perfmodel/json_lines.h"
 
 namespace tessera {
 namespace {
@@ -40,22 +39,11 @@ absl::StatusOr<Share100Rule> ParseShare100Rule(const std::string& name) {
 
 absl::StatusOr<IgniterV100Data> LoadIgniterV100(const std::string& path,
                                                 Share100Rule rule) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  }
+  auto lines = ReadJsonLines(path);
+  if (!lines.ok()) return lines.status();
   std::map<std::string, std::map<std::string, Json>> fields;
   Json interference_latency, interference_std;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line_no, ": not a JSON object"));
-    }
+  for (const Json& j : *lines) {
     for (const auto& [model, body] : j.items()) {
       for (const auto& [field, value] : body.items()) {
         if (model == "interference") {

@@ -58,4 +58,27 @@ int AssignGpuletIds(const Plan& current, Plan* next) {
   return fresh;
 }
 
+bool PlanServes(const Plan& plan, const std::string& model) {
+  for (const DevicePlan& d : plan.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      for (const ModelAssignment& a : g.models()) {
+        if (a.model() == model) return true;
+      }
+    }
+  }
+  return false;
+}
+
+double PlannedRateRps(const Plan& plan, const std::string& model) {
+  double rate = 0;
+  for (const DevicePlan& d : plan.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      for (const ModelAssignment& a : g.models()) {
+        if (a.model() == model) rate += a.rate_rps();
+      }
+    }
+  }
+  return rate;
+}
+
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "plan.pb.h"
 
 namespace tessera {
@@ -14,5 +16,10 @@ namespace tessera {
 // processes, and the backend starts a shadow proxy for every new gpulet
 // while the old one drains. Returns how many are new.
 int AssignGpuletIds(const Plan& current, Plan* next);
+
+// Whether some gpulet of `plan` serves `model`, and the rate (req/s) the
+// plan assigns it in all.
+bool PlanServes(const Plan& plan, const std::string& model);
+double PlannedRateRps(const Plan& plan, const std::string& model);
 
 }  // namespace tessera

@@ -27,6 +27,7 @@
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 #include "profile.pb.h"
+#include "scheduler/plan_ids.h"
 #include "tests/integration/local_cluster.h"
 #include "tools/load_generator.h"
 #include "tools/random_request.h"
@@ -911,17 +912,6 @@ TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {
             << " stop-then-start swaps), at most " << most << " outstanding\n";
   EXPECT_LE(most, 3);
   EXPECT_GE(most, 2);
-}
-
-bool PlanServes(const Plan& plan, const std::string& model) {
-  for (const auto& d : plan.devices()) {
-    for (const auto& g : d.gpulets()) {
-      for (const auto& a : g.models()) {
-        if (a.model() == model) return true;
-      }
-    }
-  }
-  return false;
 }
 
 // The KServe v2 repository RPCs unload and load a model: the plan drops and

@@ -1,6 +1,7 @@
 #include "scheduler/overload_planning.h"
 
 #include "gtest/gtest.h"
+#include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "tests/scheduler/policy_test_util.h"
 
@@ -15,24 +16,13 @@ std::unique_ptr<SchedulingPolicy> Greedy() {
   return *PolicyRegistry::Create("greedy", options);
 }
 
-double RateServed(const Plan& plan, const std::string& model) {
-  double r = 0;
-  for (const auto& d : plan.devices()) {
-    for (const auto& g : d.gpulets()) {
-      for (const auto& a : g.models())
-        r += a.model() == model ? a.rate_rps() : 0;
-    }
-  }
-  return r;
-}
-
 TEST(ScheduleWithOverloadTest, FeasibleLoadIsPlannedWhole) {
   ClusterSnapshot s = testing::Snapshot(1);
   testing::AddModel(&s, testing::LinearProfile("m", 2, 1), 100, 40);
   auto out = ScheduleWithOverload(*Greedy(), s, 1);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->scale, 1);
-  EXPECT_DOUBLE_EQ(RateServed(out->plan, "m"), 100);
+  EXPECT_DOUBLE_EQ(PlannedRateRps(out->plan, "m"), 100);
 }
 
 TEST(ScheduleWithOverloadTest, OverloadIsPlannedForAFractionOfTheLoad) {
@@ -47,7 +37,7 @@ TEST(ScheduleWithOverloadTest, OverloadIsPlannedForAFractionOfTheLoad) {
   EXPECT_GT(out->scale, 0.05);
   // The plan carries exactly the scaled rate, which the policy accepted,
   // and the next larger step (÷0.8) it refused.
-  EXPECT_NEAR(RateServed(out->plan, "m"), 4000 * out->scale, 1e-6);
+  EXPECT_NEAR(PlannedRateRps(out->plan, "m"), 4000 * out->scale, 1e-6);
   ClusterSnapshot larger = s;
   larger.models[0].rate_rps = 4000 * out->scale / 0.8;
   EXPECT_TRUE(absl::IsResourceExhausted(Greedy()->Schedule(larger).status()));

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpulet_policy.h"
+#include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "scheduler/time_share_solver.h"
 #include "tests/scheduler/policy_test_util.h"
@@ -39,17 +40,6 @@ int Gpulets(const Plan& plan) {
   for (const auto& d : plan.devices()) n += d.gpulets_size();
   return n;
 }
-double RateServed(const Plan& plan, const std::string& model) {
-  double r = 0;
-  for (const auto& d : plan.devices()) {
-    for (const auto& g : d.gpulets()) {
-      for (const auto& a : g.models()) {
-        if (a.model() == model) r += a.rate_rps();
-      }
-    }
-  }
-  return r;
-}
 
 const char* kAll[] = {"sbp", "greedy", "gpulet", "gpulet-noint"};
 
@@ -63,7 +53,7 @@ TEST(PoliciesTest, OneModelFitsOneGpulet) {
     ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
     EXPECT_EQ(GpusUsed(*plan), 1) << policy;
     EXPECT_EQ(Gpulets(*plan), 1) << policy;
-    EXPECT_NEAR(RateServed(*plan, "m"), 100, 1e-6) << policy;
+    EXPECT_NEAR(PlannedRateRps(*plan, "m"), 100, 1e-6) << policy;
   }
   auto gpulet = RunPolicy("gpulet-noint", s);
   EXPECT_EQ(gpulet->devices(0).gpulets(0).share_percent(), 20);
@@ -96,7 +86,7 @@ TEST(PoliciesTest, HeavyModelNeedsTwoGpus) {
     auto plan = RunPolicy(policy, s, std::make_shared<NoInterference>());
     ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
     EXPECT_EQ(GpusUsed(*plan), 2) << policy;
-    EXPECT_NEAR(RateServed(*plan, "heavy"), 1200, 1e-6) << policy;
+    EXPECT_NEAR(PlannedRateRps(*plan, "heavy"), 1200, 1e-6) << policy;
   }
   // With one GPU it is unschedulable, and the message names the model.
   ClusterSnapshot one = Snapshot(1);
@@ -172,9 +162,9 @@ TEST(PoliciesTest, PlansRespectShareAndBatchLimits) {
       }
       EXPECT_LE(total, 100 + 1e-9) << policy;
     }
-    EXPECT_NEAR(RateServed(*plan, "a"), 700, 1e-6) << policy;
-    EXPECT_NEAR(RateServed(*plan, "b"), 900, 1e-6) << policy;
-    EXPECT_NEAR(RateServed(*plan, "c"), 60, 1e-6) << policy;
+    EXPECT_NEAR(PlannedRateRps(*plan, "a"), 700, 1e-6) << policy;
+    EXPECT_NEAR(PlannedRateRps(*plan, "b"), 900, 1e-6) << policy;
+    EXPECT_NEAR(PlannedRateRps(*plan, "c"), 60, 1e-6) << policy;
   }
 }
 
@@ -330,7 +320,7 @@ TEST(PoliciesTest, ProfilePoliciesUseOnlyTheSharesACpuNodeCanMake) {
       EXPECT_LE(sum, 100) << policy;
     }
     for (const char* m : {"a", "b", "c"}) {
-      EXPECT_GT(RateServed(*plan, m), 0) << policy << " left out " << m;
+      EXPECT_GT(PlannedRateRps(*plan, m), 0) << policy << " left out " << m;
     }
   }
 }

@@ -140,7 +140,7 @@ class Planner {
   // feasible configuration; may open the next GPU. False if none.
   bool Place(std::vector<Service>& all, int i, int* open) const {
     for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
-      if (g >= *open && g != *open) break;
+      if (g > *open) break;  // GPUs open in order
       const int old = all[i].gpu;
       all[i].gpu = g;
       if (MemoryFits(all, g, i)) {

@@ -39,6 +39,8 @@ PACKAGES=(
   python3-prometheus-client
   # plots of benchmark and experiment results
   python3-matplotlib
+  # the multi-namespace test (ip netns, veth) and health checks in scripts
+  iproute2 curl
 )
 
 missing=()

@@ -612,6 +612,13 @@ grpc::Status BackendServiceImpl::Execute(
     }
     const std::string gpulet = batch.gpulet_id(), model = batch.model();
     proxy->Execute(batch, [this, gpulet, model, reply](BatchResponse r) {
+      // The proxy was taken just before a stop-then-start swap stopped it:
+      // say so, so the frontend routes the calls again.
+      if (r.status().code() ==
+          static_cast<int>(absl::StatusCode::kUnavailable)) {
+        absl::MutexLock lock(&mu_);
+        if (stopped_for_swap_.count(gpulet) > 0) r.set_gpulet_stopped(true);
+      }
       batches_metric_->Increment(
           {gpulet, model,
            absl::StatusCodeToString(

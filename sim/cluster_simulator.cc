@@ -31,9 +31,13 @@ struct GpuletSim {
   FormedBatch batch;
   double exec_s = 0;
   uint64_t wake_token = 0;
+  // iGniter's standby: the share it moves to once its calls miss the SLO.
+  double standby_share = 0;
+  bool on_standby = false;
+  int64_t answered = 0, late = 0;  // since the last standby check
 };
 
-enum class EventType { kArrival, kDone, kWake };
+enum class EventType { kArrival, kDone, kWake, kCheck };
 
 struct Event {
   double time_s;
@@ -105,6 +109,7 @@ SimResult ClusterSimulator::RunTrace(
       GpuletSim sim;
       sim.device = d;
       sim.share = g.share_percent();
+      sim.standby_share = g.standby_share_percent();
       result.share_sum += g.share_percent();
       sim.estimator = std::make_unique<LatencyEstimator>();
       std::vector<Dispatcher::ModelSlot> slots;
@@ -142,6 +147,8 @@ SimResult ClusterSimulator::RunTrace(
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t seq = 0;
   std::vector<Request> requests;
+  std::vector<int> request_gpulet;  // by request id; -1: not routed
+  if (!gpulets.empty()) events.push({1.0, seq++, EventType::kCheck, 0, 0});
   for (const auto& [model, times] : arrivals) {
     auto it = model_index.find(model);
     if (it == model_index.end()) continue;
@@ -156,6 +163,11 @@ SimResult ClusterSimulator::RunTrace(
   auto count = [&](const Request& r) { return r.arrival_s >= warmup_s; };
   auto finish = [&](uint64_t id, double now, bool dropped) {
     const Request& r = requests[id];
+    if (request_gpulet[id] >= 0) {
+      GpuletSim& g = gpulets[request_gpulet[id]];
+      ++g.answered;
+      if (dropped || now > r.deadline_s + 1e-12) ++g.late;
+    }
     if (!count(r)) return;
     if (dropped) {
       ++stats[r.model].dropped;
@@ -210,6 +222,7 @@ SimResult ClusterSimulator::RunTrace(
         const uint64_t id = requests.size();
         requests.push_back(
             {m, now, now + configs_.at(names[m]).slo_ms() / 1000});
+        request_gpulet.push_back(-1);
         if (count(requests.back())) ++stats[m].arrived;
         if (route_targets[m].empty()) {
           finish(id, now, true);
@@ -217,6 +230,7 @@ SimResult ClusterSimulator::RunTrace(
         }
         const int pick = route[m].Next();
         const int gi = route_targets[m][pick];
+        request_gpulet[id] = gi;
         clock.Set(At(now));
         DispatchRequest dr;
         dr.id = id;
@@ -242,6 +256,22 @@ SimResult ClusterSimulator::RunTrace(
       }
       case EventType::kWake:
         if (e.token == gpulets[e.index].wake_token) process(e.index, now);
+        break;
+      case EventType::kCheck:
+        for (GpuletSim& g : gpulets) {
+          if (g.standby_share <= 0 || g.on_standby || g.answered < 20) {
+            continue;
+          }
+          if (g.late * 100 > g.answered) {
+            g.on_standby = true;
+            g.share = g.standby_share;
+            ++result.standby_switches;
+          }
+          g.answered = g.late = 0;
+        }
+        if (now + 1 < duration_s) {
+          events.push({now + 1, seq++, EventType::kCheck, 0, 0});
+        }
         break;
     }
   }

@@ -44,6 +44,9 @@ struct SimResult {
   double goodput_rps = 0;
   int gpus_used = 0;
   double share_sum = 0;  // sum of gpulet shares in percent
+  // Gpulets moved to their standby share (GpuletPlan.standby_share_percent)
+  // during the run, as the frontend does.
+  int standby_switches = 0;
   double violation_fraction() const {
     return arrived == 0 ? 0 : static_cast<double>(violations) / arrived;
   }
@@ -54,7 +57,10 @@ struct SimResult {
 // plan's rates (the router's WeightedRoundRobin), batches formed by the
 // serving path's own Dispatcher on simulated time, execution times from the
 // GroundTruth given what the neighbouring gpulet runs at that moment.
-// Dropped requests count as violations. Deterministic for a seed.
+// Dropped requests count as violations. Gpulets with a standby share switch
+// to it as the frontend's CheckStandbys does (every simulated second, more
+// than 1 % of at least 20 answered calls late or dropped). Deterministic
+// for a seed.
 class ClusterSimulator {
  public:
   // `truth` must outlive the simulator; `configs` give SLOs and max batch.

@@ -30,6 +30,10 @@ ABSL_FLAG(std::string, policies,
 ABSL_FLAG(double, base_rate, 100, "Base rate per model (req/s).");
 ABSL_FLAG(int, gpus, 4, "GPUs for the throughput experiments.");
 ABSL_FLAG(double, duration_s, 20, "Simulated seconds per run.");
+ABSL_FLAG(bool, standby_shadows, false,
+          "Policies that support it (igniter) plan warm standby shares, and "
+          "the simulator switches a gpulet to its standby when its calls "
+          "miss the SLO (as the frontend does).");
 ABSL_FLAG(double, min_requests, 0,
           "Simulate light loads long enough to see this many requests (0: "
           "--duration_s always; the earlier tables used 0).");
@@ -77,6 +81,7 @@ std::vector<double> Doubles(const std::string& csv) {
 PolicyOptions Options(const V100Setup& setup) {
   PolicyOptions o;
   o.interference = setup.linear;
+  o.standby_shadows = absl::GetFlag(FLAGS_standby_shadows);
   return o;
 }
 

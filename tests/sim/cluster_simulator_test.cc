@@ -162,6 +162,36 @@ TEST_F(SimulatorTest, ReplaysATraceExactly) {
   EXPECT_NEAR(burst.models[0].p99_ms, 9.0, 1e-6);
 }
 
+TEST_F(SimulatorTest, OverloadedGpuletSwitchesToItsStandbyShare) {
+  // Model "a" (L(b, p) = (2 + b) 100 / p ms, SLO 25 ms, batch cap 8) on a
+  // 20 % gpulet at 400 req/s: at most 8 per (2 + 8) 5 = 50 ms, i.e. 160
+  // req/s: most calls miss. With a 100 % standby (1 / 5 of the time per
+  // batch), the simulator switches after the first checks and the misses
+  // stop.
+  Plan plan;
+  auto* d = plan.add_devices();
+  d->set_backend_id("b0");
+  d->set_device_id("gpu0");
+  auto* g = d->add_gpulets();
+  g->set_gpulet_id("g");
+  g->set_share_percent(20);
+  auto* a = g->add_models();
+  a->set_model("a");
+  a->set_batch_size(8);
+  a->set_rate_rps(400);
+  const ClusterSimulator sim(truth_.get(), configs_);
+  SimOptions options;
+  options.duration = absl::Seconds(20);
+  const SimResult without = sim.Run(plan, {{"a", 400}}, options);
+  EXPECT_EQ(without.standby_switches, 0);
+  EXPECT_GT(without.violation_fraction(), 0.3);
+  g->set_standby_share_percent(100);
+  const SimResult with = sim.Run(plan, {{"a", 400}}, options);
+  EXPECT_EQ(with.standby_switches, 1);
+  // Only the first second (within the 2 s warm-up) runs at 20 %.
+  EXPECT_LT(with.violation_fraction(), 0.01);
+}
+
 TEST_F(SimulatorTest, UnservedModelsRequestsAreDropped) {
   Plan empty;
   const ClusterSimulator sim(truth_.get(), configs_);

@@ -38,4 +38,32 @@ absl::StatusOr<LinearInterference> LoadGletInterferenceConstants(
   return LinearInterference(c);
 }
 
+absl::StatusOr<std::map<std::string, std::map<int, GletUtil>>> LoadGletUtil(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::map<std::string, std::map<int, GletUtil>> out;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line_no == 1 || absl::StripAsciiWhitespace(line).empty()) continue;
+    std::vector<std::string> f =
+        absl::StrSplit(absl::StripAsciiWhitespace(line), ',');
+    double v[6];
+    int batch = 0;
+    bool ok = f.size() >= 8 && !f[0].empty() && absl::SimpleAtoi(f[1], &batch);
+    for (int k = 0; ok && k < 6; ++k) ok = absl::SimpleAtod(f[2 + k], &v[k]);
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_no, ": not 'model,batch,6 numbers'"));
+    }
+    out[f[0]][batch] = GletUtil{v[0], v[1], v[2], v[3], v[4], v[5]};
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no rows"));
+  }
+  return out;
+}
+
 }  // namespace tessera

@@ -52,8 +52,14 @@ absl::StatusOr<LinearInterference> LinearInterference::Fit(
 
 double LinearInterference::Factor(const Placement& self,
                                   const Placement& other) const {
-  const double f = c_[0] * L2(self) + c_[1] * L2(other) + c_[2] * Dram(self) +
-                   c_[3] * Dram(other) + c_[4];
+  return FactorFromUtil(L2(self), L2(other), Dram(self), Dram(other));
+}
+
+double LinearInterference::FactorFromUtil(double l2_self, double l2_other,
+                                          double dram_self,
+                                          double dram_other) const {
+  const double f = c_[0] * l2_self + c_[1] * l2_other + c_[2] * dram_self +
+                   c_[3] * dram_other + c_[4];
   return std::max(1.0, f);
 }
 

@@ -76,6 +76,9 @@ class LinearInterference : public InterferenceModel {
   static absl::StatusOr<LinearInterference> Fit(
       const std::vector<CoLocationSample>& rows);
   double Factor(const Placement& self, const Placement& other) const override;
+  // The same from utilisations given directly (fractions of peak).
+  double FactorFromUtil(double l2_self, double l2_other, double dram_self,
+                        double dram_other) const;
   std::string name() const override { return "gpulet-linear"; }
   const std::vector<double>& coefficients() const { return c_; }
 

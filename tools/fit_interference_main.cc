@@ -27,7 +27,8 @@ ABSL_FLAG(std::string, share100_rule, "batch1-ratio",
 ABSL_FLAG(int, seed, 1, "Seed of the random split.");
 ABSL_FLAG(std::string, glet_dir, "../shared/data/glet",
           "The glet artifact's data; its published interference "
-          "coefficients are applied to the V100 rows where present.");
+          "coefficients are applied to the V100 rows, and to its own "
+          "UTIL.CSV counters, where present.");
 
 namespace tessera {
 namespace {
@@ -71,6 +72,38 @@ int Run() {
         gpu, 100 * Percentile(e, .5), 100 * Percentile(e, .9),
         100 * Percentile(e, .95));
   }
+  // What the published models predict on their own GPUs, from the
+  // artifact's counters (UTIL.CSV): row = the model slowed down, column =
+  // its neighbour, both at batch 8.
+  for (const char* gpu : {"2080ti", "3080"}) {
+    const std::string dir = absl::GetFlag(FLAGS_glet_dir) + "/" + gpu;
+    auto published =
+        LoadGletInterferenceConstants(dir + "/INT_MODEL_CONSTANT.CSV");
+    auto util = LoadGletUtil(dir + "/UTIL.CSV");
+    if (!published.ok() || !util.ok()) continue;
+    std::printf(
+        "\ngpulet's published %s model on its UTIL.CSV counters "
+        "(batch 8; row slowed down by column):\n%-16s",
+        gpu, "");
+    for (const auto& [m, rows] : *util) std::printf(" %8.8s", m.c_str());
+    std::printf("\n");
+    for (const auto& [a, ra] : *util) {
+      std::printf("%-16.16s", a.c_str());
+      for (const auto& [b, rb] : *util) {
+        if (!ra.count(8) || !rb.count(8)) {
+          std::printf(" %8s", "-");
+          continue;
+        }
+        const GletUtil& x = ra.at(8);
+        const GletUtil& y = rb.at(8);
+        std::printf(" %8.3f", published->FactorFromUtil(
+                                  x.l2_percent / 100, y.l2_percent / 100,
+                                  x.dram_percent / 100, y.dram_percent / 100));
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("\n");
   auto linear = LinearInterference::Fit(samples);
   if (linear.ok()) {
     const auto& c = linear->coefficients();

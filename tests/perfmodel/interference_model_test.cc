@@ -175,5 +175,90 @@ TEST(GletDataTest, ReadsPublishedCoefficients) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(GletDataTest, ReadsUtilisationRows) {
+  const std::string path = ::testing::TempDir() + "/util.csv";
+  {
+    std::ofstream out(path);
+    out << "bench,batch,avg_duration(ms),SM_util(%),l2_util(%),mem_util(%),"
+           "achieved occupancy,theoretical occupancy\n"
+        << "lenet,8,0.5,10,20,30,40,50,\n"  // the artifact's trailing comma
+        << "lenet,1,0.1,1,2,3,4,5\n";
+  }
+  auto u = LoadGletUtil(path);
+  ASSERT_TRUE(u.ok()) << u.status();
+  ASSERT_EQ(u->at("lenet").size(), 2u);
+  const GletUtil& r = u->at("lenet").at(8);
+  EXPECT_EQ(r.avg_kernel_ms, 0.5);
+  EXPECT_EQ(r.l2_percent, 20);
+  EXPECT_EQ(r.dram_percent, 30);
+  EXPECT_EQ(r.theoretical_occupancy, 50);
+  {
+    std::ofstream out(path);
+    out << "header\nlenet,x,1,2,3,4,5,6\n";
+  }
+  EXPECT_EQ(LoadGletUtil(path).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::remove(path.c_str());
+}
+
+TEST(GletDataTest, LinearFactorFromUtilisationsByHand) {
+  const LinearInterference m({1.5, -2.25, 0.5, 4, -1});
+  // 1.5 * 0.2 - 2.25 * 0.1 + 0.5 * 0.4 + 4 * 0.5 - 1 = 1.275
+  EXPECT_NEAR(m.FactorFromUtil(0.2, 0.1, 0.4, 0.5), 1.275, 1e-12);
+  // Below 1: clamped (a neighbour never speeds a model up).
+  EXPECT_EQ(m.FactorFromUtil(0.2, 0.4, 0.1, 0.3), 1.0);
+}
+
+TEST(GletDataTest, PublishedArtifactUtilisationTables) {
+  for (const char* gpu : {"2080ti", "3080"}) {
+    const std::string dir =
+        std::string(TESSERA_SHARED_DIR) + "/data/glet/" + gpu;
+    if (!std::filesystem::exists(dir + "/UTIL.CSV")) {
+      GTEST_SKIP() << dir << "/UTIL.CSV not present";
+    }
+    auto u = LoadGletUtil(dir + "/UTIL.CSV");
+    ASSERT_TRUE(u.ok()) << u.status();
+    EXPECT_EQ(u->size(), 9u) << gpu;
+    for (const auto& [model, rows] : *u) {
+      EXPECT_EQ(rows.size(), 10u) << gpu << " " << model;
+      for (const auto& [b, r] : rows) {
+        EXPECT_GT(r.avg_kernel_ms, 0) << model;
+        EXPECT_GE(r.l2_percent, 0);
+        EXPECT_LE(r.l2_percent, 100);
+        EXPECT_LE(r.dram_percent, 100);
+      }
+    }
+    auto c = LoadGletInterferenceConstants(dir + "/INT_MODEL_CONSTANT.CSV");
+    ASSERT_TRUE(c.ok()) << c.status();
+    // gpulet's published model on its own counters, every pair at batch 8:
+    // plausible factors (a neighbour at most doubles a latency).
+    double lo = 10, hi = 0;
+    for (const auto& [a, ra] : *u) {
+      for (const auto& [b, rb] : *u) {
+        const GletUtil& x = ra.at(8);
+        const GletUtil& y = rb.at(8);
+        const double f =
+            c->FactorFromUtil(x.l2_percent / 100, y.l2_percent / 100,
+                              x.dram_percent / 100, y.dram_percent / 100);
+        lo = std::min(lo, f);
+        hi = std::max(hi, f);
+      }
+    }
+    std::cout << "[ info ] " << gpu << ": published model on UTIL.CSV at "
+              << "batch 8: factors " << lo << " .. " << hi << "\n";
+    EXPECT_GE(lo, 1.0);
+    EXPECT_LT(hi, 2.0);
+    if (std::string(gpu) == "2080ti") {
+      // Two memory-heavy models slow each other more than two light ones.
+      auto pair = [&](const std::string& m) {
+        const GletUtil& x = u->at(m).at(8);
+        return c->FactorFromUtil(x.l2_percent / 100, x.l2_percent / 100,
+                                 x.dram_percent / 100, x.dram_percent / 100);
+      };
+      EXPECT_GT(pair("vgg16"), pair("lenet"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera

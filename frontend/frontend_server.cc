@@ -195,6 +195,9 @@ AdminStatus FrontendServer::Status() const {
   for (const auto& [m, r] : monitor_.Rates()) {
     (*status.mutable_observed_rates_rps())[m] = r;
   }
+  for (const auto& w : router_.workers()) {
+    if (w->on_standby()) status.add_gpulets_on_standby(w->gpulet_id());
+  }
   return status;
 }
 

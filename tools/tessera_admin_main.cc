@@ -85,6 +85,13 @@ void PrintStatus(const AdminStatus& st) {
     std::printf(" %s=%s", id.c_str(), up ? "up" : "DOWN");
   }
   std::printf("\n");
+  if (st.gpulets_on_standby_size() > 0) {
+    std::printf("on their standby proxy (missed their SLO):");
+    for (const std::string& g : st.gpulets_on_standby()) {
+      std::printf(" %s", g.c_str());
+    }
+    std::printf("\n");
+  }
 }
 
 int Run(const std::vector<char*>& args) {

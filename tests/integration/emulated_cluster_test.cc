@@ -1102,6 +1102,13 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
             << " after 5 s\n";
   // The emulated resnet50 runs 2.5x faster at 100 % than at 10 %.
   EXPECT_LT(after, 0.6 * before);
+  // The operator sees it.
+  auto admin = AdminService::NewStub(grpc::CreateChannel(
+      (*cluster)->admin_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  AdminStatus status;
+  ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+  EXPECT_THAT(status.gpulets_on_standby(), ::testing::ElementsAre("g0"));
   EXPECT_GT(early_bad, 0) << "the 10 % share was expected to miss its SLO";
   EXPECT_LT(late_bad * 100, late_total * 2);
 }

@@ -76,6 +76,13 @@ double SloMs(const std::string& model) {
 
 class EmulatedClusterTest : public ::testing::Test {
  protected:
+  // The files a test leaves in the temporary directory.
+  void TearDown() override {
+    cluster_.reset();
+    if (!plan_file_.empty()) std::filesystem::remove(plan_file_);
+    if (!token_file_.empty()) std::filesystem::remove(token_file_);
+  }
+
   void StartCluster() {
     LocalCluster::Options options;
     options.bin_dir = kBin;
@@ -507,6 +514,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());
+  std::filesystem::remove(out);
   EXPECT_THAT(text, ::testing::HasSubstr("policy sbp"));
   EXPECT_THAT(text, ::testing::HasSubstr("backend0"));
   EXPECT_THAT(text, ::testing::HasSubstr("resnet50"));
@@ -555,9 +563,10 @@ class BackendUnderTest {
   // device the plans use.
   BackendUnderTest(const std::string& name, const std::string& repo,
                    std::vector<std::string> extra, std::string device)
-      : device_(std::move(device)) {
-    const std::string dir =
-        ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+      : device_(std::move(device)),
+        dir_(::testing::TempDir() + "/" + name + "_" +
+             std::to_string(getpid())) {
+    const std::string& dir = dir_;
     std::filesystem::create_directories(dir);
     std::vector<std::string> args = {"--id=b", "--model_repository=" + repo,
                                      "--profile_dir=" + kRoot + "/profiles"};
@@ -569,6 +578,7 @@ class BackendUnderTest {
   }
   ~BackendUnderTest() {
     if (process_ != nullptr) process_->Stop(absl::Seconds(10));
+    std::filesystem::remove_all(dir_);
   }
   bool ok() const { return stub_ != nullptr; }
   BackendService::Stub* stub() { return stub_.get(); }
@@ -635,6 +645,7 @@ class BackendUnderTest {
 
  private:
   std::string device_;
+  std::string dir_;  // the backend's port file and logs
   std::unique_ptr<Subprocess> process_;
   std::unique_ptr<BackendService::Stub> stub_;
 };

@@ -20,15 +20,10 @@ absl::StatusOr<Plan> RunIgniter(
     const ClusterSnapshot& snapshot,
     std::shared_ptr<const InterferenceModel> intf = nullptr,
     bool standby = false) {
-  PolicyOptions options;  // no headroom: the arithmetic below is exact
-  options.interference = std::move(intf);
+  // No headroom, the paper's rule alone: the arithmetic below is exact.
+  PolicyOptions options = testing::PaperRules(std::move(intf));
   options.standby_shadows = standby;
-  options.latency_headroom = 1.0;
-  options.rate_headroom = 1.0;
-  options.queueing_check = false;  // the paper's rule alone
-  auto p = PolicyRegistry::Create("igniter", options);
-  if (!p.ok()) return p.status();
-  return (*p)->Schedule(snapshot);
+  return testing::RunPolicyWith("igniter", snapshot, options);
 }
 
 TEST(IgniterPolicyTest, FitsEquationElevenExactlyOnALinearProfile) {

@@ -32,13 +32,8 @@ ModelProfile Flat(const std::string& model) {
 }
 
 absl::StatusOr<Plan> RunLas(const ClusterSnapshot& s) {
-  PolicyOptions options;  // no headroom, the paper's mean queueing term
-  options.latency_headroom = 1.0;
-  options.rate_headroom = 1.0;
-  options.queueing_check = false;
-  auto p = PolicyRegistry::Create("las", options);
-  if (!p.ok()) return p.status();
-  return (*p)->Schedule(s);
+  // No headroom, the paper's mean queueing term.
+  return testing::RunPolicyWith("las", s, testing::PaperRules());
 }
 
 TEST(LasPolicyTest, FitsAFlatProfileExactly) {

@@ -23,15 +23,8 @@ absl::StatusOr<Plan> RunPolicy(
     const std::string& policy, const ClusterSnapshot& snapshot,
     std::shared_ptr<const InterferenceModel> intf =
         std::make_shared<ConstantInterference>(1.2)) {
-  // Hand-checked arithmetic: the papers' deterministic rules, no headroom.
-  PolicyOptions options;
-  options.interference = intf;
-  options.latency_headroom = 1.0;
-  options.rate_headroom = 1.0;
-  options.queueing_check = false;
-  auto p = PolicyRegistry::Create(policy, options);
-  if (!p.ok()) return p.status();
-  return (*p)->Schedule(snapshot);
+  return testing::RunPolicyWith(policy, snapshot,
+                                testing::PaperRules(std::move(intf)));
 }
 
 int GpusUsed(const Plan& plan) { return plan.devices_size(); }

@@ -2,10 +2,13 @@
 
 // Hand-built profiles and snapshots for policy tests.
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "profile.pb.h"
+#include "scheduler/policy_registry.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -31,6 +34,27 @@ inline ModelProfile LinearProfile(const std::string& model, double fixed_ms,
     }
   }
   return p;
+}
+
+// Options for arithmetic checked by hand: the papers' deterministic rules,
+// no headroom and no queueing bound.
+inline PolicyOptions PaperRules(
+    std::shared_ptr<const InterferenceModel> interference = nullptr) {
+  PolicyOptions options;
+  options.interference = std::move(interference);
+  options.latency_headroom = 1.0;
+  options.rate_headroom = 1.0;
+  options.queueing_check = false;
+  return options;
+}
+
+// Creates the registered `policy` with `options` and runs it once.
+inline absl::StatusOr<Plan> RunPolicyWith(const std::string& policy,
+                                          const ClusterSnapshot& snapshot,
+                                          const PolicyOptions& options) {
+  auto p = PolicyRegistry::Create(policy, options);
+  if (!p.ok()) return p.status();
+  return (*p)->Schedule(snapshot);
 }
 
 inline ClusterSnapshot Snapshot(int num_gpus) {

@@ -82,6 +82,12 @@ struct PolicyOptions {
   // Also require the M/D/1 queueing bound of SolveTimeShare (see
   // time_share_solver.h); off = the papers' deterministic rules only.
   bool queueing_check = true;
+  // "inss": the actor checkpoint (path of its .pt; the .pbtxt beside it
+  // says what it was trained for), and the policy that plans a snapshot
+  // the checkpoint does not match (empty: refuse with
+  // FAILED_PRECONDITION).
+  std::string inss_checkpoint;
+  std::string inss_fallback;
 };
 
 }  // namespace tessera

@@ -1,0 +1,193 @@
+#include "scheduler/inss_environment.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/base/internal/raw_logging.h"
+#include "perfmodel/inss_model.h"
+
+namespace tessera {
+
+InssEnvironment::InssEnvironment(InssCluster cluster,
+                                 InssEnvironmentOptions options, uint64_t seed)
+    : cluster_(std::move(cluster)), options_(std::move(options)), rng_(seed) {
+  for (const InssModelSlot& s : cluster_.slots()) {
+    ABSL_RAW_CHECK(s.latency != nullptr, "every slot needs a latency model");
+  }
+  ABSL_RAW_CHECK(!options_.slo_factors.empty(), "no SLO factors");
+}
+
+std::vector<float> InssEnvironment::EncodeState(
+    const InssCluster& cluster, const std::vector<double>& rates_rps,
+    const std::vector<double>& backlog, const InssProvisioning& current) {
+  const int n = static_cast<int>(cluster.slots().size());
+  const int k = cluster.gpus();
+  std::vector<float> s;
+  s.reserve(StateSize(cluster));
+  std::vector<int64_t> used(k, 0);
+  for (int i = 0; i < n; ++i) {
+    const InssModelSlot& slot = cluster.slots()[i];
+    const bool present = rates_rps[i] > 0 && slot.latency != nullptr;
+    const bool placed = present && !current.gpu.empty() && current.gpu[i] >= 0;
+    s.push_back(present ? 1.f : 0.f);
+    s.push_back(present ? rates_rps[i] / slot.reference_rps : 0.f);
+    s.push_back(present ? backlog[i] / slot.reference_rps : 0.f);
+    s.push_back(present ? slot.slo_ms / (10 * slot.base_latency_ms) : 0.f);
+    s.push_back(placed ? current.share_percent[i] / 100 : 0.f);
+    s.push_back(placed ? (current.gpu[i] + 1.f) / k : 0.f);
+    if (placed) used[current.gpu[i]] += slot.memory_bytes;
+  }
+  for (int g = 0; g < k; ++g) {
+    s.push_back(cluster.gpu_memory_bytes() > 0
+                    ? static_cast<double>(used[g]) / cluster.gpu_memory_bytes()
+                    : 0.f);
+  }
+  return s;
+}
+
+double InssEnvironment::SoloCapacityRps(const InssCluster& cluster, int slot) {
+  const int n = static_cast<int>(cluster.slots().size());
+  InssProvisioning alone;
+  alone.gpu.assign(n, -1);
+  alone.share_percent.assign(n, 0);
+  alone.gpu[slot] = 0;
+  alone.share_percent[slot] = 100;
+  const std::vector<double> backlog(n, 0);
+  auto ok = [&](double rate) {
+    std::vector<double> rates(n, 0);
+    rates[slot] = rate;
+    return InssBatching::Decide(cluster, alone, rates, backlog, {}).ok;
+  };
+  double lo = 0, hi = cluster.slots()[slot].reference_rps;
+  while (ok(hi) && hi < 1e7) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (int it = 0; it < 30; ++it) {
+    const double mid = (lo + hi) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::vector<float> InssEnvironment::Reset() {
+  const int n = slots();
+  t_ = 0;
+  std::uniform_real_distribution<double> unit(0, 1);
+  const double factor =
+      options_.slo_factors[std::uniform_int_distribution<size_t>(
+          0, options_.slo_factors.size() - 1)(rng_)];
+  std::vector<bool> present(n);
+  bool any = false;
+  for (int i = 0; i < n; ++i) {
+    present[i] = unit(rng_) < options_.presence_probability;
+    any = any || present[i];
+  }
+  if (!any) present[std::uniform_int_distribution<int>(0, n - 1)(rng_)] = true;
+  rates_.assign(n, 0);
+  lo_.assign(n, 0);
+  hi_.assign(n, 0);
+  step_.assign(n, 0);
+  backlog_.assign(n, 0);
+  direction_.assign(n, 1);
+  int n_present = 0;
+  for (int i = 0; i < n; ++i) n_present += present[i] ? 1 : 0;
+  // More models than devices share them: scale the range down so the
+  // cluster is not overloaded on average.
+  const double crowding =
+      std::min(1.0, static_cast<double>(cluster_.gpus()) / n_present);
+  for (int i = 0; i < n; ++i) {
+    InssModelSlot& s = cluster_.mutable_slots()[i];
+    s.slo_ms = factor * s.base_latency_ms;
+    if (!present[i]) continue;
+    const double cap = SoloCapacityRps(cluster_, i);
+    lo_[i] = options_.min_rate_fraction * crowding * cap;
+    hi_[i] = options_.max_rate_fraction * crowding * cap;
+    step_[i] = options_.rate_step_fraction * (hi_[i] - lo_[i]);
+    rates_[i] = lo_[i] + unit(rng_) * (hi_[i] - lo_[i]);
+    direction_[i] = unit(rng_) < 0.5 ? -1 : 1;
+  }
+  current_ = InssProvisioning{};
+  current_.gpu.assign(n, -1);
+  current_.share_percent.assign(n, 0);
+  return EncodeState(cluster_, rates_, backlog_, current_);
+}
+
+InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
+  const int n = slots();
+  ABSL_RAW_CHECK(static_cast<int>(action.size()) == 2 * n, "action size");
+  std::vector<int> gpu(action.begin(), action.begin() + n);
+  std::vector<int> level(n);
+  std::vector<bool> active(n);
+  for (int i = 0; i < n; ++i) {
+    level[i] = action[n + i] + 1;
+    active[i] = rates_[i] > 0;
+  }
+  current_ = InssProvisioning::FromAction(cluster_, gpu, level, active);
+  const InssBatchResult bda =
+      InssBatching::Decide(cluster_, current_, rates_, backlog_, {});
+  std::vector<int64_t> used(cluster_.gpus(), 0);
+  for (int i = 0; i < n; ++i) {
+    if (active[i]) used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
+  }
+  Step out;
+  double tasks = 0, violating = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!active[i]) continue;
+    const InssModelSlot& s = cluster_.slots()[i];
+    const double arrivals = rates_[i];  // one-second step
+    const double queued = backlog_[i] + arrivals;
+    tasks += queued;
+    double bad = 0;
+    const bool memory_ok = cluster_.gpu_memory_bytes() == 0 ||
+                           used[current_.gpu[i]] <= cluster_.gpu_memory_bytes();
+    if (!memory_ok) {
+      bad = queued;
+      backlog_[i] = 0;
+    } else {
+      const double cap = bda.capacity_rps[i];
+      out.capacity_sum += cap / s.reference_rps;
+      const double served = std::min(queued, cap);
+      const double keep = std::max(0.0, cap * s.slo_ms / 1000.0);
+      const double left = queued - served;
+      const double dropped = std::max(0.0, left - keep);
+      backlog_[i] = left - dropped;
+      double late = 0;
+      if (bda.worst_ms[i] > s.slo_ms && bda.batch[i] > 0) {
+        // Position j of a batch waits j / lambda less than the first.
+        const int b = bda.batch[i];
+        int late_positions = 0;
+        for (int j = 0; j < b; ++j) {
+          if (bda.worst_ms[i] - 1000.0 * j / rates_[i] > s.slo_ms) {
+            ++late_positions;
+          }
+        }
+        late = served * late_positions / b;
+      }
+      bad = dropped + late;
+    }
+    violating += bad;
+    const double v = queued > 0 ? bad / queued : 0;
+    out.reward -= options_.penalty * v;
+  }
+  out.reward += out.capacity_sum;
+  out.violation_fraction = tasks > 0 ? violating / tasks : 0;
+  // Rates move every rate_change_steps steps, bouncing off the bounds.
+  ++t_;
+  if (t_ % options_.rate_change_steps == 0) {
+    for (int i = 0; i < n; ++i) {
+      if (rates_[i] <= 0) continue;
+      double next = rates_[i] + direction_[i] * step_[i];
+      if (next > hi_[i] || next < lo_[i]) {
+        direction_[i] = -direction_[i];
+        next = rates_[i] + direction_[i] * step_[i];
+      }
+      rates_[i] = std::clamp(next, lo_[i], hi_[i]);
+    }
+  }
+  out.done = t_ >= options_.steps;
+  out.state = EncodeState(cluster_, rates_, backlog_, current_);
+  return out;
+}
+
+}  // namespace tessera

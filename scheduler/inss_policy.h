@@ -1,0 +1,47 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "scheduler/inss_actor.h"
+#include "scheduler/inss_cluster.h"
+#include "scheduler/scheduling_policy.h"
+
+namespace tessera {
+
+// InSS (seeds/digests/inss.md), registered as "inss" by the learner
+// library (learner/inss_policy_factory.cc loads the actor checkpoint named
+// by PolicyOptions::inss_checkpoint). The two layers of Sec. 5:
+//  1. when the plan in force is an inss plan that places every model with
+//     traffic, BDA (scheduler/inss_batching.h) re-batches on the observed
+//     rates without moving anything (Case 1: no new process);
+//  2. otherwise, or when BDA fails there, the actor proposes placement and
+//     shares from the state (argmax of every head: planning is
+//     deterministic), InssProvisioning repairs them and BDA batches them
+//     (Case 2). If BDA fails again the snapshot is unschedulable:
+//     RESOURCE_EXHAUSTED naming the model and the constraint.
+// Each model runs on exactly one device ((1e): InSS has no replicas).
+// A snapshot the checkpoint was not trained for (other models, device
+// count or device kind) is refused with FAILED_PRECONDITION saying what
+// differs, or, with PolicyOptions::inss_fallback set, planned by that
+// policy, the plan's reason saying why.
+class InssPolicy : public SchedulingPolicy {
+ public:
+  // `fallback` may be null.
+  InssPolicy(PolicyOptions options, std::shared_ptr<const InssActor> actor,
+             std::unique_ptr<SchedulingPolicy> fallback);
+
+  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  std::string name() const override { return "inss"; }
+
+ private:
+  absl::StatusOr<Plan> Refuse(const ClusterSnapshot& snapshot,
+                              const absl::Status& why) const;
+
+  PolicyOptions options_;
+  std::shared_ptr<const InssActor> actor_;
+  std::unique_ptr<SchedulingPolicy> fallback_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <vector>
+
+#include "scheduler/inss_cluster.h"
+
+namespace tessera {
+
+// InSS's provisioning decision (y, rho): a device and a share per model
+// slot; -1 / 0 for slots that are not planned (no traffic).
+struct InssProvisioning {
+  std::vector<int> gpu;
+  std::vector<double> share_percent;
+
+  // The actor's action made feasible (the repair step of InSS's code, the
+  // digest's pitfall 6: nothing in the paper enforces sum rho <= 100 %).
+  // `gpu_choice[i]` in [0, K) and `level_choice[i]` in [1, U] per slot
+  // (U = share_units); slots with active[i] false are not placed. On each
+  // device the levels of its models are scaled so that all U units are
+  // handed out (the whole device, as the code does): unit counts are the
+  // largest remainders of level * U / sum(levels), at least one unit each.
+  // A device with more models than units moves the surplus models, the
+  // ones with the smallest levels, to the device with the fewest models.
+  static InssProvisioning FromAction(const InssCluster& cluster,
+                                     const std::vector<int>& gpu_choice,
+                                     const std::vector<int>& level_choice,
+                                     const std::vector<bool>& active);
+};
+
+}  // namespace tessera

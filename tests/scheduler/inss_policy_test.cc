@@ -1,0 +1,162 @@
+#include "scheduler/inss_policy.h"
+
+#include <atomic>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/policy_registry.h"
+#include "tests/scheduler/inss_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::AddModel;
+using ::testing::HasSubstr;
+using testing::InssInfo;
+using testing::LinearProfile;
+using testing::PaperRules;
+using testing::Snapshot;
+using ::testing::StartsWith;
+
+// An actor whose heads always prefer the same options.
+class FixedActor : public InssActor {
+ public:
+  FixedActor(InssCheckpointInfo info, std::vector<int> gpu,
+             std::vector<int> level_index)
+      : info_(std::move(info)),
+        gpu_(std::move(gpu)),
+        level_(std::move(level_index)) {}
+  const InssCheckpointInfo& info() const override { return info_; }
+  absl::StatusOr<std::vector<float>> Probabilities(
+      const std::vector<float>& state) const override {
+    ++calls;
+    last_state = state;
+    const int n = info_.models_size(), k = info_.gpus(),
+              u = info_.share_units();
+    std::vector<float> p(n * (k + u), 0.01f);
+    for (int i = 0; i < n; ++i) {
+      p[i * k + gpu_[i]] = 0.9f;
+      p[n * k + i * u + level_[i]] = 0.9f;
+    }
+    return p;
+  }
+  mutable std::atomic<int> calls{0};
+  mutable std::vector<float> last_state;
+
+ private:
+  InssCheckpointInfo info_;
+  std::vector<int> gpu_, level_;
+};
+
+class InssPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    snapshot_ = Snapshot(2);
+    AddModel(&snapshot_, LinearProfile("a", 5, 5), 50, 200);
+    AddModel(&snapshot_, LinearProfile("b", 5, 5), 50, 200);
+    actor_ = std::make_shared<FixedActor>(InssInfo({"a", "b"}, 2),
+                                          std::vector<int>{0, 1},
+                                          std::vector<int>{4, 4});
+  }
+  InssPolicy Policy(std::unique_ptr<SchedulingPolicy> fallback = nullptr) {
+    return InssPolicy(PaperRules(), actor_, std::move(fallback));
+  }
+  ClusterSnapshot snapshot_;
+  std::shared_ptr<FixedActor> actor_;
+};
+
+TEST_F(InssPolicyTest, ActorPlacesAndBdaBatches) {
+  const InssPolicy policy = Policy();
+  auto plan = policy.Schedule(snapshot_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(actor_->calls, 1);
+  EXPECT_EQ(plan->policy(), "inss");
+  // One model per device, the whole device each. At 50 req/s and SLO
+  // 200 ms: 20 (b - 1) + 5 + 5 b <= 200 gives b = 8.
+  ASSERT_EQ(plan->devices_size(), 2);
+  for (int d = 0; d < 2; ++d) {
+    ASSERT_EQ(plan->devices(d).gpulets_size(), 1);
+    const GpuletPlan& g = plan->devices(d).gpulets(0);
+    EXPECT_EQ(g.share_percent(), 100);
+    ASSERT_EQ(g.models_size(), 1);
+    EXPECT_EQ(g.models(0).batch_size(), 8);
+    EXPECT_EQ(g.models(0).rate_rps(), 50);
+  }
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).model(), "a");
+  EXPECT_EQ(plan->devices(1).gpulets(0).models(0).model(), "b");
+}
+
+TEST_F(InssPolicyTest, RateChangesOnlyRebatchTheProvisioningInForce) {
+  const InssPolicy policy = Policy();
+  auto first = policy.Schedule(snapshot_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  snapshot_.current_plan = *first;
+  snapshot_.models[0].rate_rps = 100;
+  auto second = policy.Schedule(snapshot_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(actor_->calls, 1);  // BDA alone (Case 1)
+  EXPECT_THAT(second->reason(), HasSubstr("BDA"));
+  // a at 100 req/s: 10 (b - 1) + 5 + 5 b <= 200 gives b = 13.
+  EXPECT_EQ(second->devices(0).gpulets(0).models(0).batch_size(), 13);
+  EXPECT_EQ(second->devices(1).gpulets(0).models(0).batch_size(), 8);
+}
+
+TEST_F(InssPolicyTest, BdaFailureAsksTheActorAgain) {
+  const InssPolicy policy = Policy();
+  auto first = policy.Schedule(snapshot_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // The plan in force squeezes a into 20 % of gpu 0.
+  Plan squeezed = *first;
+  squeezed.mutable_devices(0)->mutable_gpulets(0)->set_share_percent(20);
+  snapshot_.current_plan = squeezed;
+  snapshot_.models[0].rate_rps = 150;
+  auto second = policy.Schedule(snapshot_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(actor_->calls, 2);
+  EXPECT_THAT(second->reason(), HasSubstr("actor"));
+  EXPECT_EQ(second->devices(0).gpulets(0).share_percent(), 100);
+  // The state told the actor where a was: 20 % of device 0.
+  EXPECT_FLOAT_EQ(actor_->last_state[4], 0.2f);
+  EXPECT_FLOAT_EQ(actor_->last_state[5], 0.5f);
+}
+
+TEST_F(InssPolicyTest, UnschedulableNamesTheModel) {
+  snapshot_.models[1].rate_rps = 1000;
+  auto plan = Policy().Schedule(snapshot_);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(plan.status().message(), HasSubstr("'b'"));
+}
+
+TEST_F(InssPolicyTest, RefusesSnapshotsTheCheckpointWasNotTrainedFor) {
+  ClusterSnapshot other = snapshot_;
+  AddModel(&other, LinearProfile("z", 5, 5), 10, 200);
+  auto plan = Policy().Schedule(other);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("'z'"));
+  // A model it knows without traffic is fine; so is a known one missing.
+  ClusterSnapshot idle = snapshot_;
+  idle.models[1].rate_rps = 0;
+  EXPECT_TRUE(Policy().Schedule(idle).ok());
+  ClusterSnapshot three = snapshot_;
+  three.devices.push_back(three.devices[0]);
+  three.devices[2].device_id = "gpu2";
+  plan = Policy().Schedule(three);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("trained for 2 devices"));
+}
+
+TEST_F(InssPolicyTest, FallsBackToTheConfiguredPolicy) {
+  auto greedy = PolicyRegistry::Create("greedy", PaperRules());
+  ASSERT_TRUE(greedy.ok());
+  const InssPolicy policy = Policy(std::move(*greedy));
+  ClusterSnapshot other = snapshot_;
+  AddModel(&other, LinearProfile("z", 5, 5), 10, 200);
+  auto plan = policy.Schedule(other);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(actor_->calls, 0);
+  EXPECT_THAT(plan->reason(), StartsWith("inss refused (model 'z'"));
+  EXPECT_THAT(plan->reason(), HasSubstr("planned by greedy"));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -66,6 +66,8 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   PolicyOptions policy_options;
   policy_options.static_plan = options.config.static_plan();
   policy_options.standby_shadows = options.config.standby_shadows();
+  policy_options.inss_checkpoint = options.config.inss_checkpoint_path();
+  policy_options.inss_fallback = options.config.inss_fallback_policy();
   if (!options.config.interference_profile().empty()) {
     InterferenceProfile ip;
     absl::Status read =

@@ -24,6 +24,7 @@ BINARIES = [
     ("tessera_simulator", "cluster simulator"),
     ("tessera_experiments", "scheduling experiments"),
     ("tessera_fit_interference", "interference model fitting"),
+    ("tessera_inss_train", "InSS actor training"),
 ]
 CONFIG_PROTOS = [("proto/config.proto", None), ("proto/model_config.proto", None)]
 # Our own sources (the path printed by --helpfull depends on the checkout).

@@ -26,6 +26,12 @@ ABSL_FLAG(std::string, policy, "gpulet",
 ABSL_FLAG(std::string, interference, "linear",
           "Interference model interference-aware policies plan with: "
           "linear (gpulet's), pairwise (Tessera's) or none.");
+ABSL_FLAG(std::string, inss_checkpoint, "",
+          "Actor checkpoint of --policy=inss (empty: the one shipped in "
+          "learner/checkpoints/, trained for the V100 models on 4 GPUs).");
+ABSL_FLAG(std::string, inss_fallback, "",
+          "Policy that plans what the InSS checkpoint was not trained for "
+          "(empty: refuse).");
 ABSL_FLAG(std::string, models, "alexnet,resnet50,vgg19,ssd",
           "Comma-separated model instances (replicas: alexnet/2).");
 ABSL_FLAG(double, rate, 100, "Request rate per model (req/s).");
@@ -154,6 +160,8 @@ int Run() {
   options.seed = absl::GetFlag(FLAGS_seed);
 
   PolicyOptions policy_options;
+  policy_options.inss_checkpoint = absl::GetFlag(FLAGS_inss_checkpoint);
+  policy_options.inss_fallback = absl::GetFlag(FLAGS_inss_fallback);
   const std::string intf = absl::GetFlag(FLAGS_interference);
   if (intf == "none") {
     policy_options.interference = std::make_shared<NoInterference>();

@@ -1,0 +1,160 @@
+// tessera_inss_train: trains InSS's SAC-Discrete actor offline on the V100
+// data and writes a checkpoint the "inss" policy loads.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "learner/inss_trainer.h"
+#include "learner/sac_discrete_agent.h"
+#include "scheduler/inss_environment.h"
+#include "sim/inss_v100_setup.h"
+
+ABSL_FLAG(std::string, v100_profile,
+          "../shared/data/igniter-v100/profile.jsonl",
+          "iGniter's public V100 measurements (profile.jsonl).");
+ABSL_FLAG(std::string, models, "alexnet,resnet50,vgg19,ssd",
+          "Model slots, in state/action order.");
+ABSL_FLAG(int, gpus, 4, "Devices (V100s).");
+ABSL_FLAG(int, episodes, 1500, "Episodes (the paper's E).");
+ABSL_FLAG(int, steps, 200, "Steps (simulated seconds) per episode (T).");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the networks, replay and workloads.");
+ABSL_FLAG(std::string, out, "inss",
+          "Checkpoint stem: writes <out>.pt and <out>.pbtxt, and "
+          "<out>-e<N>.* every --checkpoint_every episodes.");
+ABSL_FLAG(int, checkpoint_every, 100, "Episodes between checkpoints.");
+ABSL_FLAG(std::string, csv, "inss_training.csv",
+          "Reward curve, one row per episode (empty: none). Plot it with "
+          "scripts/plot_inss_training.py.");
+ABSL_FLAG(int, eval_every, 4,
+          "Every Nth episode is a deterministic evaluation (0: none).");
+ABSL_FLAG(int, eval_episodes, 4, "Episodes per evaluation.");
+ABSL_FLAG(std::string, slo_factors, "5,10",
+          "SLOs trained on, as multiples of batch-1 whole-GPU latency.");
+ABSL_FLAG(double, penalty, 100, "Reward penalty omega on violations.");
+ABSL_FLAG(double, reward_scale, 0.01,
+          "Multiplies the rewards the agent learns from (1 / omega: the "
+          "curve keeps Eq. 3's units).");
+ABSL_FLAG(int, replay, 10000, "Replay size.");
+ABSL_FLAG(int, minibatch, 100, "Minibatch size.");
+ABSL_FLAG(double, learning_rate, 1e-4,
+          "Learning rate of critics, actor and temperatures.");
+ABSL_FLAG(double, discount, 0.99, "Discount gamma.");
+ABSL_FLAG(double, target_entropy_ratio, 0.98,
+          "Target entropy per head as a fraction of log(options).");
+ABSL_FLAG(int, hidden1, 512, "First hidden layer.");
+ABSL_FLAG(int, hidden2, 256, "Second hidden layer.");
+ABSL_FLAG(int, threads, 1, "Torch intra-op threads.");
+ABSL_FLAG(bool, progress, true, "Progress bar on stderr.");
+
+namespace tessera {
+namespace {
+
+int Run(const std::string& command) {
+  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
+                             Share100Rule::kBatch1Ratio, 0);
+  if (!setup.ok()) {
+    std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
+    return 2;
+  }
+  std::vector<std::string> models =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
+  InssCheckpointInfo info = V100InssInfo(models, absl::GetFlag(FLAGS_gpus));
+  info.set_hidden1_size(absl::GetFlag(FLAGS_hidden1));
+  info.set_hidden2_size(absl::GetFlag(FLAGS_hidden2));
+  info.set_seed(absl::GetFlag(FLAGS_seed));
+  info.set_command(command);
+  InssEnvironmentOptions env_options;
+  env_options.steps = absl::GetFlag(FLAGS_steps);
+  env_options.penalty = absl::GetFlag(FLAGS_penalty);
+  env_options.slo_factors.clear();
+  for (absl::string_view f : absl::StrSplit(absl::GetFlag(FLAGS_slo_factors),
+                                            ',', absl::SkipEmpty())) {
+    double v = 0;
+    if (!absl::SimpleAtod(f, &v) || v <= 0) {
+      std::fprintf(stderr, "bad --slo_factors entry '%s'\n",
+                   std::string(f).c_str());
+      return 2;
+    }
+    env_options.slo_factors.push_back(v);
+    info.add_slo_factors(v);
+  }
+  ClusterSnapshot storage;
+  auto cluster = V100InssCluster(**setup, info, &storage);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+    return 2;
+  }
+  SacOptions sac;
+  sac.state_size = info.state_size();
+  sac.slots = info.models_size();
+  sac.gpus = info.gpus();
+  sac.levels = info.share_units();
+  sac.hidden1_size = info.hidden1_size();
+  sac.hidden2_size = info.hidden2_size();
+  sac.q_learning_rate = sac.policy_learning_rate =
+      sac.temperature_learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  sac.discount = absl::GetFlag(FLAGS_discount);
+  sac.target_entropy_ratio = absl::GetFlag(FLAGS_target_entropy_ratio);
+  sac.replay_size = absl::GetFlag(FLAGS_replay);
+  sac.minibatch_size = absl::GetFlag(FLAGS_minibatch);
+  sac.seed = absl::GetFlag(FLAGS_seed);
+  sac.threads = absl::GetFlag(FLAGS_threads);
+  auto agent = SacDiscreteAgent::Create(sac);
+  if (!agent.ok()) {
+    std::fprintf(stderr, "%s\n", agent.status().ToString().c_str());
+    return 2;
+  }
+  InssEnvironment env(*cluster, env_options, absl::GetFlag(FLAGS_seed));
+  InssTrainerOptions options;
+  options.episodes = absl::GetFlag(FLAGS_episodes);
+  options.eval_every = absl::GetFlag(FLAGS_eval_every);
+  options.eval_episodes = absl::GetFlag(FLAGS_eval_episodes);
+  options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  options.out_stem = absl::GetFlag(FLAGS_out);
+  options.csv_path = absl::GetFlag(FLAGS_csv);
+  options.reward_scale = absl::GetFlag(FLAGS_reward_scale);
+  options.progress = absl::GetFlag(FLAGS_progress) ? stderr : nullptr;
+  const InssEpisodeRecord before =
+      InssTrainer::Evaluate(*cluster, env_options, agent->get(),
+                            options.eval_episodes, options.eval_seed);
+  std::printf(
+      "untrained actor: mean reward %.3f per step, %.2f %% violations\n",
+      before.mean_reward, before.violation_pct);
+  InssTrainer trainer(&env, agent->get(), info, options);
+  auto records = trainer.Run();
+  if (!records.ok()) {
+    std::fprintf(stderr, "%s\n", records.status().ToString().c_str());
+    return 1;
+  }
+  const InssEpisodeRecord after =
+      InssTrainer::Evaluate(*cluster, env_options, agent->get(),
+                            options.eval_episodes, options.eval_seed);
+  std::printf(
+      "trained actor:   mean reward %.3f per step, %.2f %% violations\n",
+      after.mean_reward, after.violation_pct);
+  std::printf("wrote %s.pt and %s.pbtxt\n", options.out_stem.c_str(),
+              options.out_stem.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains InSS's SAC-Discrete actor offline in a simulator driven by "
+      "InSS's latency model over the V100 profiles, with the paper's "
+      "Table 1 hyper-parameters by default. Writes a checkpoint for "
+      "--policy=inss, a reward-curve CSV and periodic checkpoints.\n"
+      "Example: tessera_inss_train --episodes=800 --out=learner/checkpoints/"
+      "inss_v100x4 --csv=inss_training.csv");
+  const std::vector<std::string> args(argv, argv + argc);
+  absl::ParseCommandLine(argc, argv);
+  return tessera::Run(absl::StrJoin(args, " "));
+}

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "inss.pb.h"
+#include "learner/sac_discrete_agent.h"
+#include "scheduler/inss_environment.h"
+
+namespace tessera {
+
+// Offline training of InSS's actor (Alg. 2): per step the agent samples an
+// action, the environment applies it (repair + BDA + one simulated
+// second), the transition goes to the replay and the agent takes one
+// gradient step. Every `eval_every`-th episode is a deterministic (argmax)
+// evaluation on fixed seeds instead, as InSS's code does, so the reward
+// curve has a noise-free series. Writes a CSV row per episode, actor
+// checkpoints every `checkpoint_every` episodes and at the end, each with
+// its InssCheckpointInfo.
+struct InssTrainerOptions {
+  int episodes = 1500;
+  int eval_every = 4;
+  int eval_episodes = 4;
+  uint64_t eval_seed = 1000003;
+  int checkpoint_every = 100;
+  // "<stem>.pt" / "<stem>.pbtxt"; checkpoints "<stem>-e<episode>.*".
+  std::string out_stem;
+  std::string csv_path;  // empty: none
+  // Multiplies the reward stored in the replay (the curve and evaluations
+  // stay in Eq. 3's units). The paper normalises its reward without
+  // saying how; with omega = 100 the raw reward is in the hundreds and
+  // swamps the entropy bonus (digest pitfall 9), so 1 / omega by default.
+  double reward_scale = 0.01;
+  // Progress bar on this stream (null: quiet).
+  std::FILE* progress = nullptr;
+};
+
+struct InssEpisodeRecord {
+  int episode = 0;
+  bool evaluation = false;
+  double mean_reward = 0;    // per step
+  double violation_pct = 0;  // of all tasks of the episode
+  double mean_capacity = 0;  // sum c_i / H_i, per step
+  double temperature = 0;    // mean over heads, end of episode
+  double entropy = 0;        // nats per head
+  double q_loss = 0;         // mean over the episode's updates
+  double seconds = 0;        // wall time since the start
+};
+
+class InssTrainer {
+ public:
+  // `info` describes the network (models, gpus, units, sizes); the
+  // trainer fills in the provenance fields when it saves.
+  InssTrainer(InssEnvironment* env, SacDiscreteAgent* agent,
+              InssCheckpointInfo info, InssTrainerOptions options)
+      : env_(env),
+        agent_(agent),
+        info_(std::move(info)),
+        options_(std::move(options)) {}
+
+  absl::StatusOr<std::vector<InssEpisodeRecord>> Run();
+
+  // Mean per-step reward and violation % of the deterministic policy over
+  // `episodes` episodes of a separate environment seeded with `seed`.
+  static InssEpisodeRecord Evaluate(const InssCluster& cluster,
+                                    const InssEnvironmentOptions& env_options,
+                                    SacDiscreteAgent* agent, int episodes,
+                                    uint64_t seed);
+
+  absl::Status Save(const std::string& stem, int episodes,
+                    double eval_reward) const;
+
+ private:
+  InssEnvironment* env_;
+  SacDiscreteAgent* agent_;
+  InssCheckpointInfo info_;
+  InssTrainerOptions options_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera {
+
+// Hyper-parameters of InSS's SAC-Discrete agent; defaults are the paper's
+// Table 1 (seeds/digests/inss.md Sec. 3.3) except the target entropy,
+// which the paper prints as -log(1 + iota), a negative number a discrete
+// policy's entropy can never fall to (pitfall 7): here it is
+// target_entropy_ratio x log(options) per head, the SAC-Discrete
+// paper's choice with ratio 0.98.
+struct SacOptions {
+  int state_size = 0;
+  int slots = 0;   // I: models
+  int gpus = 0;    // K: options of a device head
+  int levels = 0;  // U: options of a share head
+  int hidden1_size = 512;
+  int hidden2_size = 256;
+  double q_learning_rate = 1e-4;
+  double policy_learning_rate = 1e-4;
+  double temperature_learning_rate = 1e-4;
+  double discount = 0.99;          // gamma
+  double target_smoothing = 0.01;  // kappa
+  double initial_temperature = 1.0;
+  double target_entropy_ratio = 0.98;
+  int replay_size = 10000;
+  int minibatch_size = 100;
+  uint64_t seed = 1;
+  int threads = 1;
+};
+
+// The agent with the action encoding of InSS's code (digest pitfall 6): a
+// shared trunk (state -> hidden1 -> hidden2, ReLU) and, per model slot, a
+// device head (K-way softmax) and a share head (U-way softmax); each of
+// the two critics (and their targets) outputs one Q-value per head option,
+// and each head is trained against its own soft target with the shared
+// reward (standard SAC-Discrete losses, pitfall 8), with its own
+// temperature. Replay is uniform (the paper; the code weights by TD
+// error). The torch parts are private to the .cc (the only torch
+// translation unit of the learner). Not thread-safe.
+class SacDiscreteAgent {
+ public:
+  struct UpdateStats {
+    double q_loss = 0;
+    double policy_loss = 0;
+    double mean_temperature = 0;
+    double mean_entropy = 0;  // per head, nats
+  };
+
+  static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> Create(
+      const SacOptions& options);
+  // An actor alone from a file SaveActor wrote, for planning.
+  static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> LoadActor(
+      const SacOptions& options, const std::string& path);
+  ~SacDiscreteAgent();
+
+  // Per slot the device choice, then per slot the share-level index.
+  // sample: draw from the heads; else argmax.
+  std::vector<int> Act(const std::vector<float>& state, bool sample);
+  // I K device probabilities then I U share probabilities. Thread-safe
+  // for concurrent callers (no gradient, no state change).
+  std::vector<float> Probabilities(const std::vector<float>& state) const;
+
+  void Remember(const std::vector<float>& state, const std::vector<int>& action,
+                double reward, const std::vector<float>& next_state);
+  int replay_count() const;
+  // One gradient step of critics, actor and temperatures, then the target
+  // update; nullopt until the replay holds a minibatch.
+  std::optional<UpdateStats> Update();
+
+  absl::Status SaveActor(const std::string& path) const;
+
+ private:
+  struct Impl;
+  explicit SacDiscreteAgent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,71 @@
+#include "learner/torch_inss_actor.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/text_proto.h"
+
+namespace tessera {
+
+std::string TorchInssActor::Stem(const std::string& path) {
+  for (const char* ext : {".pt", ".pbtxt"}) {
+    if (absl::EndsWith(path, ext)) {
+      return path.substr(0, path.size() - std::string(ext).size());
+    }
+  }
+  return path;
+}
+
+SacOptions TorchInssActor::NetworkOptions(const InssCheckpointInfo& info) {
+  SacOptions o;
+  o.state_size = info.state_size();
+  o.slots = info.models_size();
+  o.gpus = info.gpus();
+  o.levels = info.share_units();
+  o.hidden1_size = info.hidden1_size();
+  o.hidden2_size = info.hidden2_size();
+  return o;
+}
+
+absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Load(
+    const std::string& path) {
+  const std::string stem = Stem(path);
+  InssCheckpointInfo info;
+  if (auto s = ReadTextProto(stem + ".pbtxt", &info); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("InSS checkpoint info: ", s.message()));
+  }
+  const int expected = 6 * info.models_size() + info.gpus();
+  if (info.state_size() != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(stem, ".pbtxt: state_size ", info.state_size(), " but ",
+                     info.models_size(), " models and ", info.gpus(),
+                     " gpus make ", expected));
+  }
+  auto agent = SacDiscreteAgent::LoadActor(NetworkOptions(info), stem + ".pt");
+  if (!agent.ok()) return agent.status();
+  return std::shared_ptr<const TorchInssActor>(
+      new TorchInssActor(std::move(info), std::move(*agent)));
+}
+
+absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Untrained(
+    const InssCheckpointInfo& info, uint64_t seed) {
+  SacOptions o = NetworkOptions(info);
+  o.seed = seed;
+  o.replay_size = o.minibatch_size;
+  auto agent = SacDiscreteAgent::Create(o);
+  if (!agent.ok()) return agent.status();
+  return std::shared_ptr<const TorchInssActor>(
+      new TorchInssActor(info, std::move(*agent)));
+}
+
+absl::StatusOr<std::vector<float>> TorchInssActor::Probabilities(
+    const std::vector<float>& state) const {
+  if (static_cast<int>(state.size()) != info_.state_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("InSS state has ", state.size(), " values, the actor ",
+                     info_.state_size()));
+  }
+  return agent_->Probabilities(state);
+}
+
+}  // namespace tessera

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "learner/inss_trainer.h"
 #include "learner/sac_discrete_agent.h"
+#include "learner/torch_inss_actor.h"
 #include "scheduler/inss_environment.h"
 #include "sim/inss_v100_setup.h"
 
@@ -90,13 +91,7 @@ int Run(const std::string& command) {
     std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
     return 2;
   }
-  SacOptions sac;
-  sac.state_size = info.state_size();
-  sac.slots = info.models_size();
-  sac.gpus = info.gpus();
-  sac.levels = info.share_units();
-  sac.hidden1_size = info.hidden1_size();
-  sac.hidden2_size = info.hidden2_size();
+  SacOptions sac = TorchInssActor::NetworkOptions(info);
   sac.q_learning_rate = sac.policy_learning_rate =
       sac.temperature_learning_rate = absl::GetFlag(FLAGS_learning_rate);
   sac.discount = absl::GetFlag(FLAGS_discount);
@@ -120,24 +115,22 @@ int Run(const std::string& command) {
   options.csv_path = absl::GetFlag(FLAGS_csv);
   options.reward_scale = absl::GetFlag(FLAGS_reward_scale);
   options.progress = absl::GetFlag(FLAGS_progress) ? stderr : nullptr;
-  const InssEpisodeRecord before =
-      InssTrainer::Evaluate(*cluster, env_options, agent->get(),
-                            options.eval_episodes, options.eval_seed);
-  std::printf(
-      "untrained actor: mean reward %.3f per step, %.2f %% violations\n",
-      before.mean_reward, before.violation_pct);
+  auto report = [&](const char* what) {
+    const InssEpisodeRecord r =
+        InssTrainer::Evaluate(*cluster, env_options, agent->get(),
+                              options.eval_episodes, options.eval_seed);
+    std::printf("%s actor: mean reward %.3f per step, %.2f %% violations\n",
+                what, r.mean_reward, r.violation_pct);
+    std::fflush(stdout);
+  };
+  report("untrained");
   InssTrainer trainer(&env, agent->get(), info, options);
   auto records = trainer.Run();
   if (!records.ok()) {
     std::fprintf(stderr, "%s\n", records.status().ToString().c_str());
     return 1;
   }
-  const InssEpisodeRecord after =
-      InssTrainer::Evaluate(*cluster, env_options, agent->get(),
-                            options.eval_episodes, options.eval_seed);
-  std::printf(
-      "trained actor:   mean reward %.3f per step, %.2f %% violations\n",
-      after.mean_reward, after.violation_pct);
+  report("trained");
   std::printf("wrote %s.pt and %s.pbtxt\n", options.out_stem.c_str(),
               options.out_stem.c_str());
   return 0;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "perfmodel/inss_model.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 
@@ -27,6 +28,15 @@ double InssBatching::ExecMs(const InssCluster& cluster,
     }
   }
   return InssModel::ExecMs(solo, excess);
+}
+
+double InssBatching::WorstMs(const InssCluster& cluster, int slot, int batch,
+                             double rate_rps, double exec_ms, double backlog) {
+  double worst = InssModel::WorstTaskMs(batch, rate_rps, exec_ms, backlog);
+  if (cluster.slots()[slot].queueing_check) {
+    worst += MD1Wait99Ms(rate_rps * exec_ms / (1000.0 * batch), exec_ms);
+  }
+  return worst;
 }
 
 InssBatchResult InssBatching::Decide(const InssCluster& cluster,
@@ -63,7 +73,7 @@ InssBatchResult InssBatching::Decide(const InssCluster& cluster,
   };
   auto latency_ok = [&](int i, int b) {
     const double exec = ExecMs(cluster, provisioning, r.batch, i, b);
-    return InssModel::WorstTaskMs(b, rates_rps[i], exec, backlog[i]) <=
+    return WorstMs(cluster, i, b, rates_rps[i], exec, backlog[i]) <=
            cluster.slots()[i].slo_ms;
   };
   for (int round = 0; round < 4; ++round) {
@@ -100,7 +110,7 @@ InssBatchResult InssBatching::Decide(const InssCluster& cluster,
     r.exec_ms[i] = ExecMs(cluster, provisioning, r.batch, i, b);
     r.capacity_rps[i] = InssModel::CapacityRps(b, r.exec_ms[i]);
     r.worst_ms[i] =
-        InssModel::WorstTaskMs(b, rates_rps[i], r.exec_ms[i], backlog[i]);
+        WorstMs(cluster, i, b, rates_rps[i], r.exec_ms[i], backlog[i]);
     std::string why;
     if (!memory_ok(i)) {
       why = "its device's memory is exceeded (4a)";

@@ -22,6 +22,11 @@ namespace tessera {
 // co-runners"); since a model's batch changes its neighbours' latency, the
 // search runs in rounds (at most 4) until no batch changes, and the result
 // is checked once more with the final batches.
+// Eq. 2 assumes evenly spaced arrivals (InSS's own environment); under
+// Poisson arrivals batches queue behind each other. With
+// PolicyOptions::queueing_check (the default, as for the other policies)
+// the worst task also waits the p99 M/D/1 wait of batches (MD1Wait99Ms with
+// rho = lambda t_inf / b); off, BDA is the paper's.
 struct InssBatchResult {
   bool ok = false;
   std::vector<int> batch;            // per slot; 0: not planned
@@ -49,6 +54,11 @@ class InssBatching {
 
   // t_inf of `slot` at `batch` beside the other slots placed on its device
   // at `batches`.
+  // The worst task's latency (Eq. 2, plus the queueing term) of `slot`
+  // at `batch` with execution time `exec_ms`.
+  static double WorstMs(const InssCluster& cluster, int slot, int batch,
+                        double rate_rps, double exec_ms, double backlog);
+
   static double ExecMs(const InssCluster& cluster,
                        const InssProvisioning& provisioning,
                        const std::vector<int>& batches, int slot, int batch);

@@ -70,6 +70,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
       auto [pos, inserted] = models->emplace(name, std::move(*lm));
       slot.latency = &pos->second;
       slot.latency_scale = options.latency_headroom;
+      slot.queueing_check = options.queueing_check;
       slot.slo_ms = m.config.slo_ms();
       slot.max_batch = std::min({32, std::max(1, m.config.max_batch_size()),
                                  slot.latency->max_batch()});

@@ -219,6 +219,14 @@ void GpusNeeded(const V100Setup& setup) {
           std::printf(" %15s", "n/a");
           continue;
         }
+        // InSS's actor is tied to the device count it was trained for.
+        if (n == "inss") {
+          auto plan = (*policy)->Schedule(snap);
+          if (absl::IsFailedPrecondition(plan.status())) {
+            std::printf(" %15s", "refused");
+            continue;
+          }
+        }
         const ScaleOutcome o = EvaluateScale(**policy, snap, sim, options, 1);
         if (!o.schedulable) {
           std::printf(" %15s", "-");

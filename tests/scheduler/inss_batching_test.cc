@@ -1,5 +1,8 @@
 #include "scheduler/inss_batching.h"
 
+#include "perfmodel/inss_model.h"
+#include "scheduler/time_share_solver.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/inss_test_util.h"
@@ -82,6 +85,25 @@ TEST_F(InssBatchingTest, CoRunnersInterferenceShrinksTheBatch) {
   const InssBatchResult apart = InssBatching::Decide(
       interfered, Place({0, 1}, {50, 50}), {50, 50}, {0, 0}, {});
   EXPECT_EQ(apart.batch[0], 7);
+}
+
+TEST_F(InssBatchingTest, QueueingCheckAddsTheP99BatchWait) {
+  PolicyOptions options = PaperRules();
+  options.queueing_check = true;
+  const InssCluster c = Make(200, options);
+  const InssBatchResult r =
+      InssBatching::Decide(c, Place({0, -1}, {100, 0}), {100, 0}, {0, 0}, {});
+  ASSERT_TRUE(r.ok) << r.why;
+  // Without the term, 15 b - 5 <= 200 gives b = 13; at b = 13 batches keep
+  // the GPU busy 54 % of the time and the p99 wait alone is ~190 ms.
+  // Smaller batches (b = 6) wait less.
+  EXPECT_EQ(r.batch[0], 6);
+  const int b = r.batch[0];
+  const double exec = 5 + 5 * b;
+  EXPECT_DOUBLE_EQ(r.worst_ms[0],
+                   InssModel::WorstTaskMs(b, 100, exec, 0) +
+                       MD1Wait99Ms(100 * exec / (1000.0 * b), exec));
+  EXPECT_LE(r.worst_ms[0], 200);
 }
 
 TEST_F(InssBatchingTest, BacklogCountsAgainstTheSlo) {

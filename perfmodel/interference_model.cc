@@ -70,7 +70,7 @@ std::vector<double> PairwiseInterference::Features(
   // shared: the neighbour's share and batch size.
   constexpr size_t kPer = 5;
   const size_t m = models_.size();
-  std::vector<double> f(kPer * m + 2, 0.0);
+  std::vector<double> f(kPer * m + 2 + m * m, 0.0);
   const double d = Dram(other), l = L2(other);
   const double lb = std::log2(static_cast<double>(std::max(1, self.batch)));
   const double ps = self.share_percent / 100.0;
@@ -89,6 +89,10 @@ std::vector<double> PairwiseInterference::Features(
   }
   f[kPer * m + 0] = other.share_percent / 100.0;
   f[kPer * m + 1] = std::log2(static_cast<double>(std::max(1, other.batch)));
+  auto jt = models_.find(other.model->model());
+  if (it != models_.end() && jt != models_.end()) {
+    f[kPer * m + 2 + it->second * m + jt->second] = 1.0;
+  }
   return f;
 }
 

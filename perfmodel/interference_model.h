@@ -89,11 +89,14 @@ class LinearInterference : public InterferenceModel {
 // Tessera's model: per model m that is slowed down, its own intercept and
 // its own sensitivity to the neighbour's DRAM and L2 pressure, to its own
 // batch size (log2) and to its own share; shared terms for the neighbour's
-// share and batch size (log2). Fitted by ridge least squares on
+// share and batch size (log2); and an intercept per (model, neighbour
+// model) pair seen in training. Fitted by ridge least squares on
 // log(factor), so effects multiply:
 //   log factor = a_m + s_m DRAM_other + t_m L2_other + u_m log2 b_self
-//              + v_m share_self + k1 share_other + k2 log2 b_other
-// A model absent from training falls back to the average model's terms.
+//              + v_m share_self + k1 share_other + k2 log2 b_other + c_mn
+// A model absent from training falls back to the average model's terms; a
+// pair absent from training has c_mn = 0 (the ridge keeps the pair terms
+// small, so the other terms carry what pairs share).
 class PairwiseInterference : public InterferenceModel {
  public:
   static absl::StatusOr<PairwiseInterference> Fit(

@@ -5,6 +5,7 @@
 
 #include "absl/base/internal/raw_logging.h"
 #include "perfmodel/inss_model.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 
@@ -136,7 +137,8 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
     if (!active[i]) continue;
     const InssModelSlot& s = cluster_.slots()[i];
     const double arrivals = rates_[i];  // one-second step
-    const double queued = backlog_[i] + arrivals;
+    const double backlog_before = backlog_[i];
+    const double queued = backlog_before + arrivals;
     tasks += queued;
     double bad = 0;
     const bool memory_ok = cluster_.gpu_memory_bytes() == 0 ||
@@ -153,16 +155,26 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
       const double dropped = std::max(0.0, left - keep);
       backlog_[i] = left - dropped;
       double late = 0;
-      if (bda.worst_ms[i] > s.slo_ms && bda.batch[i] > 0) {
-        // Position j of a batch waits j / lambda less than the first.
-        const int b = bda.batch[i];
+      const int b = bda.batch[i];
+      if (b > 0 && bda.worst_ms[i] > s.slo_ms) {
+        // Eq. 2 with evenly spaced arrivals: position j of a batch waits
+        // j / lambda less than the first.
+        const double exec = bda.exec_ms[i];
+        const double det =
+            InssModel::WorstTaskMs(b, rates_[i], exec, backlog_before);
         int late_positions = 0;
         for (int j = 0; j < b; ++j) {
-          if (bda.worst_ms[i] - 1000.0 * j / rates_[i] > s.slo_ms) {
-            ++late_positions;
-          }
+          if (det - 1000.0 * j / rates_[i] > s.slo_ms) ++late_positions;
         }
-        late = served * late_positions / b;
+        double fraction = static_cast<double>(late_positions) / b;
+        // Under Poisson arrivals (queueing_check) batches also queue: the
+        // share of the rest whose M/D/1 wait exceeds the slack left.
+        if (s.queueing_check) {
+          const double rho = rates_[i] * exec / (1000.0 * b);
+          fraction += (1 - fraction) *
+                      MD1WaitTailProbability(rho, exec, s.slo_ms - det);
+        }
+        late = served * fraction;
       }
       bad = dropped + late;
     }

@@ -35,8 +35,10 @@ namespace tessera {
 //  * per slot and step, with capacity c = b / t_inf, backlog G and
 //    arrivals A = lambda: served = min(G + A, c), the rest stays queued
 //    up to what c can still serve within the SLO, the excess is dropped;
-//    when Eq. 2's worst task breaks the SLO, the batch positions whose
-//    wait breaks it are late; a device whose memory is exceeded serves
+//    when BDA's worst task breaks the SLO, the batch positions whose Eq. 2
+//    wait breaks it are late, and with queueing_check so are the share
+//    of the others whose M/D/1 wait exceeds the slack left (the tail
+//    MD1WaitTailProbability); a device whose memory is exceeded serves
 //    nothing and every task on it violates;
 //  * reward (Eq. 3): sum_i c_i / H_i - omega v_i, v_i the violating
 //    fraction of the slot's tasks in the step, omega = 100.

@@ -134,6 +134,15 @@ double MD1Wait99Ms(double rho, double service_ms) {
   return std::max(heavy, light);
 }
 
+double MD1WaitTailProbability(double rho, double service_ms, double wait_ms) {
+  if (rho >= 1 - 1e-9) return 1.0;
+  if (rho <= 0 || service_ms <= 0) return 0.0;
+  const double w = std::max(0.0, wait_ms);
+  const double light = w < service_ms ? rho * (1 - w / service_ms) : 0.0;
+  const double heavy = std::exp(-2 * (1 - rho) * w / (rho * service_ms));
+  return std::min(1.0, std::max(light, heavy));
+}
+
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency) {

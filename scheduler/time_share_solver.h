@@ -75,6 +75,11 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
 // server never delays anyone, yet at rho = 0.2 one arrival in five waits
 // for a batch in service.
 double MD1Wait99Ms(double rho, double service_ms);
+// The matching tail: the probability that the wait exceeds `wait_ms`, the
+// larger of the two forms above (rho (1 - w / s) for w < s, and
+// exp(-2 (1 - rho) w / (rho s))); 1 at rho >= 1. At MD1Wait99Ms it is
+// 0.01.
+double MD1WaitTailProbability(double rho, double service_ms, double wait_ms);
 
 // Latency the policy plans with: the profile's L(b, p) times the model's
 // latency_scale (headroom).

@@ -96,6 +96,18 @@ TEST(MD1Wait99Test, LightAndHeavyTrafficByHand) {
   EXPECT_TRUE(std::isinf(MD1Wait99Ms(1.0, 1)));
 }
 
+TEST(MD1Wait99Test, TailMatchesThePercentile) {
+  // The tail at the p99 is 1 %, in both regimes.
+  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1Wait99Ms(0.2, 10)), 0.01,
+              1e-12);
+  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1Wait99Ms(0.9, 3)), 0.01, 1e-12);
+  // rho = 0.2, s = 10, w = 5: light traffic 0.2 (1 - 0.5) = 0.1, heavy
+  // exp(-2 0.8 5 / 2) = exp(-4) = 0.018.
+  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, 5), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(1.0, 10, 1000), 1.0);
+  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(0, 10, 0), 0.0);
+}
+
 TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
   // round leaves no room above it (16 + L(3) > 20), but alone the cap is

@@ -14,14 +14,25 @@
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_environment.h"
+#include "sim/emulated_workload.h"
 #include "sim/inss_v100_setup.h"
 
 ABSL_FLAG(std::string, v100_profile,
           "../shared/data/igniter-v100/profile.jsonl",
           "iGniter's public V100 measurements (profile.jsonl).");
-ABSL_FLAG(std::string, models, "alexnet,resnet50,vgg19,ssd",
-          "Model slots, in state/action order.");
-ABSL_FLAG(int, gpus, 4, "Devices (V100s).");
+ABSL_FLAG(std::string, setup, "v100",
+          "v100: iGniter's V100 measurements (../shared/data); emulated: "
+          "the shipped emulated GPU model set (configs/emulated/models, "
+          "profiles/emulated), as the live emulated cluster runs it.");
+ABSL_FLAG(std::string, model_repository, "configs/emulated/models",
+          "--setup=emulated: model configs (SLOs, max batch).");
+ABSL_FLAG(std::string, profile_dir, "profiles",
+          "--setup=emulated: directory with emulated/<model>.pbtxt.");
+ABSL_FLAG(std::string, models, "",
+          "Model slots, in state/action order (instances such as "
+          "alexnet/2 allowed with --setup=v100). Empty: v100's four "
+          "models, or every model of the emulated repository.");
+ABSL_FLAG(int, gpus, 4, "Devices.");
 ABSL_FLAG(int, episodes, 1500, "Episodes (the paper's E).");
 ABSL_FLAG(int, steps, 200, "Steps (simulated seconds) per episode (T).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the networks, replay and workloads.");
@@ -36,7 +47,8 @@ ABSL_FLAG(int, eval_every, 4,
           "Every Nth episode is a deterministic evaluation (0: none).");
 ABSL_FLAG(int, eval_episodes, 4, "Episodes per evaluation.");
 ABSL_FLAG(std::string, slo_factors, "5,10",
-          "SLOs trained on, as multiples of batch-1 whole-GPU latency.");
+          "SLOs trained on, as multiples of batch-1 whole-GPU latency "
+          "(empty: the models' configured SLOs).");
 ABSL_FLAG(double, penalty, 100, "Reward penalty omega on violations.");
 ABSL_FLAG(double, reward_scale, 0.01,
           "Multiplies the rewards the agent learns from (1 / omega: the "
@@ -52,20 +64,57 @@ ABSL_FLAG(int, hidden1, 512, "First hidden layer.");
 ABSL_FLAG(int, hidden2, 256, "Second hidden layer.");
 ABSL_FLAG(int, threads, 1, "Torch intra-op threads.");
 ABSL_FLAG(bool, progress, true, "Progress bar on stderr.");
+ABSL_FLAG(std::string, evaluate, "",
+          "Instead of training, evaluate this checkpoint (argmax actions) "
+          "on --eval_episodes episodes of the evaluation seeds, with the "
+          "same --setup, --steps and --slo_factors as its training.");
 
 namespace tessera {
 namespace {
 
 int Run(const std::string& command) {
-  auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
-                             Share100Rule::kBatch1Ratio, 0);
-  if (!setup.ok()) {
-    std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
+  const std::string setup_name = absl::GetFlag(FLAGS_setup);
+  if (setup_name != "v100" && setup_name != "emulated") {
+    std::fprintf(stderr, "--setup must be v100 or emulated\n");
     return 2;
   }
+  std::unique_ptr<V100Setup> v100;
+  std::unique_ptr<EmulatedSetup> emu;
   std::vector<std::string> models =
       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
-  InssCheckpointInfo info = V100InssInfo(models, absl::GetFlag(FLAGS_gpus));
+  if (setup_name == "emulated") {
+    auto loaded = LoadEmulatedSetup(absl::GetFlag(FLAGS_model_repository),
+                                    absl::GetFlag(FLAGS_profile_dir), 0);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 2;
+    }
+    emu = std::move(*loaded);
+    if (models.empty()) models = emu->repository->ModelNames();
+  } else {
+    auto loaded = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
+                                Share100Rule::kBatch1Ratio, 0);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 2;
+    }
+    v100 = std::move(*loaded);
+    if (models.empty()) models = {"alexnet", "resnet50", "vgg19", "ssd"};
+  }
+  // --evaluate: the checkpoint says what it was trained for.
+  std::shared_ptr<const TorchInssActor> evaluated;
+  if (!absl::GetFlag(FLAGS_evaluate).empty()) {
+    auto actor = TorchInssActor::Load(absl::GetFlag(FLAGS_evaluate));
+    if (!actor.ok()) {
+      std::fprintf(stderr, "%s\n", actor.status().ToString().c_str());
+      return 2;
+    }
+    evaluated = *actor;
+    models.assign(evaluated->info().models().begin(),
+                  evaluated->info().models().end());
+  }
+  InssCheckpointInfo info = V100InssInfo(
+      models, evaluated ? evaluated->info().gpus() : absl::GetFlag(FLAGS_gpus));
   info.set_hidden1_size(absl::GetFlag(FLAGS_hidden1));
   info.set_hidden2_size(absl::GetFlag(FLAGS_hidden2));
   info.set_seed(absl::GetFlag(FLAGS_seed));
@@ -86,10 +135,36 @@ int Run(const std::string& command) {
     info.add_slo_factors(v);
   }
   ClusterSnapshot storage;
-  auto cluster = V100InssCluster(**setup, info, &storage);
+  absl::StatusOr<InssCluster> cluster;
+  if (emu != nullptr) {
+    info.set_profile_key("emulated");
+    std::vector<WorkloadModel> slots;
+    for (const std::string& m : models) slots.push_back({m, 1});
+    storage = MakeEmulatedSnapshot(*emu, info.gpus(), slots);
+    PolicyOptions options;
+    options.interference = emu->interference;
+    cluster = InssCluster::FromSnapshot(storage, options, info);
+  } else {
+    cluster = V100InssCluster(*v100, info, &storage);
+  }
   if (!cluster.ok()) {
     std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
     return 2;
+  }
+  if (evaluated) {
+    auto r = InssTrainer::Evaluate(*cluster, env_options, *evaluated,
+                                   absl::GetFlag(FLAGS_eval_episodes),
+                                   InssTrainerOptions{}.eval_seed);
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+      return 2;
+    }
+    std::printf(
+        "%s: mean reward %.3f per step, %.2f %% violations, "
+        "capacity %.3f (%d episodes)\n",
+        absl::GetFlag(FLAGS_evaluate).c_str(), r->mean_reward, r->violation_pct,
+        r->mean_capacity, absl::GetFlag(FLAGS_eval_episodes));
+    return 0;
   }
   SacOptions sac = TorchInssActor::NetworkOptions(info);
   sac.q_learning_rate = sac.policy_learning_rate =

@@ -1,6 +1,8 @@
 #include "learner/inss_trainer.h"
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,22 +29,25 @@ void ProgressBar(std::FILE* out, int done, int total, double seconds,
 
 }  // namespace
 
-InssEpisodeRecord InssTrainer::Evaluate(
-    const InssCluster& cluster, const InssEnvironmentOptions& env_options,
-    SacDiscreteAgent* agent, int episodes, uint64_t seed) {
+namespace {
+
+// Runs `episodes` deterministic episodes with `act` choosing the actions.
+template <typename Act>
+InssEpisodeRecord RunEvaluation(const InssCluster& cluster,
+                                const InssEnvironmentOptions& env_options,
+                                int episodes, uint64_t seed, Act act) {
   InssEnvironment env(cluster, env_options, seed);
   InssEpisodeRecord r;
   r.evaluation = true;
   int steps = 0;
-  double tasks_bad = 0;
+  double violation = 0;
   for (int e = 0; e < episodes; ++e) {
     std::vector<float> state = env.Reset();
     for (bool done = false; !done;) {
-      const InssEnvironment::Step step =
-          env.Apply(agent->Act(state, /*sample=*/false));
+      const InssEnvironment::Step step = env.Apply(act(state));
       r.mean_reward += step.reward;
       r.mean_capacity += step.capacity_sum;
-      tasks_bad += step.violation_fraction;
+      violation += step.violation_fraction;
       ++steps;
       state = step.state;
       done = step.done;
@@ -51,8 +56,47 @@ InssEpisodeRecord InssTrainer::Evaluate(
   if (steps > 0) {
     r.mean_reward /= steps;
     r.mean_capacity /= steps;
-    r.violation_pct = 100 * tasks_bad / steps;
+    r.violation_pct = 100 * violation / steps;
   }
+  return r;
+}
+
+}  // namespace
+
+InssEpisodeRecord InssTrainer::Evaluate(
+    const InssCluster& cluster, const InssEnvironmentOptions& env_options,
+    SacDiscreteAgent* agent, int episodes, uint64_t seed) {
+  return RunEvaluation(cluster, env_options, episodes, seed,
+                       [&](const std::vector<float>& state) {
+                         return agent->Act(state, /*sample=*/false);
+                       });
+}
+
+absl::StatusOr<InssEpisodeRecord> InssTrainer::Evaluate(
+    const InssCluster& cluster, const InssEnvironmentOptions& env_options,
+    const InssActor& actor, int episodes, uint64_t seed) {
+  const int n = actor.info().models_size();
+  const int k = actor.info().gpus();
+  const int u = actor.info().share_units();
+  absl::Status error;
+  InssEpisodeRecord r = RunEvaluation(
+      cluster, env_options, episodes, seed,
+      [&](const std::vector<float>& state) {
+        std::vector<int> action(2 * n, 0);
+        auto probs = actor.Probabilities(state);
+        if (!probs.ok()) {
+          error = probs.status();
+          return action;
+        }
+        for (int i = 0; i < n; ++i) {
+          const float* g = probs->data() + i * k;
+          const float* l = probs->data() + n * k + i * u;
+          action[i] = static_cast<int>(std::max_element(g, g + k) - g);
+          action[n + i] = static_cast<int>(std::max_element(l, l + u) - l);
+        }
+        return action;
+      });
+  if (!error.ok()) return error;
   return r;
 }
 
@@ -79,6 +123,7 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
   std::vector<InssEpisodeRecord> records;
   const absl::Time start = absl::Now();
   InssEpisodeRecord last_eval;
+  double best_reward = -std::numeric_limits<double>::infinity();
   SacDiscreteAgent::UpdateStats stats;
   for (int episode = 1; episode <= options_.episodes; ++episode) {
     InssEpisodeRecord r;
@@ -86,6 +131,11 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
       r = Evaluate(env_->cluster(), env_->options(), agent_,
                    options_.eval_episodes, options_.eval_seed);
       last_eval = r;
+      if (!options_.out_stem.empty() && r.mean_reward > best_reward) {
+        best_reward = r.mean_reward;
+        auto s = Save(options_.out_stem + "-best", episode, r.mean_reward);
+        if (!s.ok()) return s;
+      }
     } else {
       std::vector<float> state = env_->Reset();
       int steps = 0, updates = 0;

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "inss.pb.h"
 #include "learner/sac_discrete_agent.h"
+#include "scheduler/inss_actor.h"
 #include "scheduler/inss_environment.h"
 
 namespace tessera {
@@ -18,8 +19,10 @@ namespace tessera {
 // gradient step. Every `eval_every`-th episode is a deterministic (argmax)
 // evaluation on fixed seeds instead, as InSS's code does, so the reward
 // curve has a noise-free series. Writes a CSV row per episode, actor
-// checkpoints every `checkpoint_every` episodes and at the end, each with
-// its InssCheckpointInfo.
+// checkpoints every `checkpoint_every` episodes and at the end
+// ("<stem>"), and the actor of the best evaluation so far
+// ("<stem>-best", as InSS's code keeps the actors that meet the SLO:
+// SAC's evaluations rise and fall), each with its InssCheckpointInfo.
 struct InssTrainerOptions {
   int episodes = 1500;
   int eval_every = 4;
@@ -69,6 +72,10 @@ class InssTrainer {
                                     const InssEnvironmentOptions& env_options,
                                     SacDiscreteAgent* agent, int episodes,
                                     uint64_t seed);
+  // The same for a loaded actor (argmax of every head).
+  static absl::StatusOr<InssEpisodeRecord> Evaluate(
+      const InssCluster& cluster, const InssEnvironmentOptions& env_options,
+      const InssActor& actor, int episodes, uint64_t seed);
 
   absl::Status Save(const std::string& stem, int episodes,
                     double eval_reward) const;

@@ -15,7 +15,6 @@ InssEnvironment::InssEnvironment(InssCluster cluster,
   for (const InssModelSlot& s : cluster_.slots()) {
     ABSL_RAW_CHECK(s.latency != nullptr, "every slot needs a latency model");
   }
-  ABSL_RAW_CHECK(!options_.slo_factors.empty(), "no SLO factors");
 }
 
 std::vector<float> InssEnvironment::EncodeState(
@@ -75,9 +74,12 @@ std::vector<float> InssEnvironment::Reset() {
   const int n = slots();
   t_ = 0;
   std::uniform_real_distribution<double> unit(0, 1);
+  // No SLO factors: the models' configured SLOs.
   const double factor =
-      options_.slo_factors[std::uniform_int_distribution<size_t>(
-          0, options_.slo_factors.size() - 1)(rng_)];
+      options_.slo_factors.empty()
+          ? 0
+          : options_.slo_factors[std::uniform_int_distribution<size_t>(
+                0, options_.slo_factors.size() - 1)(rng_)];
   std::vector<bool> present(n);
   bool any = false;
   for (int i = 0; i < n; ++i) {
@@ -99,7 +101,7 @@ std::vector<float> InssEnvironment::Reset() {
       std::min(1.0, static_cast<double>(cluster_.gpus()) / n_present);
   for (int i = 0; i < n; ++i) {
     InssModelSlot& s = cluster_.mutable_slots()[i];
-    s.slo_ms = factor * s.base_latency_ms;
+    if (factor > 0) s.slo_ms = factor * s.base_latency_ms;
     if (!present[i]) continue;
     const double cap = SoloCapacityRps(cluster_, i);
     lo_[i] = options_.min_rate_fraction * crowding * cap;

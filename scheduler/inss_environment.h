@@ -25,7 +25,7 @@ namespace tessera {
 //    steps, bouncing off the bounds; arrivals are evenly spaced;
 //  * the episode's SLO is one of `slo_factors` x the model's batch-1
 //    whole-device latency (the state carries it, so one actor serves
-//    several SLOs);
+//    several SLOs); no factors: the models' configured SLOs;
 //  * state (size 6 I + K) per slot: present, rate / H_i, backlog / H_i,
 //    SLO / (10 x batch-1 latency), current share / 100, (current device
 //    + 1) / K; per device: memory in use / capacity;

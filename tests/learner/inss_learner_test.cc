@@ -185,6 +185,18 @@ TEST_F(InssLearnerTest, SmokeTrainingImprovesTheReward) {
   EXPECT_TRUE(std::filesystem::exists(options.out_stem + "-e20.pt"));
   EXPECT_TRUE(std::filesystem::exists(options.out_stem + ".pbtxt"));
   EXPECT_TRUE(TorchInssActor::Load(options.out_stem).ok());
+  // The best evaluation's actor is kept, and scores what it scored then.
+  auto best = TorchInssActor::Load(options.out_stem + "-best");
+  ASSERT_TRUE(best.ok()) << best.status();
+  double best_eval = -1e300;
+  for (const InssEpisodeRecord& r : *records) {
+    if (r.evaluation) best_eval = std::max(best_eval, r.mean_reward);
+  }
+  EXPECT_DOUBLE_EQ((*best)->info().final_eval_reward(), best_eval);
+  auto again = InssTrainer::Evaluate(*cluster, env_options, **best,
+                                     options.eval_episodes, options.eval_seed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(again->mean_reward, best_eval, 1e-6);
 }
 
 }  // namespace

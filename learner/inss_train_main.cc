@@ -50,9 +50,9 @@ ABSL_FLAG(std::string, slo_factors, "5,10",
           "SLOs trained on, as multiples of batch-1 whole-GPU latency "
           "(empty: the models' configured SLOs).");
 ABSL_FLAG(double, penalty, 100, "Reward penalty omega on violations.");
-ABSL_FLAG(double, reward_scale, 0.01,
-          "Multiplies the rewards the agent learns from (1 / omega: the "
-          "curve keeps Eq. 3's units).");
+ABSL_FLAG(double, reward_scale, 1,
+          "Multiplies the rewards the agent learns from (the curve keeps "
+          "Eq. 3's units).");
 ABSL_FLAG(int, replay, 10000, "Replay size.");
 ABSL_FLAG(int, minibatch, 100, "Minibatch size.");
 ABSL_FLAG(double, learning_rate, 1e-4,
@@ -65,12 +65,36 @@ ABSL_FLAG(int, hidden2, 256, "Second hidden layer.");
 ABSL_FLAG(int, threads, 1, "Torch intra-op threads.");
 ABSL_FLAG(bool, progress, true, "Progress bar on stderr.");
 ABSL_FLAG(std::string, evaluate, "",
-          "Instead of training, evaluate this checkpoint (argmax actions) "
+          "Instead of training, evaluate this checkpoint (argmax actions), "
+          "or 'round-robin' (model i on device i mod K, devices split "
+          "evenly: a baseline), "
           "on --eval_episodes episodes of the evaluation seeds, with the "
           "same --setup, --steps and --slo_factors as its training.");
 
 namespace tessera {
 namespace {
+
+// The baseline --evaluate=round-robin: model i on device i mod K, equal
+// levels (devices split evenly among their models).
+class RoundRobinActor : public InssActor {
+ public:
+  explicit RoundRobinActor(InssCheckpointInfo info) : info_(std::move(info)) {}
+  const InssCheckpointInfo& info() const override { return info_; }
+  absl::StatusOr<std::vector<float>> Probabilities(
+      const std::vector<float>&) const override {
+    const int n = info_.models_size(), k = info_.gpus(),
+              u = info_.share_units();
+    std::vector<float> p(n * (k + u), 0.f);
+    for (int i = 0; i < n; ++i) {
+      p[i * k + i % k] = 1.f;
+      p[n * k + i * u + u / 2] = 1.f;
+    }
+    return p;
+  }
+
+ private:
+  InssCheckpointInfo info_;
+};
 
 int Run(const std::string& command) {
   const std::string setup_name = absl::GetFlag(FLAGS_setup);
@@ -102,8 +126,11 @@ int Run(const std::string& command) {
     if (models.empty()) models = {"alexnet", "resnet50", "vgg19", "ssd"};
   }
   // --evaluate: the checkpoint says what it was trained for.
-  std::shared_ptr<const TorchInssActor> evaluated;
-  if (!absl::GetFlag(FLAGS_evaluate).empty()) {
+  std::shared_ptr<const InssActor> evaluated;
+  if (absl::GetFlag(FLAGS_evaluate) == "round-robin") {
+    InssCheckpointInfo rr = V100InssInfo(models, absl::GetFlag(FLAGS_gpus));
+    evaluated = std::make_shared<RoundRobinActor>(rr);
+  } else if (!absl::GetFlag(FLAGS_evaluate).empty()) {
     auto actor = TorchInssActor::Load(absl::GetFlag(FLAGS_evaluate));
     if (!actor.ok()) {
       std::fprintf(stderr, "%s\n", actor.status().ToString().c_str());

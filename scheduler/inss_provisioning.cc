@@ -27,9 +27,13 @@ InssProvisioning InssProvisioning::FromAction(
     on[p.gpu[i]].push_back(i);
   }
   auto level = [&](int i) { return std::clamp(level_choice[i], 1, units); };
-  // Surplus models (more than units on one device) move to the emptiest.
+  // At most ceil(n / K) models per device (and never more than its
+  // units): surplus models move to the emptiest device.
+  int active_count = 0;
+  for (bool a : active) active_count += a ? 1 : 0;
+  const int cap = std::min(units, (active_count + k - 1) / k);
   for (int g = 0; g < k; ++g) {
-    while (static_cast<int>(on[g].size()) > units) {
+    while (static_cast<int>(on[g].size()) > cap) {
       auto weakest =
           std::min_element(on[g].begin(), on[g].end(),
                            [&](int a, int b) { return level(a) < level(b); });

@@ -19,8 +19,15 @@ struct InssProvisioning {
   // device the levels of its models are scaled so that all U units are
   // handed out (the whole device, as the code does): unit counts are the
   // largest remainders of level * U / sum(levels), at least one unit each.
-  // A device with more models than units moves the surplus models, the
-  // ones with the smallest levels, to the device with the fewest models.
+  // Placement is balanced: a device holds at most ceil(n / K) of the n
+  // models with traffic (and no more than its units); its surplus models,
+  // the ones with the smallest levels, move to the device with the fewest
+  // models. The paper leaves the action's feasibility open (pitfall 6);
+  // with per-model device heads sampled independently, an unbalanced
+  // placement is the common random action, and a SAC agent trained
+  // without this rule settled on plans worse than round-robin (docs/
+  // scheduling.md). The heads still choose which models share a device
+  // and how it is split.
   static InssProvisioning FromAction(const InssCluster& cluster,
                                      const std::vector<int>& gpu_choice,
                                      const std::vector<int>& level_choice,

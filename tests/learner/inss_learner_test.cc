@@ -144,6 +144,34 @@ TEST_F(InssLearnerTest, ShippedCheckpointPlansTheSixModelMix) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// The agent alone on a two-head bandit: reward 1 when slot 0's device
+// head picks device 1 and its share head level index 2, else 0. A few
+// hundred updates must make the argmax right.
+TEST(SacDiscreteAgentTest, LearnsABandit) {
+  SacOptions o;
+  o.state_size = 3;
+  o.slots = 1;
+  o.gpus = 2;
+  o.levels = 4;
+  o.hidden1_size = 32;
+  o.hidden2_size = 32;
+  o.minibatch_size = 32;
+  o.replay_size = 1000;
+  o.q_learning_rate = o.policy_learning_rate = 1e-3;
+  o.temperature_learning_rate = 1e-3;
+  o.seed = 3;
+  auto agent = SacDiscreteAgent::Create(o);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  const std::vector<float> state = {0.5f, 1.f, 0.f};
+  for (int step = 0; step < 600; ++step) {
+    const std::vector<int> a = (*agent)->Act(state, /*sample=*/true);
+    const double reward = (a[0] == 1 ? 0.5 : 0) + (a[1] == 2 ? 0.5 : 0);
+    (*agent)->Remember(state, a, reward, state);
+    (*agent)->Update();
+  }
+  EXPECT_EQ((*agent)->Act(state, /*sample=*/false), (std::vector<int>{1, 2}));
+}
+
 // CI's smoke training: a few short episodes must already beat the
 // untrained actor on the same evaluation workloads.
 TEST_F(InssLearnerTest, SmokeTrainingImprovesTheReward) {

@@ -66,12 +66,23 @@ TEST_F(InssEnvironmentTest, RewardIsCapacityMinusPenalisedViolations) {
   EXPECT_EQ(good.violation_fraction, 0);
   EXPECT_GT(good.capacity_sum, 0);
   EXPECT_DOUBLE_EQ(good.reward, good.capacity_sum);
-  // Both on device 0: 12 bytes of models on a 10-byte device. Nothing is
-  // served and every task violates: reward = -100 per model.
-  const InssEnvironment::Step bad = env.Apply({0, 0, 4, 4});
+  // The action asks for both on device 0; placement is balanced, so they
+  // still get a device each.
+  const InssEnvironment::Step both = env.Apply({0, 0, 4, 4});
+  EXPECT_EQ(both.violation_fraction, 0);
+  // One 10-byte device cannot hold both 6-byte models: nothing is served
+  // and every task violates: reward = -100 per model.
+  ClusterSnapshot one = snapshot_;
+  one.devices.resize(1);
+  auto c =
+      InssCluster::FromSnapshot(one, PaperRules(), InssInfo({"a", "b"}, 1));
+  ASSERT_TRUE(c.ok()) << c.status();
+  InssEnvironment tight(*c, options_, 3);
+  tight.Reset();
+  const InssEnvironment::Step bad = tight.Apply({0, 0, 4, 4});
   EXPECT_DOUBLE_EQ(bad.violation_fraction, 1);
   EXPECT_DOUBLE_EQ(bad.reward, -200);
-  EXPECT_FALSE(bad.done);
+  EXPECT_FALSE(both.done);
   EXPECT_TRUE(env.Apply({0, 1, 4, 4}).done);
 }
 

@@ -56,6 +56,20 @@ TEST(InssProvisioningTest, MovesModelsADeviceHasNoUnitsFor) {
   EXPECT_EQ(p.share_percent, (std::vector<double>{50, 50, 100, 0}));
 }
 
+TEST(InssProvisioningTest, BalancesModelsOverDevices) {
+  ClusterSnapshot s;
+  const InssCluster c = Make(&s, 2, 10);
+  // All four ask for gpu 0; at most ceil(4 / 2) = 2 stay: the two with the
+  // highest levels (a, c). b moves to the then emptiest device (gpu 1),
+  // then d (levels: b 2, d 1; the lowest level moves first: d, then b).
+  const InssProvisioning p = InssProvisioning::FromAction(
+      c, {0, 0, 0, 0}, {5, 2, 4, 1}, {true, true, true, true});
+  EXPECT_EQ(p.gpu, (std::vector<int>{0, 1, 0, 1}));
+  // gpu 0: a 5 and c 4 share 8 spare units 40/9 + 32/9 -> 4 + 3, one
+  // leftover to a (remainder 4/9 vs 5/9: c's is larger) -> c.
+  EXPECT_EQ(p.share_percent[0] + p.share_percent[2], 100);
+}
+
 TEST(InssProvisioningTest, OutOfRangeChoicesAreClamped) {
   ClusterSnapshot s;
   const InssCluster c = Make(&s, 2, 10);

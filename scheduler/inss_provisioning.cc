@@ -47,6 +47,22 @@ InssProvisioning InssProvisioning::FromAction(
       on[target].push_back(i);
     }
   }
+  // No device stays idle while another is shared: the most crowded
+  // device's lowest-level model moves to an empty one.
+  for (int g = 0; g < k; ++g) {
+    if (!on[g].empty()) continue;
+    int crowded = 0;
+    for (int h = 1; h < k; ++h) {
+      if (on[h].size() > on[crowded].size()) crowded = h;
+    }
+    if (on[crowded].size() < 2) break;
+    auto weakest = std::min_element(
+        on[crowded].begin(), on[crowded].end(),
+        [&](int a, int b) { return level(a) < level(b); });
+    p.gpu[*weakest] = g;
+    on[g].push_back(*weakest);
+    on[crowded].erase(weakest);
+  }
   for (int g = 0; g < k; ++g) {
     if (on[g].empty()) continue;
     double sum = 0;

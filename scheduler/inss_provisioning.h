@@ -22,7 +22,10 @@ struct InssProvisioning {
   // Placement is balanced: a device holds at most ceil(n / K) of the n
   // models with traffic (and no more than its units); its surplus models,
   // the ones with the smallest levels, move to the device with the fewest
-  // models. The paper leaves the action's feasibility open (pitfall 6);
+  // models; and no device stays empty while another holds two or more
+  // (the crowded device's lowest-level model moves there: InSS maximises
+  // throughput, so an idle GPU is never better). The paper leaves the
+  // action's feasibility open (pitfall 6);
   // with per-model device heads sampled independently, an unbalanced
   // placement is the common random action, and a SAC agent trained
   // without this rule settled on plans worse than round-robin (docs/

@@ -70,6 +70,16 @@ TEST(InssProvisioningTest, BalancesModelsOverDevices) {
   EXPECT_EQ(p.share_percent[0] + p.share_percent[2], 100);
 }
 
+TEST(InssProvisioningTest, NoDeviceIdlesWhileAnotherIsShared) {
+  ClusterSnapshot s;
+  const InssCluster c = Make(&s, 2, 10);
+  // a and b ask for gpu 0 and gpu 1 stays empty: b (the lower level) moves.
+  const InssProvisioning p = InssProvisioning::FromAction(
+      c, {0, 0, 0, 0}, {5, 2, 1, 1}, {true, true, false, false});
+  EXPECT_EQ(p.gpu, (std::vector<int>{0, 1, -1, -1}));
+  EXPECT_EQ(p.share_percent, (std::vector<double>{100, 100, 0, 0}));
+}
+
 TEST(InssProvisioningTest, OutOfRangeChoicesAreClamped) {
   ClusterSnapshot s;
   const InssCluster c = Make(&s, 2, 10);

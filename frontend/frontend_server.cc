@@ -457,7 +457,11 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
       ScheduleWithOverload(*policy_, snapshot, options_.config.min_rate_rps());
   if (!overload.ok()) return overload.status();
   Plan plan = std::move(overload->plan);
+  // Why the frontend re-planned, then what the policy says about its plan
+  // (e.g. that inss fell back to another policy).
   std::string plan_reason = reason;
+  if (!plan.reason().empty())
+    absl::StrAppend(&plan_reason, "; ", plan.reason());
   if (overload->scale < 1) {
     plan_reason += absl::StrFormat(
         "; overloaded: planned for %.0f%% of the observed rates",

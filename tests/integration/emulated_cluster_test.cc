@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -83,7 +84,8 @@ class EmulatedClusterTest : public ::testing::Test {
     if (!token_file_.empty()) std::filesystem::remove(token_file_);
   }
 
-  void StartCluster() {
+  // `extra_config` is appended to the frontend's config (text format).
+  void StartCluster(const std::string& extra_config = "") {
     LocalCluster::Options options;
     options.bin_dir = kBin;
     options.model_repository = kEmulatedModels;
@@ -99,7 +101,9 @@ class EmulatedClusterTest : public ::testing::Test {
         "/profiles\"\ninterference_profile: \"", kRoot,
         "/profiles/emulated/interference.pbtxt\"\ntime_scale: ", kTimeScale,
         "\nreplan_period_s: 1\nrate_window_s: 2\nreplan_threshold: 0.3\n"
-        "heartbeat_interval_s: 0.5\nheartbeat_misses: 3\n");
+        "heartbeat_interval_s: 0.5\nheartbeat_misses: 3\n"
+        "inss_fallback_policy: \"sbp\"\n",
+        extra_config);
     token_file_ =
         ::testing::TempDir() + "/admin_token_" + std::to_string(getpid());
     std::ofstream(token_file_) << kToken << "\n";
@@ -500,6 +504,38 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
       absl::Seconds(30));
   ASSERT_TRUE(switched.ok()) << switched.status();
   EXPECT_THAT(switched->reason(), ::testing::HasSubstr("policy switched"));
+  // "inss" loads its shipped checkpoint, trained for four V100s; this
+  // emulated cluster is something else, so the configured fallback plans
+  // and the plan says why.
+  {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy("inss");
+    SetPolicyResponse response;
+    grpc::Status s = admin->SetPolicy(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  auto refused = WaitForPlan(
+      switched->epoch(),
+      [](const Plan& p) {
+        return absl::StrContains(p.reason(), "inss refused");
+      },
+      absl::Seconds(30));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_THAT(refused->reason(), ::testing::HasSubstr("planned by sbp"));
+  {
+    grpc::ClientContext context;
+    AdminStatus status;
+    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+    EXPECT_EQ(status.policy(), "inss");
+  }
+  {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy("sbp");
+    SetPolicyResponse response;
+    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
+  }
 
   // The CLI prints the plan in force as a table.
   Subprocess::Options o;
@@ -792,8 +828,11 @@ INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,
 // The seed policies plug in by name: switched live to igniter and then to
 // las under steady load, each plan is applied by shadow swaps and no
 // request is lost.
-TEST_F(EmulatedClusterTest, SwitchingToIgniterAndLasUnderLoadLosesNothing) {
-  StartCluster();
+TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
+  // The InSS actor trained for this emulated cluster (4 GPUs, the five
+  // emulated models, their configured SLOs).
+  StartCluster(absl::StrCat("inss_checkpoint_path: \"", kRoot,
+                            "/learner/checkpoints/inss_emulated_4gpu\"\n"));
   ASSERT_NE(cluster_, nullptr);
   auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
@@ -806,7 +845,7 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterAndLasUnderLoadLosesNothing) {
   std::map<std::string, Plan> seen;  // by policy
   std::thread switcher([&] {
     int64_t epoch = quiet->epoch();
-    for (const char* policy : {"igniter", "las"}) {
+    for (const char* policy : {"igniter", "inss", "las"}) {
       absl::SleepFor(absl::Seconds(3));
       grpc::ClientContext context;
       SetPolicyRequest request;
@@ -854,8 +893,21 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterAndLasUnderLoadLosesNothing) {
             << unavailable << " UNAVAILABLE; " << stop_then_start
             << " stop-then-start swap(s)\n";
   ASSERT_EQ(seen.count("igniter"), 1u);
+  ASSERT_EQ(seen.count("inss"), 1u);
   ASSERT_EQ(seen.count("las"), 1u);
-  // iGniter: one model per gpulet, shares in 2.5 % steps; las: 10 % steps.
+  // The actor planned (the fallback, sbp, would time-share whole GPUs):
+  // every model once, on a partition of its own ((1e): no replicas).
+  std::map<std::string, int> placed;
+  for (const auto& d : seen["inss"].devices()) {
+    for (const auto& g : d.gpulets()) {
+      EXPECT_LT(g.share_percent(), 100.0 + 1e-9);
+      for (const auto& a : g.models()) ++placed[a.model()];
+    }
+  }
+  EXPECT_EQ(placed.size(), 5u);
+  for (const auto& [model, n] : placed) EXPECT_EQ(n, 1) << model;
+  // iGniter: one model per gpulet, shares in 2.5 % steps; inss and las:
+  // 10 % steps.
   for (const auto& [policy, plan] : seen) {
     const double step = policy == "igniter" ? 2.5 : 10;
     for (const auto& d : plan.devices()) {

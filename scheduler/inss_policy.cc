@@ -159,10 +159,18 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
     level[i] = static_cast<int>(std::max_element(l, l + u) - l) + 1;
     active[i] = rates[i] > 0;
   }
-  const InssProvisioning p =
+  InssProvisioning p =
       InssProvisioning::FromAction(*cluster, gpu, level, active);
-  const InssBatchResult bda =
-      InssBatching::Decide(*cluster, p, rates, backlog, {});
+  InssBatchResult bda = InssBatching::Decide(*cluster, p, rates, backlog, {});
+  // BDA-guided repair: a model BDA cannot serve gets the top share level
+  // (its device is split again in proportion), once per model.
+  std::vector<bool> raised(n, false);
+  while (!bda.ok && !raised[bda.failed_slot] && level[bda.failed_slot] < u) {
+    raised[bda.failed_slot] = true;
+    level[bda.failed_slot] = u;
+    p = InssProvisioning::FromAction(*cluster, gpu, level, active);
+    bda = InssBatching::Decide(*cluster, p, rates, backlog, {});
+  }
   if (!bda.ok) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "inss: model '", cluster->slots()[bda.failed_slot].name,

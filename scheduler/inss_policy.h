@@ -19,7 +19,11 @@ namespace tessera {
 //  2. otherwise, or when BDA fails there, the actor proposes placement and
 //     shares from the state (argmax of every head: planning is
 //     deterministic), InssProvisioning repairs them and BDA batches them
-//     (Case 2). If BDA fails again the snapshot is unschedulable:
+//     (Case 2). When BDA fails on it, the failing model's share level is
+//     raised to the top (its device is split again), once per model: the
+//     actor was trained on loads of 10-90 % and answers oddly outside
+//     them (a Tessera addition; the paper gives the actor's action as is).
+//     If BDA still fails the snapshot is unschedulable:
 //     RESOURCE_EXHAUSTED naming the model and the constraint.
 // Each model runs on exactly one device ((1e): InSS has no replicas).
 // A snapshot the checkpoint was not trained for (other models, device

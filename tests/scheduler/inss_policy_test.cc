@@ -120,6 +120,27 @@ TEST_F(InssPolicyTest, BdaFailureAsksTheActorAgain) {
   EXPECT_FLOAT_EQ(actor_->last_state[5], 0.5f);
 }
 
+TEST_F(InssPolicyTest, BdaFailureRaisesTheModelsShareLevel) {
+  ClusterSnapshot one = Snapshot(1);
+  AddModel(&one, LinearProfile("a", 5, 5), 50, 200);
+  AddModel(&one, LinearProfile("b", 5, 5), 50, 200);
+  // Levels 1 and 9 on one GPU: a gets 2 of 10 units. At 20 % and 50 req/s
+  // the largest batch within 200 ms is b = 4 (exec 125 ms), whose capacity
+  // 32 req/s is short of 50. Raised to level 10 beside b's 9, the spare 8
+  // units split 4.2 : 3.8 -> a 5 units, b 5 (largest remainder): 50 % each,
+  // where b = 7 carries 87.5 req/s.
+  auto actor = std::make_shared<FixedActor>(
+      InssInfo({"a", "b"}, 1), std::vector<int>{0, 0}, std::vector<int>{0, 8});
+  const InssPolicy policy(PaperRules(), actor, nullptr);
+  auto plan = policy.Schedule(one);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 1);
+  ASSERT_EQ(plan->devices(0).gpulets_size(), 2);
+  EXPECT_EQ(plan->devices(0).gpulets(0).share_percent(), 50);
+  EXPECT_EQ(plan->devices(0).gpulets(1).share_percent(), 50);
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 7);
+}
+
 TEST_F(InssPolicyTest, UnschedulableNamesTheModel) {
   snapshot_.models[1].rate_rps = 1000;
   auto plan = Policy().Schedule(snapshot_);

@@ -16,6 +16,7 @@
 #include "common/http_endpoint.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
+#include "common/usage.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 
@@ -71,7 +72,7 @@ std::string NextToSelf(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera backend daemon: runs one proxy process per gpulet of the plan "
       "the frontend sends and executes batches on them.\n"
       "Example: tessera_backend --listen=127.0.0.1:8101 "

@@ -30,6 +30,7 @@
 #include "common/model_repository.h"
 #include "common/subprocess.h"
 #include "common/termination_signals.h"
+#include "common/usage.h"
 #include "grpcpp/grpcpp.h"
 #include "proxy/torch_model_runner.h"
 #include "tests/integration/local_cluster.h"
@@ -380,7 +381,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Serving-path overhead benchmark: one-hop gRPC echo floor vs end-to-end "
       "latency through a local Tessera cluster, and proxy execution vs "
       "in-process LibTorch. Prints tables.");

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
+#include "common/usage.h"
 #include "frontend/frontend_server.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
@@ -52,7 +53,7 @@ ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera frontend: KServe v2 gRPC inference server that places models "
       "on GPU partitions (gpulets) with a scheduling policy.\n"
       "Scheduling policies: " +

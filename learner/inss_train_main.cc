@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/usage.h"
 #include "learner/inss_trainer.h"
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
@@ -242,13 +243,16 @@ int Run(const std::string& command) {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Trains InSS's SAC-Discrete actor offline in a simulator driven by "
       "InSS's latency model over the V100 profiles, with the paper's "
       "Table 1 hyper-parameters by default. Writes a checkpoint for "
       "--policy=inss, a reward-curve CSV and periodic checkpoints.\n"
-      "Example: tessera_inss_train --episodes=800 --out=learner/checkpoints/"
-      "inss_v100x4 --csv=inss_training.csv");
+      "The shipped learner/checkpoints/inss_v100x4 (docs/scheduling.md):\n"
+      "  tessera_inss_train --models=alexnet,resnet50,vgg19,ssd,alexnet/1,"
+      "alexnet/2,alexnet/3 --gpus=4 --episodes=300 --steps=100 --seed=1 "
+      "--out=/tmp/inss --csv=/tmp/inss.csv   (then ship /tmp/inss-best.*)\n"
+      "Baseline: tessera_inss_train --evaluate=round-robin --models=...");
   const std::vector<std::string> args(argv, argv + argc);
   absl::ParseCommandLine(argc, argv);
   return tessera::Run(absl::StrJoin(args, " "));

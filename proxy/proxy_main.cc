@@ -18,6 +18,7 @@
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
 #include "common/text_proto.h"
+#include "common/usage.h"
 #include "proxy.pb.h"
 #include "proxy/emulated_model_runner.h"
 #include "proxy/proxy_server.h"
@@ -189,7 +190,7 @@ int Run(const ProxyOptions& options) {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera proxy: serves the models of one gpulet on a device "
       "partition (TorchScript on cpu or cuda, or an emulated GPU).\nStarted by "
       "tessera_backend, not by hand.");

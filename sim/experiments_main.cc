@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/usage.h"
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
@@ -440,7 +441,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Scheduling-core experiments on iGniter's V100 measurements: "
       "SLO-preserved max throughput per policy and workload, a "
       "schedulability sweep, sensitivity to the 100% extrapolation, and "

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/usage.h"
 #include "scheduler/policy_registry.h"
 #include "sim/cluster_simulator.h"
 #include "sim/emulated_workload.h"
@@ -242,7 +243,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera cluster simulator: runs scheduling policies against iGniter's "
       "V100 measurements (solo profiles and co-location latencies as ground "
       "truth) with the serving path's Dispatcher.\nExample: "

@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/percentile.h"
+#include "common/usage.h"
 #include "perfmodel/glet_data.h"
 #include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/interference_evaluation.h"
@@ -119,7 +120,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Fits interference models (constant, gpulet's linear model, Tessera's "
       "pairwise model) on the V100 co-location measurements and prints the "
       "held-out error CDF (p50/p90/p95) for a random split, leave-one-model-"

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "admin.grpc.pb.h"
+#include "common/usage.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -168,7 +169,7 @@ int Run(const std::vector<char*>& args) {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Operator CLI of a Tessera frontend's admin service.\n"
       "  tessera_admin status              the plan as a table, rates, "
       "backends\n"

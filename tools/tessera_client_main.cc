@@ -11,6 +11,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/usage.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/random_request.h"
@@ -43,7 +44,7 @@ std::unique_ptr<grpc::ClientContext> Context() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera CLI client (KServe v2 gRPC).\n"
       "  tessera_client --server=127.0.0.1:8100            list models\n"
       "  tessera_client --model=resnet18 --batch=2          infer random "

@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status_util.h"
+#include "common/usage.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -364,7 +365,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Load generator for KServe v2 gRPC servers: open-loop Poisson per "
       "model, trace replay (--trace) or fixed concurrency (--concurrency); "
       "reports throughput, latency percentiles, SLO attainment and errors "

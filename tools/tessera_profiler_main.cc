@@ -21,6 +21,7 @@
 #include "common/cpu_affinity.h"
 #include "common/percentile.h"
 #include "common/text_proto.h"
+#include "common/usage.h"
 #include "perfmodel/interference_evaluation.h"
 #include "tools/profiler.h"
 
@@ -256,7 +257,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Tessera profiler: measures L(b, p) per model on real CPU partitions "
       "(the first k cores, k = 1..C), memory, a memory-pressure stand-in, "
       "and co-located pairs; fits the interference models; writes "

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/model_repository.h"
+#include "common/usage.h"
 #include "tools/scenario_runner.h"
 
 ABSL_FLAG(std::string, frontend, "127.0.0.1:8100", "Frontend host:port.");
@@ -37,7 +38,7 @@ ABSL_FLAG(std::string, csv, "", "Write the per-interval table here.");
 ABSL_FLAG(int, seed, 1, "Arrival seed.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  tessera::SetUsage(
       "Drives a running Tessera cluster with a rate schedule and reports "
       "per interval: throughput per model, GPUs in use, shares, swaps, SLO "
       "violations, host CPU.\nExample (after scripts/run_emulated.sh): "

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <exception>
 
+#include "absl/base/internal/raw_logging.h"
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
@@ -184,6 +185,7 @@ void SacDiscreteAgent::Remember(const std::vector<float>& state,
                                 const std::vector<int>& action, double reward,
                                 const std::vector<float>& next_state) {
   Impl& m = *impl_;
+  ABSL_RAW_CHECK(m.q1, "Remember on an actor loaded for planning");
   torch::NoGradGuard no_grad;
   m.states[m.next].copy_(m.State(state)[0]);
   m.next_states[m.next].copy_(m.State(next_state)[0]);
@@ -199,7 +201,7 @@ int SacDiscreteAgent::replay_count() const { return impl_->count; }
 std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   Impl& m = *impl_;
   const SacOptions& o = m.o;
-  if (m.count < o.minibatch_size) return std::nullopt;
+  if (!m.q1 || m.count < o.minibatch_size) return std::nullopt;
   auto idx = torch::randint(m.count, {o.minibatch_size}, torch::kLong);
   auto s = m.states.index_select(0, idx);
   auto s2 = m.next_states.index_select(0, idx);

@@ -56,7 +56,9 @@ class SacDiscreteAgent {
 
   static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> Create(
       const SacOptions& options);
-  // An actor alone from a file SaveActor wrote, for planning.
+  // An actor alone from a file SaveActor wrote, for planning: Act and
+  // Probabilities only (Remember on it is a broken invariant; Update
+  // returns nullopt).
   static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> LoadActor(
       const SacOptions& options, const std::string& path);
   ~SacDiscreteAgent();

@@ -925,6 +925,55 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
   ExpectAppliedPlanMatches(*final_plan, backends_);
 }
 
+// InSS's Case 1 live: once inss has provisioned the cluster, a rate change
+// only re-batches (BDA) on the gpulets it has, so no proxy is started.
+TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
+  StartCluster(absl::StrCat("inss_checkpoint_path: \"", kRoot,
+                            "/learner/checkpoints/inss_emulated_4gpu\"\n"));
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  auto admin = AdminService::NewStub(grpc::CreateChannel(
+      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy("inss");
+    SetPolicyResponse response;
+    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
+  }
+  auto provisioned = WaitForPlan(
+      quiet->epoch(), [](const Plan& p) { return p.policy() == "inss"; },
+      absl::Seconds(20));
+  ASSERT_TRUE(provisioned.ok()) << provisioned.status();
+  ASSERT_TRUE(WaitForQuiescence(absl::Seconds(1), absl::Seconds(30)).ok());
+  auto ids = [](const Plan& plan) {
+    std::map<std::string, double> out;  // gpulet -> share
+    for (const auto& d : plan.devices()) {
+      for (const auto& g : d.gpulets()) out[g.gpulet_id()] = g.share_percent();
+    }
+    return out;
+  };
+  // lenet from ~0 to 30 req/s: the monitor re-plans.
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(6);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result = LoadGenerator::Run(
+      stub_.get(), {Load("lenet", {{absl::ZeroDuration(), 30}})}, lo);
+  EXPECT_EQ(result.lost, 0);
+  auto rebatched = WaitForPlan(
+      provisioned->epoch(),
+      [](const Plan& p) {
+        return absl::StrContains(p.reason(), "BDA re-batched");
+      },
+      absl::Seconds(20));
+  ASSERT_TRUE(rebatched.ok()) << rebatched.status();
+  EXPECT_EQ(rebatched->policy(), "inss");
+  EXPECT_THAT(rebatched->reason(), ::testing::HasSubstr("rate change"));
+  // Same gpulets, same shares: the backends started nothing new.
+  EXPECT_EQ(ids(*rebatched), ids(*provisioned));
+}
+
 // Closed loop: exactly `concurrency` calls outstanding, never more, and the
 // next leaves as one is answered (so many more than 3 are sent).
 TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {

@@ -35,7 +35,7 @@ std::vector<IgniterResident> Residents(
 
 // The 99th-percentile M/D/1 wait of a placement whose batches take t_ms.
 double Wait99(const IgniterPlacement& p, double t_ms) {
-  return MD1Wait99Ms(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms);
+  return MD1WaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms);
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -114,7 +114,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
       double lo = 0, hi = 1;
       for (int it = 0; it < 50; ++it) {
         const double mid = (lo + hi) / 2;
-        (best_ms + MD1Wait99Ms(mid, best_ms) <= q.slo_ms ? lo : hi) = mid;
+        (best_ms + MD1WaitMs(mid, best_ms) <= q.slo_ms ? lo : hi) = mid;
       }
       per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);
     }

@@ -17,8 +17,9 @@ struct IgniterRequest {
   // Tessera's addition (PolicyOptions::queueing_check; off = the paper):
   // the paper's half-SLO rule assumes evenly spaced arrivals (pitfall
   // P11); under Poisson arrivals a request also waits behind batches in
-  // service. ALLOC then also grows a share until t_inf + W99 <= SLO, with
-  // W99 = MD1Wait99Ms(R t_inf / b, t_inf) as SolveTimeShare uses it.
+  // service. ALLOC then also grows a share until t_inf + W <= SLO, with
+  // W = MD1WaitMs(R t_inf / b, t_inf) (the p99.5 wait) as SolveTimeShare uses
+  // it.
   bool queueing_check = false;
 };
 

@@ -25,7 +25,7 @@ namespace tessera {
 // Eq. 2 assumes evenly spaced arrivals (InSS's own environment); under
 // Poisson arrivals batches queue behind each other. With
 // PolicyOptions::queueing_check (the default, as for the other policies)
-// the worst task also waits the p99 M/D/1 wait of batches (MD1Wait99Ms with
+// the worst task also waits the p99.5 M/D/1 wait of batches (MD1WaitMs with
 // rho = lambda t_inf / b); off, BDA is the paper's.
 struct InssBatchResult {
   bool ok = false;

@@ -69,7 +69,7 @@ class Planner {
     // the SLO is a tail target, the paper's T a mean (the digest's "mean vs
     // tail").
     if (m.queueing_check && std::isfinite(queue)) {
-      queue = MD1Wait99Ms(s.rate_rps * proc / (1000.0 * b), proc);
+      queue = MD1WaitMs(s.rate_rps * proc / (1000.0 * b), proc);
     }
     const double t = queue + proc;
     const double collect = (b - 1) * 1000.0 / s.rate_rps;

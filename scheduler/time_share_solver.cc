@@ -112,7 +112,7 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
   // and utilisation rho (the busy fraction at these rates), the
   // heavy-traffic M/D/1 waiting time is about exponential with mean
   // rho * sum / (2 (1 - rho)); its 99th percentile is ln(100) times that.
-  const double wait99 = MD1Wait99Ms(load, sum);
+  const double wait99 = MD1WaitMs(load, sum);
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
@@ -127,10 +127,11 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
 
 }  // namespace
 
-double MD1Wait99Ms(double rho, double service_ms) {
+double MD1WaitMs(double rho, double service_ms, double tail) {
   if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
-  const double heavy = std::log(100.0) * rho * service_ms / (2 * (1 - rho));
-  const double light = rho > 0.01 ? service_ms * (1 - 0.01 / rho) : 0.0;
+  const double heavy =
+      std::log(1.0 / tail) * rho * service_ms / (2 * (1 - rho));
+  const double light = rho > tail ? service_ms * (1 - tail / rho) : 0.0;
   return std::max(heavy, light);
 }
 

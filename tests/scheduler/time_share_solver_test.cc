@@ -64,43 +64,45 @@ TEST_F(TimeShareSolverTest, InfeasibleWhenSloBelowTwoExecutions) {
 TEST_F(TimeShareSolverTest, QueueingBoundByHand) {
   // Alone, L(b) = 2 + b ms, SLO 12 ms, 300 req/s. The deterministic rules
   // accept b = 1 (d in [3, 3.33], d + 3 <= 12). Its busy fraction is
-  // rho = 300 * 3 / 1000 = 0.9: W99 = ln(100) * 0.9 * 3 / 0.2 = 62 ms, far
-  // over the SLO. b = 2 (d in (3.33, 6.67], L = 4, rho = 0.6,
-  // W99 = 4.61 * 0.6 * 4 / 0.8 = 13.8 -> 17.8 > 12) also fails; b = 3
-  // (d in (6.67, 10], L = 5, rho = 0.5, W99 = 4.61 * 0.5 * 5 / 1 = 11.5 ->
-  // 16.5 > 12) fails; b = 4 would need d > 10 and d + 6 <= 12: none. So
+  // rho = 300 * 3 / 1000 = 0.9: the planning wait (p99.5) is
+  // W = ln(200) * 0.9 * 3 / 0.2 = 71.5 ms, far over the SLO. b = 2 (d in
+  // (3.33, 6.67], L = 4, rho = 0.6, W = 5.30 * 0.6 * 4 / 0.8 = 15.9 ->
+  // 19.9 > 12) also fails; b = 3 (d in (6.67, 10], L = 5, rho = 0.5,
+  // W = 5.30 * 0.5 * 5 / 1 = 13.2 -> 18.2 > 12) fails; b = 4 would need
+  // d > 10 and d + 6 <= 12: none. So
   // the queueing bound makes 300 req/s infeasible where the papers' rules
   // accept it.
   ModelDemand det = Demand(a_, 300, 12);
   EXPECT_TRUE(SolveTimeShare({Slice{&det, 300}}, 100, SoloLatency));
   ModelDemand queued = Demand(a_, 300, 12, /*queueing=*/true);
   EXPECT_FALSE(SolveTimeShare({Slice{&queued, 300}}, 100, SoloLatency));
-  // At 100 req/s: b = 1, rho = 0.3, W99 = 4.61 * 0.3 * 3 / 1.4 = 2.96 ->
-  // 5.96 <= 12, and d + L <= 12 with d = 9: feasible.
+  // At 100 req/s: b = 1, rho = 0.3, W = 5.30 * 0.3 * 3 / 1.4 = 3.41 ->
+  // 6.41 <= 12, and d + L <= 12 with d = 9: feasible.
   ModelDemand light = Demand(a_, 100, 12, /*queueing=*/true);
   auto s = SolveTimeShare({Slice{&light, 100}}, 100, SoloLatency);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->batches[0], 1);
 }
 
-TEST(MD1Wait99Test, LightAndHeavyTrafficByHand) {
+TEST(MD1WaitTest, LightAndHeavyTrafficByHand) {
   // rho = 0.2, s = 10 ms: one arrival in five finds a batch in service and
   // waits a uniform residual: p99 = 10 (1 - 0.01 / 0.2) = 9.5 ms; the
   // heavy-traffic form says only ln(100) 0.2 10 / 1.6 = 5.76 ms.
-  EXPECT_NEAR(MD1Wait99Ms(0.2, 10), 9.5, 1e-12);
+  EXPECT_NEAR(MD1WaitMs(0.2, 10, 0.01), 9.5, 1e-12);
   // rho = 0.9, s = 3: heavy traffic, ln(100) 0.9 3 / 0.2 = 62.17 ms.
-  EXPECT_NEAR(MD1Wait99Ms(0.9, 3), std::log(100.0) * 0.9 * 3 / 0.2, 1e-12);
+  EXPECT_NEAR(MD1WaitMs(0.9, 3, 0.01), std::log(100.0) * 0.9 * 3 / 0.2, 1e-12);
   // Below 1 % busy the light-traffic p99 is 0: only the heavy form is left.
-  EXPECT_NEAR(MD1Wait99Ms(0.005, 10), std::log(100.0) * 0.005 * 10 / 1.99,
+  EXPECT_NEAR(MD1WaitMs(0.005, 10, 0.01), std::log(100.0) * 0.005 * 10 / 1.99,
               1e-12);
-  EXPECT_TRUE(std::isinf(MD1Wait99Ms(1.0, 1)));
+  EXPECT_TRUE(std::isinf(MD1WaitMs(1.0, 1)));
 }
 
-TEST(MD1Wait99Test, TailMatchesThePercentile) {
+TEST(MD1WaitTest, TailMatchesThePercentile) {
   // The tail at the p99 is 1 %, in both regimes.
-  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1Wait99Ms(0.2, 10)), 0.01,
+  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1WaitMs(0.2, 10, 0.01)), 0.01,
               1e-12);
-  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1Wait99Ms(0.9, 3)), 0.01, 1e-12);
+  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1WaitMs(0.9, 3, 0.01)), 0.01,
+              1e-12);
   // rho = 0.2, s = 10, w = 5: light traffic 0.2 (1 - 0.5) = 0.1, heavy
   // exp(-2 0.8 5 / 2) = exp(-4) = 0.018.
   EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, 5), 0.1, 1e-12);

@@ -169,6 +169,16 @@ class EmulatedClusterTest : public ::testing::Test {
     return absl::DeadlineExceededError("plans kept changing");
   }
 
+  // Switches the frontend's policy through the admin service.
+  static grpc::Status SetPolicy(AdminService::Stub* admin,
+                                const std::string& policy) {
+    grpc::ClientContext context;
+    SetPolicyRequest request;
+    request.set_policy(policy);
+    SetPolicyResponse response;
+    return admin->SetPolicy(&context, request, &response);
+  }
+
   LoadGenerator::ModelLoad Load(const std::string& model,
                                 std::vector<LoadGenerator::Step> steps) {
     return {model, ShapeOnlyRequest(stub_.get(), model), std::move(steps)};
@@ -484,21 +494,11 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
     EXPECT_EQ(status.planned_rates_rps().count("resnet50"), 1u);
   }
   {
-    grpc::ClientContext context;
-    SetPolicyRequest request;
-    request.set_policy("no-such-policy");
-    SetPolicyResponse response;
-    grpc::Status s = admin->SetPolicy(&context, request, &response);
+    const grpc::Status s = SetPolicy(admin.get(), "no-such-policy");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
     EXPECT_THAT(s.error_message(), ::testing::HasSubstr("sbp"));
   }
-  {
-    grpc::ClientContext context;
-    SetPolicyRequest request;
-    request.set_policy("sbp");
-    SetPolicyResponse response;
-    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
-  }
+  ASSERT_TRUE(SetPolicy(admin.get(), "sbp").ok());
   auto switched = WaitForPlan(
       quiet->epoch(), [](const Plan& p) { return p.policy() == "sbp"; },
       absl::Seconds(30));
@@ -508,11 +508,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   // emulated cluster is something else, so the configured fallback plans
   // and the plan says why.
   {
-    grpc::ClientContext context;
-    SetPolicyRequest request;
-    request.set_policy("inss");
-    SetPolicyResponse response;
-    grpc::Status s = admin->SetPolicy(&context, request, &response);
+    const grpc::Status s = SetPolicy(admin.get(), "inss");
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
   auto refused = WaitForPlan(
@@ -529,13 +525,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
     ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
     EXPECT_EQ(status.policy(), "inss");
   }
-  {
-    grpc::ClientContext context;
-    SetPolicyRequest request;
-    request.set_policy("sbp");
-    SetPolicyResponse response;
-    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
-  }
+  ASSERT_TRUE(SetPolicy(admin.get(), "sbp").ok());
 
   // The CLI prints the plan in force as a table.
   Subprocess::Options o;
@@ -847,11 +837,7 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
     int64_t epoch = quiet->epoch();
     for (const char* policy : {"igniter", "inss", "las"}) {
       absl::SleepFor(absl::Seconds(3));
-      grpc::ClientContext context;
-      SetPolicyRequest request;
-      request.set_policy(policy);
-      SetPolicyResponse response;
-      grpc::Status s = admin->SetPolicy(&context, request, &response);
+      const grpc::Status s = SetPolicy(admin.get(), policy);
       EXPECT_TRUE(s.ok()) << policy << ": " << s.error_message();
       auto plan = WaitForPlan(
           epoch, [&](const Plan& p) { return p.policy() == policy; },
@@ -935,13 +921,7 @@ TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   auto admin = AdminService::NewStub(grpc::CreateChannel(
       cluster_->admin_address(), grpc::InsecureChannelCredentials()));
-  {
-    grpc::ClientContext context;
-    SetPolicyRequest request;
-    request.set_policy("inss");
-    SetPolicyResponse response;
-    ASSERT_TRUE(admin->SetPolicy(&context, request, &response).ok());
-  }
+  ASSERT_TRUE(SetPolicy(admin.get(), "inss").ok());
   auto provisioned = WaitForPlan(
       quiet->epoch(), [](const Plan& p) { return p.policy() == "inss"; },
       absl::Seconds(20));

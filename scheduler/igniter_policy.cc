@@ -149,8 +149,13 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
   }
   std::vector<IgniterRequest> requests;
   for (size_t i = 0; i < demands.size(); ++i) {
-    requests.push_back({&workloads[i], demands[i].slo_ms, demands[i].rate_rps,
-                        demands[i].max_batch, demands[i].queueing_check});
+    IgniterRequest q{&workloads[i], demands[i].slo_ms, demands[i].rate_rps,
+                     demands[i].max_batch, demands[i].queueing_check};
+    const ModelDemand& d = demands[i];
+    q.solo_floor_ms = [&d](int batch, double share) {
+      return d.latency->LatencyMs(batch, share) * d.latency_scale;
+    };
+    requests.push_back(std::move(q));
   }
   auto provision =
       ProvisionIgniter(model, requests, static_cast<int>(gpus.size()));

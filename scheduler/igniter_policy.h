@@ -32,6 +32,10 @@ namespace tessera {
 // kernel counts) and host-device transfers (no PCIe model). r_unit is
 // 2.5 % on GPUs; on devices with a share grid (cpu), the grid's step.
 // Shares below a profile's smallest share are never used (pitfall P14).
+// No prediction goes below the profile's own L(b, p) (headroom included):
+// Eq. 11 fitted to a profile undershoots at small shares and batches, and
+// plans built on the undershoot missed their SLO at light loads (a
+// Tessera addition, session 4).
 class IgniterPolicy : public SchedulingPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(

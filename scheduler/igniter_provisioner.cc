@@ -33,9 +33,18 @@ std::vector<IgniterResident> Residents(
   return r;
 }
 
-// The 99th-percentile M/D/1 wait of a placement whose batches take t_ms.
-double Wait99(const IgniterPlacement& p, double t_ms) {
+// The planning M/D/1 wait (MD1WaitMs) of a placement whose batches take
+// t_ms.
+double PlanningWait(const IgniterPlacement& p, double t_ms) {
   return MD1WaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms);
+}
+
+// A prediction raised to the request's solo floor, when it has one.
+double Floored(const IgniterRequest& q, const IgniterPlacement& p,
+               double predicted_ms) {
+  return q.solo_floor_ms
+             ? std::max(predicted_ms, q.solo_floor_ms(p.batch, p.share_percent))
+             : predicted_ms;
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -49,12 +58,11 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
     const auto pred = model.Predict(Residents(requests, gpu));
     bool violated = false;
     for (size_t i = 0; i < gpu.size(); ++i) {
-      gpu[i].predicted_ms = pred[i].inference_ms;
       const IgniterRequest& q = requests[gpu[i].request];
-      if (pred[i].inference_ms > q.slo_ms / 2 ||
-          (q.queueing_check &&
-           pred[i].inference_ms + Wait99(gpu[i], pred[i].inference_ms) >
-               q.slo_ms)) {
+      const double t = Floored(q, gpu[i], pred[i].inference_ms);
+      gpu[i].predicted_ms = t;
+      if (t > q.slo_ms / 2 ||
+          (q.queueing_check && t + PlanningWait(gpu[i], t) > q.slo_ms)) {
         gpu[i].share_percent += unit;
         violated = true;
       }

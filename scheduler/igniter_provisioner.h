@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct IgniterRequest {
   // W = MD1WaitMs(R t_inf / b, t_inf) (the p99.5 wait) as SolveTimeShare uses
   // it.
   bool queueing_check = false;
+  // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
+  // included) below which no prediction goes (null: none). Eq. 11 fitted
+  // to profiles undershoots at small shares and batches (docs/
+  // scheduling.md), exactly where light loads are planned.
+  std::function<double(int batch, double share_percent)> solo_floor_ms;
 };
 
 // One workload (or replica) placed on a GPU.

@@ -55,6 +55,24 @@ TEST(IgniterProvisionerTest, LowerBoundSharesPackOntoOneGpu) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+TEST(IgniterProvisionerTest, MeasuredSoloLatencyFloorsThePrediction) {
+  // The model says k_act(2, 40) = 50 ms, but the profile measured 1.2x
+  // that (1200 b / r): ALLOC grows the share until 2400 / r <= 50, r = 50
+  // (the 10 % grid), where the floor (48 ms) is above the model (40 ms).
+  const IgniterWorkload a = Linear("a");
+  const IgniterModel model(Plain());
+  IgniterRequest q{&a, 100, 40, 32};
+  q.solo_floor_ms = [](int batch, double share) {
+    return 1200.0 * batch / share;
+  };
+  auto p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->gpus.size(), 1u);
+  EXPECT_EQ(p->gpus[0][0].batch, 2);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 50);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].predicted_ms, 48);
+}
+
 TEST(IgniterProvisionerTest, InterferenceRaisesEveryResidentsShare) {
   // alpha_cache 0.02 per % of co-runner L2 (10 %): co-located, each runs
   // 1.2x slower; at r = 40 it takes 60 ms > 50, so ALLOC grows both to 50

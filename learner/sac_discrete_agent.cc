@@ -196,8 +196,6 @@ void SacDiscreteAgent::Remember(const std::vector<float>& state,
   m.count = std::min(m.count + 1, m.o.replay_size);
 }
 
-int SacDiscreteAgent::replay_count() const { return impl_->count; }
-
 std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   Impl& m = *impl_;
   const SacOptions& o = m.o;

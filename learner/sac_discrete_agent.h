@@ -72,7 +72,6 @@ class SacDiscreteAgent {
 
   void Remember(const std::vector<float>& state, const std::vector<int>& action,
                 double reward, const std::vector<float>& next_state);
-  int replay_count() const;
   // One gradient step of critics, actor and temperatures, then the target
   // update; nullopt until the replay holds a minibatch.
   std::optional<UpdateStats> Update();

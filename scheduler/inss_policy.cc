@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "scheduler/inss_batching.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_provisioning.h"

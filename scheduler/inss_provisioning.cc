@@ -56,9 +56,9 @@ InssProvisioning InssProvisioning::FromAction(
       if (on[h].size() > on[crowded].size()) crowded = h;
     }
     if (on[crowded].size() < 2) break;
-    auto weakest = std::min_element(
-        on[crowded].begin(), on[crowded].end(),
-        [&](int a, int b) { return level(a) < level(b); });
+    auto weakest =
+        std::min_element(on[crowded].begin(), on[crowded].end(),
+                         [&](int a, int b) { return level(a) < level(b); });
     p.gpu[*weakest] = g;
     on[g].push_back(*weakest);
     on[crowded].erase(weakest);

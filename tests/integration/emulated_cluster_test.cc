@@ -169,6 +169,19 @@ class EmulatedClusterTest : public ::testing::Test {
     return absl::DeadlineExceededError("plans kept changing");
   }
 
+  // Frontend config naming the InSS actor trained for this emulated
+  // cluster (4 GPUs, the five emulated models, their configured SLOs).
+  static std::string InssEmulatedCheckpoint() {
+    return absl::StrCat("inss_checkpoint_path: \"", kRoot,
+                        "/learner/checkpoints/inss_emulated_4gpu\"\n");
+  }
+
+  // An admin-service stub of the running cluster's frontend.
+  std::unique_ptr<AdminService::Stub> Admin() {
+    return AdminService::NewStub(grpc::CreateChannel(
+        cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  }
+
   // Switches the frontend's policy through the admin service.
   static grpc::Status SetPolicy(AdminService::Stub* admin,
                                 const std::string& policy) {
@@ -480,8 +493,7 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
 TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   StartCluster();
   ASSERT_NE(cluster_, nullptr);
-  auto admin = AdminService::NewStub(grpc::CreateChannel(
-      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  auto admin = Admin();
   auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   {
@@ -819,15 +831,11 @@ INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,
 // las under steady load, each plan is applied by shadow swaps and no
 // request is lost.
 TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
-  // The InSS actor trained for this emulated cluster (4 GPUs, the five
-  // emulated models, their configured SLOs).
-  StartCluster(absl::StrCat("inss_checkpoint_path: \"", kRoot,
-                            "/learner/checkpoints/inss_emulated_4gpu\"\n"));
+  StartCluster(InssEmulatedCheckpoint());
   ASSERT_NE(cluster_, nullptr);
   auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
-  auto admin = AdminService::NewStub(grpc::CreateChannel(
-      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  auto admin = Admin();
   std::vector<LoadGenerator::ModelLoad> loads = {
       Load("lenet", {{absl::ZeroDuration(), 40}}),
       Load("resnet50", {{absl::ZeroDuration(), 8}}),
@@ -914,13 +922,11 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
 // InSS's Case 1 live: once inss has provisioned the cluster, a rate change
 // only re-batches (BDA) on the gpulets it has, so no proxy is started.
 TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
-  StartCluster(absl::StrCat("inss_checkpoint_path: \"", kRoot,
-                            "/learner/checkpoints/inss_emulated_4gpu\"\n"));
+  StartCluster(InssEmulatedCheckpoint());
   ASSERT_NE(cluster_, nullptr);
   auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
-  auto admin = AdminService::NewStub(grpc::CreateChannel(
-      cluster_->admin_address(), grpc::InsecureChannelCredentials()));
+  auto admin = Admin();
   ASSERT_TRUE(SetPolicy(admin.get(), "inss").ok());
   auto provisioned = WaitForPlan(
       quiet->epoch(), [](const Plan& p) { return p.policy() == "inss"; },

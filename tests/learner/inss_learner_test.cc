@@ -84,6 +84,15 @@ TEST_F(InssLearnerTest, SavedActorReloadsWithTheSameProbabilities) {
   double first_head = 0;
   for (int g = 0; g < 2; ++g) first_head += expected[g];
   EXPECT_NEAR(first_head, 1.0, 1e-5);
+  // An actor loaded for planning has no critics: a training call on it is
+  // a broken invariant, not memory corruption.
+  auto planning_only = SacDiscreteAgent::LoadActor(Small(info), stem + ".pt");
+  ASSERT_TRUE(planning_only.ok()) << planning_only.status();
+  EXPECT_FALSE((*planning_only)->Update().has_value());
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      (*planning_only)->Remember(state, std::vector<int>(8, 0), 1, state),
+      "loaded for planning");
   // A state of the wrong size is refused, not crashed on.
   EXPECT_EQ((*loaded)->Probabilities({1, 2, 3}).status().code(),
             absl::StatusCode::kInvalidArgument);

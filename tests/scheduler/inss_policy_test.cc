@@ -164,6 +164,11 @@ TEST_F(InssPolicyTest, RefusesSnapshotsTheCheckpointWasNotTrainedFor) {
   plan = Policy().Schedule(three);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(plan.status().message(), HasSubstr("trained for 2 devices"));
+  ClusterSnapshot other_kind = snapshot_;
+  other_kind.devices[1].profile_key = "cpu";
+  plan = Policy().Schedule(other_kind);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("is 'cpu'"));
 }
 
 TEST_F(InssPolicyTest, FallsBackToTheConfiguredPolicy) {

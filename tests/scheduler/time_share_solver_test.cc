@@ -105,6 +105,10 @@ TEST(MD1WaitTest, TailMatchesThePercentile) {
               1e-12);
   // rho = 0.2, s = 10, w = 5: light traffic 0.2 (1 - 0.5) = 0.1, heavy
   // exp(-2 0.8 5 / 2) = exp(-4) = 0.018.
+  // The planning wait (the default tail) leaves kQueueingTail = 0.5 %.
+  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1WaitMs(0.9, 3)), 0.005, 1e-12);
+  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1WaitMs(0.2, 10)), 0.005,
+              1e-12);
   EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, 5), 0.1, 1e-12);
   EXPECT_DOUBLE_EQ(MD1WaitTailProbability(1.0, 10, 1000), 1.0);
   EXPECT_DOUBLE_EQ(MD1WaitTailProbability(0, 10, 0), 0.0);

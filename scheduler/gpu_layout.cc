@@ -3,7 +3,6 @@
 #include "scheduler/time_share_solver.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,9 +30,8 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
       if (slot.free()) continue;
       SliceLatencyFn latency = SoloLatency;
       // The neighbours are fixed while this slot is solved: list them once
-      // and memoise the inflated latency by (model, batch).
+      // (SolveTimeShare evaluates each (model, batch) once).
       std::vector<Placement> neighbours;
-      std::vector<std::tuple<const ModelDemand*, int, double>> memo;
       if (interference != nullptr) {
         for (size_t k = 0; k < slots_.size(); ++k) {
           const Slot& other = slots_[k];
@@ -46,20 +44,14 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
                                            other.share_percent});
           }
         }
-        latency = [interference, &neighbours, &memo](const Slice& s, int b,
-                                                     double share) {
-          for (const auto& [d, batch, v] : memo) {
-            if (d == s.demand && batch == b) return v;
-          }
-          const double v =
-              neighbours.empty()
-                  ? PlannedLatency(*s.demand, b, share)
-                  : interference->LatencyMs(
-                        Placement{s.demand->latency, b, share}, neighbours) *
-                        s.demand->latency_scale;
-          memo.emplace_back(s.demand, b, v);
-          return v;
-        };
+        if (!neighbours.empty()) {
+          latency = [interference, &neighbours](const Slice& s, int b,
+                                                double share) {
+            return interference->LatencyMs(
+                       Placement{s.demand->latency, b, share}, neighbours) *
+                   s.demand->latency_scale;
+          };
+        }
       }
       auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
       if (!schedule) return false;

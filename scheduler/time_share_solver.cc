@@ -90,9 +90,32 @@ double SaturatedThroughput(const ModelDemand& m, double share) {
 
 namespace {
 
+// Latencies of every slice at every batch size on one gpulet, computed once
+// per SolveTimeShare call: the duty-cycle search below evaluates them a few
+// hundred times, and the latency function may apply an interference model.
+class LatencyTable {
+ public:
+  LatencyTable(const std::vector<Slice>& slices, double share,
+               const SliceLatencyFn& latency) {
+    rows_.resize(slices.size());
+    for (size_t j = 0; j < slices.size(); ++j) {
+      rows_[j].resize(slices[j].demand->max_batch + 1, 0.0);
+      for (int b = 1; b <= slices[j].demand->max_batch; ++b) {
+        rows_[j][b] = latency(slices[j], b, share);
+      }
+    }
+  }
+  double operator()(size_t slice, int batch) const {
+    return rows_[slice][batch];
+  }
+
+ private:
+  std::vector<std::vector<double>> rows_;  // [slice][batch], batch >= 1
+};
+
 // Evaluates duty cycle d; fills `out` and returns true when feasible.
-bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
-                  const SliceLatencyFn& latency, GpuletSchedule* out) {
+bool TryDutyCycle(const std::vector<Slice>& slices, double d,
+                  const LatencyTable& latency, GpuletSchedule* out) {
   double sum = 0;
   double load = 0;  // fraction of time the gpulet is busy at these rates
   out->batches.assign(slices.size(), 0);
@@ -103,20 +126,19 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double share, double d,
         1, static_cast<int>(std::ceil(s.rate_rps * d / 1000.0 - 1e-9)));
     if (b > s.demand->max_batch) return false;
     out->batches[j] = b;
-    out->exec_ms[j] = latency(s, b, share);
+    out->exec_ms[j] = latency(j, b);
     sum += out->exec_ms[j];
     load += s.rate_rps * out->exec_ms[j] / (1000.0 * b);
+    if (sum > d * (1 + 1e-9)) return false;
   }
-  if (sum > d * (1 + 1e-9)) return false;
   // Queueing under Poisson arrivals: with the round as the service time
-  // and utilisation rho (the busy fraction at these rates), the
-  // heavy-traffic M/D/1 waiting time is about exponential with mean
-  // rho * sum / (2 (1 - rho)); its 99th percentile is ln(100) times that.
-  const double wait99 = MD1WaitMs(load, sum);
+  // and utilisation rho (the busy fraction at these rates), the wait is
+  // MD1WaitMs's quantile of an M/D/1 queue.
+  const double wait = MD1WaitMs(load, sum);
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
-        sum + wait99 > s.demand->slo_ms * (1 + 1e-9)) {
+        sum + wait > s.demand->slo_ms * (1 + 1e-9)) {
       return false;
     }
   }
@@ -148,11 +170,13 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency) {
   if (slices.empty()) return std::nullopt;
+  const LatencyTable table(slices, share_percent, latency);
   std::vector<double> candidates;
   double min_round = 0;
   double min_slo = std::numeric_limits<double>::infinity();
-  for (const Slice& s : slices) {
-    min_round += latency(s, 1, share_percent);
+  for (size_t j = 0; j < slices.size(); ++j) {
+    const Slice& s = slices[j];
+    min_round += table(j, 1);
     min_slo = std::min(min_slo, s.demand->slo_ms);
     if (s.rate_rps <= 0) continue;
     for (int b = 1; b <= s.demand->max_batch; ++b) {
@@ -161,10 +185,10 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   }
   // The largest duty cycle at which slice j at batch b (others at batch
   // 1) still meets the tightest SLO: exact for a model alone.
-  for (const Slice& s : slices) {
-    const double others = min_round - latency(s, 1, share_percent);
-    for (int b = 1; b <= s.demand->max_batch; ++b) {
-      candidates.push_back(min_slo - others - latency(s, b, share_percent));
+  for (size_t j = 0; j < slices.size(); ++j) {
+    const double others = min_round - table(j, 1);
+    for (int b = 1; b <= slices[j].demand->max_batch; ++b) {
+      candidates.push_back(min_slo - others - table(j, b));
     }
   }
   // Geometric grid over [shortest round, tightest SLO - shortest round].
@@ -185,8 +209,7 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
     for (size_t j = 0; j < slices.size(); ++j) {
       int cap = g->batches[j];
       for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
-        const double round =
-            sum - g->exec_ms[j] + latency(slices[j], b, share_percent);
+        const double round = sum - g->exec_ms[j] + table(j, b);
         if (g->duty_cycle_ms + round > min_slo) break;
         cap = b;
       }
@@ -195,8 +218,7 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
         // request then waits at most one full batch before its own
         // (2 L(b) <= SLO).
         for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
-          if (2 * latency(slices[j], b, share_percent) >
-              slices[j].demand->slo_ms) {
+          if (2 * table(j, b) > slices[j].demand->slo_ms) {
             break;
           }
           cap = b;
@@ -209,7 +231,7 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   trial.slices = slices;
   for (double d : candidates) {
     if (d < min_round * (1 - 1e-9) || d > hi * (1 + 1e-9)) continue;
-    if (TryDutyCycle(slices, share_percent, d, latency, &trial) &&
+    if (TryDutyCycle(slices, d, table, &trial) &&
         (!best || trial.occupancy < best->occupancy - 1e-12)) {
       best = trial;
     }

@@ -33,10 +33,11 @@ std::vector<IgniterResident> Residents(
   return r;
 }
 
-// The planning M/D/1 wait (MD1WaitMs) of a placement whose batches take
+// The planning wait (FixedBatchWaitMs) of a placement whose batches take
 // t_ms.
 double PlanningWait(const IgniterPlacement& p, double t_ms) {
-  return MD1WaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms);
+  return FixedBatchWaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms,
+                          p.batch);
 }
 
 // A prediction raised to the request's solo floor, when it has one.
@@ -122,7 +123,9 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
       double lo = 0, hi = 1;
       for (int it = 0; it < 50; ++it) {
         const double mid = (lo + hi) / 2;
-        (best_ms + MD1WaitMs(mid, best_ms) <= q.slo_ms ? lo : hi) = mid;
+        (best_ms + FixedBatchWaitMs(mid, best_ms, best_b) <= q.slo_ms ? lo
+                                                                      : hi) =
+            mid;
       }
       per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);
     }

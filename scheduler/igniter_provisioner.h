@@ -19,8 +19,9 @@ struct IgniterRequest {
   // the paper's half-SLO rule assumes evenly spaced arrivals (pitfall
   // P11); under Poisson arrivals a request also waits behind batches in
   // service. ALLOC then also grows a share until t_inf + W <= SLO, with
-  // W = MD1WaitMs(R t_inf / b, t_inf) (the p99.5 wait) as SolveTimeShare uses
-  // it.
+  // W = FixedBatchWaitMs(R t_inf / b, t_inf, b), the p99.5 wait of a
+  // server running whole batches (the plan's batch size is also the
+  // dispatcher's cap).
   bool queueing_check = false;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted

@@ -34,7 +34,8 @@ double InssBatching::WorstMs(const InssCluster& cluster, int slot, int batch,
                              double rate_rps, double exec_ms, double backlog) {
   double worst = InssModel::WorstTaskMs(batch, rate_rps, exec_ms, backlog);
   if (cluster.slots()[slot].queueing_check) {
-    worst += MD1WaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms);
+    worst +=
+        FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms, batch);
   }
   return worst;
 }

@@ -25,8 +25,8 @@ namespace tessera {
 // Eq. 2 assumes evenly spaced arrivals (InSS's own environment); under
 // Poisson arrivals batches queue behind each other. With
 // PolicyOptions::queueing_check (the default, as for the other policies)
-// the worst task also waits the p99.5 M/D/1 wait of batches (MD1WaitMs with
-// rho = lambda t_inf / b); off, BDA is the paper's.
+// the worst task also waits the p99.5 wait of whole batches
+// (FixedBatchWaitMs with rho = lambda t_inf / b); off, BDA is the paper's.
 struct InssBatchResult {
   bool ok = false;
   std::vector<int> batch;            // per slot; 0: not planned

@@ -27,7 +27,7 @@ struct InssModelSlot {
   double reference_rps = 0;
   // Batch-1 latency on a whole device (ms), the SLO's natural unit.
   double base_latency_ms = 0;
-  // Add the planning M/D/1 wait (MD1WaitMs) to Eq. 2
+  // Add the planning wait of batches (FixedBatchWaitMs) to Eq. 2
   // (PolicyOptions::queueing_check).
   bool queueing_check = true;
 };

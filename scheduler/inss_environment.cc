@@ -174,7 +174,7 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
         if (s.queueing_check) {
           const double rho = rates_[i] * exec / (1000.0 * b);
           fraction += (1 - fraction) *
-                      MD1WaitTailProbability(rho, exec, s.slo_ms - det);
+                      RoundWaitTailProbability(rho, exec, s.slo_ms - det);
         }
         late = served * fraction;
       }

@@ -37,8 +37,10 @@ namespace tessera {
 //    up to what c can still serve within the SLO, the excess is dropped;
 //    when BDA's worst task breaks the SLO, the batch positions whose Eq. 2
 //    wait breaks it are late, and with queueing_check so are the share
-//    of the others whose M/D/1 wait exceeds the slack left (the tail
-//    MD1WaitTailProbability); a device whose memory is exceeded serves
+//    of the others whose wait exceeds the slack left (the tail
+//    RoundWaitTailProbability, the form the shipped checkpoints were
+//    trained with; it understates batch 1's light-load tail, see
+//    queue_wait.h); a device whose memory is exceeded serves
 //    nothing and every task on it violates;
 //  * reward (Eq. 3): sum_i c_i / H_i - omega v_i, v_i the violating
 //    fraction of the slot's tasks in the step, omega = 100.

@@ -65,11 +65,12 @@ class Planner {
     const double proc =
         LasModel::ProcMs(coefficients_[s.demand], b, p) * (1 + overhead);
     double queue = LasModel::QueueMs(s.rate_rps, b, proc);
-    // queueing_check: the M/D/1 wait's 99th percentile instead of its mean:
+    // queueing_check: the p99.5 wait of whole batches (FixedBatchWaitMs;
+    // the batch is also the dispatcher's cap) instead of the mean:
     // the SLO is a tail target, the paper's T a mean (the digest's "mean vs
     // tail").
     if (m.queueing_check && std::isfinite(queue)) {
-      queue = MD1WaitMs(s.rate_rps * proc / (1000.0 * b), proc);
+      queue = FixedBatchWaitMs(s.rate_rps * proc / (1000.0 * b), proc, b);
     }
     const double t = queue + proc;
     const double collect = (b - 1) * 1000.0 / s.rate_rps;
@@ -96,9 +97,11 @@ class Planner {
     return sum;
   }
 
-  // The best configuration of `self` on `gpu` within `room` percent.
+  // The best configuration of `self` on `gpu` within `room` percent: the
+  // most throughput per share, or with `smallest`, the smallest share that
+  // has a feasible batch (the most efficient batch at it).
   Config Best(const Service& s, int gpu, const std::vector<Service>& all,
-              int self, double room) const {
+              int self, double room, bool smallest = false) const {
     Config best;
     const ModelDemand& m = demands_[s.demand];
     for (double p : shares_) {
@@ -110,6 +113,7 @@ class Planner {
         const double e = b / (p / 100 * t);
         if (e > best.efficiency) best = {b, p, t, e};
       }
+      if (smallest && best.batch > 0) break;
     }
     return best;
   }
@@ -137,14 +141,17 @@ class Planner {
   }
 
   // Puts services[i] on the first GPU (up to `open`) with room for a
-  // feasible configuration; may open the next GPU. False if none.
-  bool Place(std::vector<Service>& all, int i, int* open) const {
+  // feasible configuration (see Best for `smallest`); may open the next
+  // GPU. False if none.
+  bool Place(std::vector<Service>& all, int i, int* open,
+             bool smallest = false) const {
     for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
       if (g > *open) break;  // GPUs open in order
       const int old = all[i].gpu;
       all[i].gpu = g;
       if (MemoryFits(all, g, i)) {
-        const Config c = Best(all[i], g, all, i, 100 - Used(all, g, i));
+        const Config c =
+            Best(all[i], g, all, i, 100 - Used(all, g, i), smallest);
         if (c.batch > 0) {
           all[i].config = c;
           if (g == *open) ++*open;
@@ -156,18 +163,34 @@ class Planner {
     return false;
   }
 
+  // First fit in the current order, each service at its best
+  // configuration (or its smallest: `smallest`); the index of the first
+  // service that found no room, or -1.
+  int FirstFit(std::vector<Service>& all, bool smallest, int* open) const {
+    *open = 0;
+    for (Service& s : all) s.gpu = -1;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!Place(all, static_cast<int>(i), open, smallest)) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+
   absl::StatusOr<std::vector<Service>> Run(std::vector<Service> all) const {
     std::stable_sort(all.begin(), all.end(),
                      [](const Service& a, const Service& b) {
                        return a.config.share > b.config.share;
                      });
     int open = 0;
-    for (size_t i = 0; i < all.size(); ++i) {
-      all[i].gpu = -1;
-    }
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (!Place(all, static_cast<int>(i), &open)) {
-        return Unschedulable(demands_[all[i].demand],
+    // Tessera's addition: first fit with every service at its most
+    // efficient (b, p) is not monotone in the load (a lighter load can
+    // pick shares that pack worse). When it finds no room, place every
+    // service at its smallest feasible share instead; the rounds below
+    // then grow configurations where room is left.
+    if (const int failed = FirstFit(all, false, &open); failed >= 0) {
+      if (const int again = FirstFit(all, true, &open); again >= 0) {
+        return Unschedulable(demands_[all[again].demand],
                              absl::StrCat("no room for it on the cluster's ",
                                           gpus_.size(), " GPUs"));
       }

@@ -132,9 +132,8 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
     if (sum > d * (1 + 1e-9)) return false;
   }
   // Queueing under Poisson arrivals: with the round as the service time
-  // and utilisation rho (the busy fraction at these rates), the wait is
-  // MD1WaitMs's quantile of an M/D/1 queue.
-  const double wait = MD1WaitMs(load, sum);
+  // and utilisation rho (the busy fraction at these rates).
+  const double wait = RoundWaitMs(load, sum);
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
@@ -148,23 +147,6 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
 }
 
 }  // namespace
-
-double MD1WaitMs(double rho, double service_ms, double tail) {
-  if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
-  const double heavy =
-      std::log(1.0 / tail) * rho * service_ms / (2 * (1 - rho));
-  const double light = rho > tail ? service_ms * (1 - tail / rho) : 0.0;
-  return std::max(heavy, light);
-}
-
-double MD1WaitTailProbability(double rho, double service_ms, double wait_ms) {
-  if (rho >= 1 - 1e-9) return 1.0;
-  if (rho <= 0 || service_ms <= 0) return 0.0;
-  const double w = std::max(0.0, wait_ms);
-  const double light = w < service_ms ? rho * (1 - w / service_ms) : 0.0;
-  const double heavy = std::exp(-2 * (1 - rho) * w / (rho * service_ms));
-  return std::min(1.0, std::max(light, heavy));
-}
 
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "scheduler/queue_wait.h"
 #include "scheduler/model_demand.h"
 #include "scheduler/scheduling_policy.h"
 
@@ -53,7 +54,7 @@ using SliceLatencyFn =
 //   sum_j L_j + W <= SLO_j                                 (queueing:
 //       the papers' rules assume evenly spaced arrivals; under Poisson
 //       arrivals a gpulet near full occupancy queues without bound. W is
-//       MD1WaitMs (below) with the round as service time and rho = the
+//       RoundWaitMs (queue_wait.h) with the round as service time and rho = the
 //       busy fraction sum_j r_j L_j(b_j) / (1000 b_j))
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
@@ -65,29 +66,6 @@ using SliceLatencyFn =
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);
-
-// The tail the queueing checks plan for: a request may wait longer than
-// the planned wait with probability 0.5 %. Planning at the 99th
-// percentile left no margin under the 1 % violation budget: the
-// simulated violations of plans made that way reached 1-2 % at light
-// loads, chiefly where collection and queueing are a large part of the
-// SLO (docs/scheduling.md, "Planning tail").
-constexpr double kQueueingTail = 0.005;
-
-// The (1 - tail) quantile of the wait in an M/D/1 queue with utilisation
-// `rho` and service time `service_ms`: the larger of its light-traffic
-// form (an arrival finds the server busy with probability rho and then
-// waits a uniform residual service: s (1 - tail / rho) once rho > tail)
-// and its heavy-traffic form (about exponential: ln(1 / tail) rho s /
-// (2 (1 - rho))); +inf at rho >= 1. The heavy-traffic form alone says a
-// lightly loaded server never delays anyone, yet at rho = 0.2 one arrival
-// in five waits for a batch in service.
-double MD1WaitMs(double rho, double service_ms, double tail = kQueueingTail);
-// The matching tail: the probability that the wait exceeds `wait_ms`, the
-// larger of the two forms above (rho (1 - w / s) for w < s, and
-// exp(-2 (1 - rho) w / (rho s))); 1 at rho >= 1. At MD1WaitMs(rho, s,
-// tail) it is `tail`.
-double MD1WaitTailProbability(double rho, double service_ms, double wait_ms);
 
 // Latency the policy plans with: the profile's L(b, p) times the model's
 // latency_scale (headroom).

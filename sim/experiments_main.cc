@@ -109,12 +109,13 @@ void Throughput(const V100Setup& setup) {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv));
     csv << "slo_factor,workload,policy,max_throughput_rps,violation_pct,"
-           "gpus,share_sum,max_schedulable_scale\n";
+           "gpus,share_sum,max_schedulable_scale,limit\n";
   }
   for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
     std::printf(
         "\nSLO-preserved max throughput (req/s, <= 1%% violations in "
-        "simulation), %d V100s, SLO = %.0fx batch-1 full-GPU latency\n\n",
+        "simulation), %d V100s, SLO = %.0fx batch-1 full-GPU latency\n"
+        "(v: the next load's plan broke 1 %%; else the policy refused it)\n\n",
         absl::GetFlag(FLAGS_gpus), slo);
     std::printf("%-26s", "workload");
     for (const auto& n : names) std::printf(" %13s", n.c_str());
@@ -149,13 +150,20 @@ void Throughput(const V100Setup& setup) {
           continue;
         }
         tput[n] = r.max_throughput_rps;
-        std::printf(" %13.1f", r.max_throughput_rps);
+        // "v": the next load was planned and its plan broke 1 % (what a
+        // policy must not do); unmarked: the policy refused it.
+        const bool violated = r.limit == SearchResult::Limit::kViolated;
+        std::printf(" %12.1f%s", r.max_throughput_rps, violated ? "v" : " ");
         if (csv.is_open()) {
           csv << slo << ",\"" << w.name << "\"," << n << ","
               << r.max_throughput_rps << ","
               << 100 * r.best.sim.violation_fraction() << ","
               << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
-              << r.max_schedulable_scale << "\n";
+              << r.max_schedulable_scale << ","
+              << (violated                                   ? "violated"
+                  : r.limit == SearchResult::Limit::kRefused ? "refused"
+                                                             : "none")
+              << "\n";
         }
       }
       std::printf("\n");

@@ -73,10 +73,15 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
   constexpr double kStart = 1.0 / 64, kStep = 1.15, kMax = 4096;
   double lo = 0, hi = 0;
   ScaleOutcome best;
+  auto limit_of = [](const ScaleOutcome& o) {
+    return o.schedulable ? SearchResult::Limit::kViolated
+                         : SearchResult::Limit::kRefused;
+  };
   for (double s = kStart; s <= kMax; s *= kStep) {
     ScaleOutcome o = eval(s);
     if (!o.feasible(limit)) {
       hi = s;
+      result.limit = limit_of(o);
       break;
     }
     lo = s;
@@ -94,6 +99,7 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
       best = std::move(t);
     } else {
       hi = mid;
+      result.limit = limit_of(t);
     }
   }
   result.best = best;

@@ -34,6 +34,13 @@ struct SearchResult {
   // not consulted).
   double max_schedulable_scale = 0;
   int runs = 0;
+  // What ended the search at the load just above the best one.
+  enum class Limit {
+    kNone,      // the scan reached its maximum scale
+    kRefused,   // the policy called that load unschedulable
+    kViolated,  // the policy planned it and the plan broke the limit
+  };
+  Limit limit = Limit::kNone;
   // Some evaluation was inconclusive: the result is not trustworthy.
   bool inconclusive = false;
 };

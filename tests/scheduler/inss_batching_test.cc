@@ -95,7 +95,8 @@ TEST_F(InssBatchingTest, QueueingCheckAddsTheBatchQueueWait) {
       InssBatching::Decide(c, Place({0, -1}, {100, 0}), {100, 0}, {0, 0}, {});
   ASSERT_TRUE(r.ok) << r.why;
   // Without the term, 15 b - 5 <= 200 gives b = 13; at b = 13 batches keep
-  // the GPU busy 54 % of the time and the planning (p99.5) wait alone is
+  // the GPU busy 54 % of the time and the planning (p99.5) wait of whole
+  // batches (FixedBatchWaitMs: RoundWaitMs from batch 2) alone is
   // ln(200) 0.54 70 / (2 0.46) = 217 ms. b = 6: exec 35 ms, rho 0.58,
   // wait 130 ms + 85 = 215 > 200; b = 5: exec 30, rho 0.6, wait 119 ms
   // + 70 = 189 <= 200.
@@ -104,7 +105,7 @@ TEST_F(InssBatchingTest, QueueingCheckAddsTheBatchQueueWait) {
   const double exec = 5 + 5 * b;
   EXPECT_DOUBLE_EQ(r.worst_ms[0],
                    InssModel::WorstTaskMs(b, 100, exec, 0) +
-                       MD1WaitMs(100 * exec / (1000.0 * b), exec));
+                       FixedBatchWaitMs(100 * exec / (1000.0 * b), exec, b));
   EXPECT_LE(r.worst_ms[0], 200);
 }
 

@@ -85,6 +85,52 @@ TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
   EXPECT_EQ(RunLas(s).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+// L(b, p) = (3 + b) (100 / p)^2 ms: throughput per share grows with the
+// share, so every service's most efficient configuration is a whole GPU.
+ModelProfile Steep(const std::string& model) {
+  ModelProfile p;
+  p.set_model(model);
+  p.set_device_kind("test-gpu");
+  for (double share : {20.0, 40.0, 60.0, 80.0, 100.0}) {
+    for (int b = 1; b <= 32; ++b) {
+      LatencyPoint* pt = p.add_latency();
+      pt->set_batch_size(b);
+      pt->set_share_percent(share);
+      pt->set_latency_ms((3 + b) * (100 / share) * (100 / share));
+    }
+  }
+  return p;
+}
+
+TEST(LasPolicyTest, PacksAtSmallestSharesWhenBestConfigurationsDoNotFit) {
+  // Alone, a Steep model at 10 req/s (SLO 60 ms) takes most of a GPU
+  // (90 % of the default 10 % grid): its most efficient configuration.
+  ClusterSnapshot alone = Snapshot(1);
+  AddModel(&alone, Steep("a"), 10, 60);
+  auto one = RunLas(alone);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_GT(one->devices(0).gpulets(0).share_percent(), 50);
+  // Three on two GPUs: first fit at those shares finds no room for the
+  // third; at their smallest feasible share (about 30 %: 44 ms at batch 1;
+  // 20 % takes 100 ms) all three fit, and the re-picking rounds then grow
+  // them into the room left.
+  ClusterSnapshot s = Snapshot(2);
+  for (const char* m : {"a", "b", "c"}) AddModel(&s, Steep(m), 10, 60);
+  auto plan = RunLas(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int models = 0;
+  for (const auto& d : plan->devices()) {
+    double total = 0;
+    for (const auto& g : d.gpulets()) {
+      total += g.share_percent();
+      EXPECT_GE(g.share_percent(), 30);
+      models += g.models_size();
+    }
+    EXPECT_LE(total, 100 + 1e-9);
+  }
+  EXPECT_EQ(models, 3);
+}
+
 TEST(LasPolicyTest, UnschedulableNamesTheModel) {
   ClusterSnapshot s = Snapshot(1);
   AddModel(&s, Flat("slow"), 10, 3);  // 4 ms at batch 1 > 3 ms

@@ -84,36 +84,6 @@ TEST_F(TimeShareSolverTest, QueueingBoundByHand) {
   EXPECT_EQ(s->batches[0], 1);
 }
 
-TEST(MD1WaitTest, LightAndHeavyTrafficByHand) {
-  // rho = 0.2, s = 10 ms: one arrival in five finds a batch in service and
-  // waits a uniform residual: p99 = 10 (1 - 0.01 / 0.2) = 9.5 ms; the
-  // heavy-traffic form says only ln(100) 0.2 10 / 1.6 = 5.76 ms.
-  EXPECT_NEAR(MD1WaitMs(0.2, 10, 0.01), 9.5, 1e-12);
-  // rho = 0.9, s = 3: heavy traffic, ln(100) 0.9 3 / 0.2 = 62.17 ms.
-  EXPECT_NEAR(MD1WaitMs(0.9, 3, 0.01), std::log(100.0) * 0.9 * 3 / 0.2, 1e-12);
-  // Below 1 % busy the light-traffic p99 is 0: only the heavy form is left.
-  EXPECT_NEAR(MD1WaitMs(0.005, 10, 0.01), std::log(100.0) * 0.005 * 10 / 1.99,
-              1e-12);
-  EXPECT_TRUE(std::isinf(MD1WaitMs(1.0, 1)));
-}
-
-TEST(MD1WaitTest, TailMatchesThePercentile) {
-  // The tail at the p99 is 1 %, in both regimes.
-  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1WaitMs(0.2, 10, 0.01)), 0.01,
-              1e-12);
-  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1WaitMs(0.9, 3, 0.01)), 0.01,
-              1e-12);
-  // rho = 0.2, s = 10, w = 5: light traffic 0.2 (1 - 0.5) = 0.1, heavy
-  // exp(-2 0.8 5 / 2) = exp(-4) = 0.018.
-  // The planning wait (the default tail) leaves kQueueingTail = 0.5 %.
-  EXPECT_NEAR(MD1WaitTailProbability(0.9, 3, MD1WaitMs(0.9, 3)), 0.005, 1e-12);
-  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, MD1WaitMs(0.2, 10)), 0.005,
-              1e-12);
-  EXPECT_NEAR(MD1WaitTailProbability(0.2, 10, 5), 0.1, 1e-12);
-  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(1.0, 10, 1000), 1.0);
-  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(0, 10, 0), 0.0);
-}
-
 TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
   // round leaves no room above it (16 + L(3) > 20), but alone the cap is

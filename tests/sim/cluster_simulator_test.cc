@@ -109,6 +109,7 @@ TEST_F(SimulatorTest, NoIntPlanViolatesWhileInterferenceAwarePlanHolds) {
   const SearchResult best =
       SearchMaxThroughput(*aware, snapshot_, sim, options);
   EXPECT_LE(best.best.sim.violation_fraction(), 0.01);
+  EXPECT_EQ(best.limit, SearchResult::Limit::kRefused);
   EXPECT_NEAR(best.max_schedulable_scale, best.best.scale,
               0.06 * best.best.scale);
 }
@@ -210,10 +211,13 @@ TEST_F(SimulatorTest, MaxThroughputSearchFindsTheViolationBoundary) {
   ASSERT_GT(r.best.scale, 0);
   EXPECT_LE(r.best.sim.violation_fraction(), 0.01);
   EXPECT_NEAR(r.max_throughput_rps, 300 * r.best.scale, 1e-6);
-  // 5 % above the boundary the plan is either refused or violates.
+  // 5 % above the boundary the plan is either refused or violates, and
+  // the result says which.
   const ScaleOutcome above =
       EvaluateScale(*policy, snapshot_, sim, options, r.best.scale * 1.05);
   EXPECT_FALSE(above.feasible(0.01));
+  EXPECT_EQ(r.limit, above.schedulable ? SearchResult::Limit::kViolated
+                                       : SearchResult::Limit::kRefused);
 }
 
 }  // namespace

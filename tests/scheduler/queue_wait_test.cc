@@ -1,0 +1,161 @@
+#include "scheduler/queue_wait.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+TEST(QueueWaitTest, TailByHandFromErlangsFormula) {
+  // rho = 0.24, s = 10 ms.
+  // P(W <= s) = 0.76 e^0.24 = 0.96612, so P(W > s) = 0.03388.
+  EXPECT_NEAR(MD1WaitTailProbability(0.24, 10, 10), 1 - 0.76 * std::exp(0.24),
+              1e-12);
+  // P(W <= 2s) = 0.76 (e^0.48 - 0.24 e^0.24) = 0.99634.
+  EXPECT_NEAR(MD1WaitTailProbability(0.24, 10, 20),
+              1 - 0.76 * (std::exp(0.48) - 0.24 * std::exp(0.24)), 1e-12);
+  // An arrival waits at all with probability rho.
+  EXPECT_NEAR(MD1WaitTailProbability(0.24, 10, 0), 0.24, 1e-12);
+  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(1.0, 10, 1000), 1.0);
+  EXPECT_DOUBLE_EQ(MD1WaitTailProbability(0, 10, 0), 0.0);
+}
+
+// The reference: Lindley's recursion W' = max(0, W + s - A) over a long
+// run of Poisson arrivals, and the fraction of waits above each point.
+std::vector<double> SimulatedTails(double rho, const std::vector<double>& u,
+                                   int arrivals, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rho);  // service time 1
+  std::vector<int64_t> above(u.size(), 0);
+  double w = 0;
+  for (int n = 0; n < arrivals; ++n) {
+    for (size_t i = 0; i < u.size(); ++i) above[i] += w > u[i];
+    w = std::max(0.0, w + 1 - gap(rng));
+  }
+  std::vector<double> tails;
+  for (int64_t a : above) tails.push_back(static_cast<double>(a) / arrivals);
+  return tails;
+}
+
+TEST(QueueWaitTest, TailMatchesASimulatedQueue) {
+  const std::vector<double> u = {0.5, 1, 1.5, 2, 3, 5, 10, 20};
+  for (double rho : {0.1, 0.24, 0.5, 0.8, 0.95}) {
+    const std::vector<double> sim = SimulatedTails(rho, u, 4000000, 7);
+    for (size_t i = 0; i < u.size(); ++i) {
+      const double exact = MD1WaitTailProbability(rho, 1, u[i]);
+      // Binomial noise of the estimate (the waits are correlated, hence
+      // the factor 6 at high load) plus an absolute floor.
+      const double noise =
+          6 * std::sqrt(exact * (1 - exact) / 4000000 / (1 - rho)) + 2e-5;
+      EXPECT_NEAR(exact, sim[i], noise) << "rho " << rho << " u " << u[i];
+    }
+  }
+}
+
+TEST(QueueWaitTest, TailIsContinuousWhereTheExactSumHandsOver) {
+  // The exact sum is used up to rho u = 8, u = 64 or a tail of ~1e-8,
+  // the exponential decay after. g: rho (e^g - 1) = g.
+  const std::vector<std::pair<double, double>> rho_g = {
+      {0.3, 2.06457}, {0.6, 0.947405}, {0.9, 0.207147}, {0.97, 0.0606123}};
+  for (const auto& [rho, g] : rho_g) {
+    const double u0 = std::max(1.0, std::min({8 / rho, 64.0, 18.42 / g}));
+    const double before = MD1WaitTailProbability(rho, 1, u0 * (1 - 1e-9));
+    const double after = MD1WaitTailProbability(rho, 1, u0 * (1 + 1e-9));
+    EXPECT_NEAR(after / before, 1, 1e-4) << rho;
+    // Past the hand-over the tail decays at rate g.
+    EXPECT_NEAR(MD1WaitTailProbability(rho, 1, u0 + 2) / after,
+                std::exp(-2 * g), 1e-4 * std::exp(-2 * g))
+        << rho;
+  }
+}
+
+TEST(QueueWaitTest, QuantileInvertsTheTail) {
+  for (double rho : {0.02, 0.1, 0.24, 0.5, 0.8, 0.95, 0.9995}) {
+    for (double tail : {0.01, 0.005}) {
+      const double w = MD1WaitMs(rho, 10, tail);
+      // The table of the default tail is within 0.1 % of the exact one.
+      const double p = MD1WaitTailProbability(rho, 10, w);
+      EXPECT_NEAR(p, tail, 2e-3 * tail) << "rho " << rho << " tail " << tail;
+      EXPECT_GT(MD1WaitTailProbability(rho, 10, 0.99 * w), tail) << rho;
+    }
+  }
+  // rho = 0.24: the p99.5 wait lies between one and two service times
+  // (the tails there are 3.4 % and 0.37 %), not below one as a
+  // one-batch-ahead approximation assumes.
+  EXPECT_GT(MD1WaitMs(0.24, 10), 10);
+  EXPECT_LT(MD1WaitMs(0.24, 10), 20);
+  // At most `tail` of arrivals wait at all: no planned wait.
+  EXPECT_EQ(MD1WaitMs(0.004, 10), 0);
+  EXPECT_TRUE(std::isinf(MD1WaitMs(1.0, 1)));
+  // Heavy traffic: close to ln(1 / tail) rho s / (2 (1 - rho)).
+  EXPECT_NEAR(MD1WaitMs(0.99, 1) / (std::log(200.0) * 0.99 / 0.02), 1, 0.02);
+}
+
+TEST(QueueWaitTest, RoundWaitLightAndHeavyTrafficByHand) {
+  // rho = 0.2, round 10 ms: one arrival in five finds the round busy and
+  // waits a uniform residual: p99 = 10 (1 - 0.01 / 0.2) = 9.5 ms; the
+  // heavy-traffic form says only ln(100) 0.2 10 / 1.6 = 5.76 ms.
+  EXPECT_NEAR(RoundWaitMs(0.2, 10, 0.01), 9.5, 1e-12);
+  // rho = 0.9, round 3: heavy traffic, ln(100) 0.9 3 / 0.2 = 62.17 ms.
+  EXPECT_NEAR(RoundWaitMs(0.9, 3, 0.01), std::log(100.0) * 0.9 * 3 / 0.2,
+              1e-12);
+  // Below 1 % busy the light-traffic p99 is 0: only the heavy form is left.
+  EXPECT_NEAR(RoundWaitMs(0.005, 10, 0.01), std::log(100.0) * 0.005 * 10 / 1.99,
+              1e-12);
+  EXPECT_TRUE(std::isinf(RoundWaitMs(1.0, 1)));
+  // Heavy traffic: the exact M/D/1 quantile approaches it; at light load
+  // a fixed-batch server (MD1WaitMs) waits longer than a merging round.
+  EXPECT_NEAR(RoundWaitMs(0.99, 1) / MD1WaitMs(0.99, 1), 1, 0.02);
+  EXPECT_LT(RoundWaitMs(0.24, 10), MD1WaitMs(0.24, 10));
+}
+
+TEST(QueueWaitTest, RoundWaitTailMatchesItsQuantile) {
+  EXPECT_NEAR(RoundWaitTailProbability(0.2, 10, RoundWaitMs(0.2, 10, 0.01)),
+              0.01, 1e-12);
+  EXPECT_NEAR(RoundWaitTailProbability(0.9, 3, RoundWaitMs(0.9, 3)), 0.005,
+              1e-12);
+  // rho = 0.2, s = 10, w = 5: light traffic 0.2 (1 - 0.5) = 0.1, heavy
+  // exp(-2 0.8 5 / 2) = exp(-4) = 0.018.
+  EXPECT_NEAR(RoundWaitTailProbability(0.2, 10, 5), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(RoundWaitTailProbability(1.0, 10, 1000), 1.0);
+}
+
+// Lindley's recursion for batches of `batch` requests: the gaps between
+// batches are Erlang(batch) with mean 1 / rho service times. Returns the
+// (1 - tail) quantile of the batches' waits.
+double SimulatedFixedBatchQuantile(double rho, int batch, double tail,
+                                   int batches, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::gamma_distribution<double> gap(batch, 1.0 / (batch * rho));
+  std::vector<double> waits;
+  waits.reserve(batches);
+  double w = 0;
+  for (int n = 0; n < batches; ++n) {
+    waits.push_back(w);
+    w = std::max(0.0, w + 1 - gap(rng));
+  }
+  std::sort(waits.begin(), waits.end());
+  return waits[static_cast<size_t>((1 - tail) * batches)];
+}
+
+TEST(QueueWaitTest, FixedBatchWaitIsExactAtBatchOneAndBoundsLargerBatches) {
+  for (double rho : {0.1, 0.24, 0.5, 0.8}) {
+    // Batch 1: the exact M/D/1 quantile, within the sample's noise.
+    const double one = SimulatedFixedBatchQuantile(rho, 1, 0.005, 1000000, 3);
+    EXPECT_NEAR(FixedBatchWaitMs(rho, 1, 1), one, 0.05 * one + 0.02) << rho;
+    // Larger batches queue less than Poisson batches would: the planning
+    // wait stays above the simulated quantile, below the M/D/1 one.
+    for (int b : {2, 4, 8}) {
+      const double sim = SimulatedFixedBatchQuantile(rho, b, 0.005, 1000000, 3);
+      EXPECT_GE(FixedBatchWaitMs(rho, 1, b), sim) << rho << " b " << b;
+      EXPECT_LE(FixedBatchWaitMs(rho, 1, b), MD1WaitMs(rho, 1)) << rho;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera

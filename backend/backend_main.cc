@@ -13,6 +13,8 @@
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "backend/backend_service.h"
+#include "common/allocator_tuning.h"
+#include "common/grpc_tuning.h"
 #include "common/http_endpoint.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
@@ -72,6 +74,7 @@ std::string NextToSelf(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::TuneAllocatorForLargeMessages();
   tessera::SetUsage(
       "Tessera backend daemon: runs one proxy process per gpulet of the plan "
       "the frontend sends and executes batches on them.\n"
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
   const int max_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  tessera::ApplyTransportTuning(&builder);
   builder.RegisterService(service->get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

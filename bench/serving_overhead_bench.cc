@@ -25,8 +25,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/allocator_tuning.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
+#include "common/grpc_tuning.h"
 #include "common/model_repository.h"
 #include "common/subprocess.h"
 #include "common/termination_signals.h"
@@ -126,6 +128,8 @@ int ServeEcho(const std::string& port_file) {
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                            &port);
   builder.SetMaxReceiveMessageSize(-1);
+  // The floor gets the transport settings the serving path has.
+  ApplyTransportTuning(&builder);
   builder.RegisterService(&echo);
   auto server = builder.BuildAndStart();
   if (server == nullptr) return 1;
@@ -381,6 +385,7 @@ int Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
+  tessera::TuneAllocatorForLargeMessages();
   tessera::SetUsage(
       "Serving-path overhead benchmark: one-hop gRPC echo floor vs end-to-end "
       "latency through a local Tessera cluster, and proxy execution vs "

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status_util.h"
+#include "common/grpc_tuning.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 
@@ -21,6 +22,7 @@ BackendClient::BackendClient(std::string id, std::string address)
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  ApplyTransportTuning(&args);
   // Reconnect quickly after a backend restarts.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);

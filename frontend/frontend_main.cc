@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/allocator_tuning.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
@@ -53,6 +54,7 @@ ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 
 int main(int argc, char** argv) {
+  tessera::TuneAllocatorForLargeMessages();
   tessera::SetUsage(
       "Tessera frontend: KServe v2 gRPC inference server that places models "
       "on GPU partitions (gpulets) with a scheduling policy.\n"

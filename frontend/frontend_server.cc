@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/grpc_tuning.h"
 #include "common/text_proto.h"
 #include "frontend/admin_service.h"
 #include "frontend/cluster_snapshot_builder.h"
@@ -118,6 +119,7 @@ absl::Status FrontendServer::Start() {
                            &port_);
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(-1);
+  ApplyTransportTuning(&builder);
   builder.RegisterService(&service_);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {

@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/allocator_tuning.h"
 #include "common/cpu_affinity.h"
 #include "common/grpc_status_util.h"
 #include "common/model_repository.h"
@@ -190,6 +191,7 @@ int Run(const ProxyOptions& options) {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
+  tessera::TuneAllocatorForLargeMessages();
   tessera::SetUsage(
       "Tessera proxy: serves the models of one gpulet on a device "
       "partition (TorchScript on cpu or cuda, or an emulated GPU).\nStarted by "

@@ -132,8 +132,17 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
     if (sum > d * (1 + 1e-9)) return false;
   }
   // Queueing under Poisson arrivals: with the round as the service time
-  // and utilisation rho (the busy fraction at these rates).
-  const double wait = RoundWaitMs(load, sum);
+  // and utilisation rho (the busy fraction at these rates). A burst joins
+  // the next batch up to the cap (RoundWaitMs), except for a lone model at
+  // batch 1 whose cap stays 1 (batch 2 breaks its SLO, see add_caps in
+  // SolveTimeShare): requests then queue one by one, an exact M/D/1.
+  double wait = RoundWaitMs(load, sum);
+  if (slices.size() == 1 && out->batches[0] == 1) {
+    const ModelDemand& m = *slices[0].demand;
+    const bool can_merge = m.max_batch >= 2 && (d + latency(0, 2) <= m.slo_ms ||
+                                                2 * latency(0, 2) <= m.slo_ms);
+    if (!can_merge) wait = MD1WaitMs(load, sum);
+  }
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&

@@ -54,8 +54,9 @@ using SliceLatencyFn =
 //   sum_j L_j + W <= SLO_j                                 (queueing:
 //       the papers' rules assume evenly spaced arrivals; under Poisson
 //       arrivals a gpulet near full occupancy queues without bound. W is
-//       RoundWaitMs (queue_wait.h) with the round as service time and rho = the
-//       busy fraction sum_j r_j L_j(b_j) / (1000 b_j))
+//       RoundWaitMs (queue_wait.h; MD1WaitMs for a lone batch-1 model
+//       that cannot batch a burst) with the round as service time and
+//       rho = the busy fraction sum_j r_j L_j(b_j) / (1000 b_j))
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch

@@ -123,5 +123,29 @@ TEST_F(TimeShareSolverTest, InterferenceFactorInflatesLatency) {
   EXPECT_NEAR(s->exec_ms[0], 1.5 * (2 + s->batches[0]), 1e-9);
 }
 
+TEST_F(TimeShareSolverTest, LoneBatchOneModelThatCannotBatchABurstQueuesAsMD1) {
+  // Alone, L(b) = 2 + b ms, SLO 7.5 ms, 100 req/s, queueing on: b = 1,
+  // d in [3, 4.5]. Batch 2 (4 ms) fits the cap only while d + 4 <= 7.5,
+  // i.e. d <= 3.5. At d = 4.5 (the lowest occupancy) the cap is 1 and
+  // requests queue one by one: the exact M/D/1 p99.5 wait at rho = 0.3
+  // is 2.249 x 3 = 6.75 ms, 3 + 6.75 > 7.5. At d = 3.5 a burst joins the
+  // next batch (RoundWaitMs: ln(200) 0.3 3 / 1.4 = 3.41 ms, 6.41 <= 7.5):
+  // feasible, with a cap of at least 2.
+  ModelDemand m = Demand(a_, 100, 7.5, /*queueing=*/true);
+  auto s = SolveTimeShare({Slice{&m, 100}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->batches[0], 1);
+  EXPECT_LE(s->duty_cycle_ms, 3.5 + 1e-9);
+  EXPECT_GE(s->caps[0], 2);
+  EXPECT_NEAR(MD1WaitMs(0.3, 3), 6.75, 0.01);
+  // With batch 1 as the model's largest, nothing can merge: infeasible.
+  m.max_batch = 1;
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, 100}}, 100, SoloLatency));
+  // The papers' rules accept it (d = 4.5: 4.5 + 3 <= 7.5).
+  ModelDemand det = Demand(a_, 100, 7.5);
+  det.max_batch = 1;
+  EXPECT_TRUE(SolveTimeShare({Slice{&det, 100}}, 100, SoloLatency));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -25,6 +25,9 @@ int GpuLayout::Split(double share) {
 bool GpuLayout::Resolve(const InterferenceModel* interference) {
   const int rounds = interference == nullptr ? 1 : 3;
   for (int round = 0; round < rounds; ++round) {
+    // A round in which no slot's batches change leaves every slot's
+    // neighbours, hence the next round's input, as they were: done.
+    bool changed = false;
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = slots_[i];
       if (slot.free()) continue;
@@ -55,8 +58,10 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
       }
       auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
       if (!schedule) return false;
+      changed = changed || schedule->batches != slot.schedule.batches;
       slot.schedule = *schedule;
     }
+    if (!changed) break;
   }
   return true;
 }

@@ -16,11 +16,24 @@ namespace {
 // And only while the tail is above ~1e-8 (u <= ln(1e8) / g), so that
 // the continuation starts from a value with digits left.
 constexpr double kExactLimit = 8;
-constexpr double kMaxTerms = 64;
+constexpr int kMaxTerms = 64;
 constexpr double kLogTailFloor = 18.42;  // ln(1e8)
 
-// P(W > u s), exact (Erlang's formula).
+// ln k! for the terms of the exact sum.
+const std::array<long double, kMaxTerms + 2>& LogFactorials() {
+  static const auto* const table = [] {
+    auto* t = new std::array<long double, kMaxTerms + 2>();
+    for (size_t k = 1; k < t->size(); ++k) {
+      (*t)[k] = (*t)[k - 1] + std::log(static_cast<long double>(k));
+    }
+    return t;
+  }();
+  return *table;
+}
+
+// P(W > u s), exact (Erlang's formula), for u <= kMaxTerms + 1.
 double ExactTail(double rho, double u) {
+  const auto& log_factorial = LogFactorials();
   const long double r = rho;
   const int n = static_cast<int>(std::floor(u));
   long double cdf = 0;
@@ -30,7 +43,7 @@ double ExactTail(double rho, double u) {
       cdf += std::exp(a);
     } else if (a > 0) {
       const long double magnitude =
-          std::exp(k * std::log(a) - std::lgamma(k + 1.0L) + a);
+          std::exp(k * std::log(a) - log_factorial[k] + a);
       cdf += (k % 2 == 0) ? magnitude : -magnitude;
     }
   }
@@ -46,41 +59,54 @@ double DecayRate(double rho) {
     lo = hi;
     hi *= 2;
   }
-  for (int i = 0; i < 100 && hi - lo > 1e-14 * hi; ++i) {
+  for (int i = 0; i < 100 && hi - lo > 1e-12 * hi; ++i) {
     const double mid = (lo + hi) / 2;
     (f(mid) < 0 ? lo : hi) = mid;
   }
   return (lo + hi) / 2;
 }
 
-// P(W > u s) for any u >= 0.
-double Tail(double rho, double u) {
-  if (u <= 1) return ExactTail(rho, u);  // one term, always exact
-  const double g = DecayRate(rho);
-  const double u0 = std::max(
-      1.0, std::min({kExactLimit / rho, kMaxTerms, kLogTailFloor / g}));
-  if (u <= u0) return ExactTail(rho, u);
-  return ExactTail(rho, u0) * std::exp(-g * (u - u0));
-}
+// The tail of one utilisation: the decay rate and hand-over point are
+// computed once, then P(W > u s) for any u >= 0.
+class Md1Tail {
+ public:
+  explicit Md1Tail(double rho) : rho_(rho) {
+    const double g = DecayRate(rho);
+    g_ = g;
+    u0_ = std::max(1.0,
+                   std::min({kExactLimit / rho, static_cast<double>(kMaxTerms),
+                             kLogTailFloor / g}));
+    p0_ = ExactTail(rho, u0_);
+  }
+  double operator()(double u) const {
+    if (u <= u0_) return ExactTail(rho_, u);
+    return p0_ * std::exp(-g_ * (u - u0_));
+  }
 
-// The quantile in service times: the least u with Tail(rho, u) <= tail.
+ private:
+  double rho_, g_, u0_, p0_;
+};
+
+// The quantile in service times: the least u with P(W > u s) <= tail
+// (to 1e-9 relative).
 double QuantileInServiceTimes(double rho, double tail) {
   if (rho <= tail) return 0;
+  const Md1Tail p(rho);
   double lo = 0, hi = 1;
-  while (Tail(rho, hi) > tail) {
+  while (p(hi) > tail) {
     lo = hi;
     hi *= 2;
   }
-  for (int i = 0; i < 60 && hi - lo > 1e-12 * hi; ++i) {
+  for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; ++i) {
     const double mid = (lo + hi) / 2;
-    (Tail(rho, mid) > tail ? lo : hi) = mid;
+    (p(mid) > tail ? lo : hi) = mid;
   }
   return hi;
 }
 
 // The default-tail quantile, tabulated as q(rho) (1 - rho), which stays
 // finite and smooth as rho -> 1 (heavy traffic: -> ln(1 / tail) / 2).
-constexpr int kTableSize = 2048;
+constexpr int kTableSize = 1024;
 
 class DefaultQuantileTable {
  public:
@@ -108,7 +134,9 @@ class DefaultQuantileTable {
 double MD1WaitTailProbability(double rho, double service_ms, double wait_ms) {
   if (rho >= 1 - 1e-9) return 1.0;
   if (rho <= 0 || service_ms <= 0) return 0.0;
-  return Tail(rho, std::max(0.0, wait_ms) / service_ms);
+  const double u = std::max(0.0, wait_ms) / service_ms;
+  if (u <= 1) return ExactTail(rho, u);  // one term, always exact
+  return Md1Tail(rho)(u);
 }
 
 double MD1WaitMs(double rho, double service_ms, double tail) {
@@ -125,7 +153,10 @@ double MD1WaitMs(double rho, double service_ms, double tail) {
 
 double RoundWaitMs(double rho, double round_ms, double tail) {
   if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
-  const double heavy = std::log(1.0 / tail) * rho * round_ms / (2 * (1 - rho));
+  static const double kLogDefault = std::log(1.0 / kQueueingTail);
+  const double log_tail =
+      tail == kQueueingTail ? kLogDefault : std::log(1.0 / tail);
+  const double heavy = log_tail * rho * round_ms / (2 * (1 - rho));
   const double light = rho > tail ? round_ms * (1 - tail / rho) : 0.0;
   return std::max(heavy, light);
 }

@@ -222,6 +222,9 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   trial.slices = slices;
   for (double d : candidates) {
     if (d < min_round * (1 - 1e-9) || d > hi * (1 + 1e-9)) continue;
+    // Occupancy at d is at least min_round / d: a d that cannot beat the
+    // best found needs no evaluation.
+    if (best && min_round / d >= best->occupancy - 1e-12) continue;
     if (TryDutyCycle(slices, d, table, &trial) &&
         (!best || trial.occupancy < best->occupancy - 1e-12)) {
       best = trial;

@@ -43,6 +43,10 @@ ABSL_FLAG(std::string, models, "lenet,resnet18", "Models to measure.");
 ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR, "Tessera binaries.");
 ABSL_FLAG(std::string, model_repository, TESSERA_MODEL_DIR,
           "Model repository.");
+ABSL_FLAG(bool, echo_sync, false,
+          "Diagnostic: the echo server uses gRPC's synchronous API (as the "
+          "backend's stream does) instead of the callback API (as the "
+          "frontend does).");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
 ABSL_FLAG(std::string, serve_echo, "",
@@ -120,9 +124,21 @@ class EchoService final
   std::thread thread_;
 };
 
+// The same echo on gRPC's synchronous server API.
+class SyncEchoService final : public inference::GRPCInferenceService::Service {
+ public:
+  grpc::Status ModelInfer(grpc::ServerContext*,
+                          const inference::ModelInferRequest* request,
+                          inference::ModelInferResponse* response) override {
+    *response->add_raw_output_contents() = request->raw_input_contents(0);
+    return grpc::Status::OK;
+  }
+};
+
 int ServeEcho(const std::string& port_file) {
   BlockTerminationSignals();
   EchoService echo(absl::GetFlag(FLAGS_echo_handoff));
+  SyncEchoService sync_echo;
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -130,7 +146,11 @@ int ServeEcho(const std::string& port_file) {
   builder.SetMaxReceiveMessageSize(-1);
   // The floor gets the transport settings the serving path has.
   ApplyTransportTuning(&builder);
-  builder.RegisterService(&echo);
+  if (absl::GetFlag(FLAGS_echo_sync)) {
+    builder.RegisterService(&sync_echo);
+  } else {
+    builder.RegisterService(&echo);
+  }
   auto server = builder.BuildAndStart();
   if (server == nullptr) return 1;
   std::ofstream(port_file + ".tmp") << port << "\n";
@@ -215,7 +235,8 @@ int Run() {
   echo_options.argv = {
       std::filesystem::read_symlink("/proc/self/exe"),
       "--serve_echo=" + echo_port_file,
-      absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff))};
+      absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff)),
+      absl::StrCat("--echo_sync=", absl::GetFlag(FLAGS_echo_sync))};
   auto echo_process = Subprocess::Spawn(echo_options);
   if (!echo_process.ok()) return 1;
   int echo_port = 0;

@@ -9,7 +9,7 @@ namespace tessera {
 // 600 KB requests). Measured with serving_overhead_bench: in the client
 // it lowered the one-hop echo of 600 KB from ~1.3 ms to ~0.65 ms p50; in
 // the serving processes (together with kStreamLookaheadBytes), resnet18's
-// overhead went from 2553 to 2310 us, means of three alternating runs
+// overhead went from 3059 to 2286 us, means of three alternating runs
 // (docs/benchmarks.md). A process keeps up to kTrimThresholdBytes of freed
 // heap. Call once at the start of main; the environment (GLIBC_TUNABLES /
 // MALLOC_*_) is not consulted after it.

@@ -2,6 +2,8 @@
 // equations by hand.
 #include "scheduler/las_policy.h"
 
+#include <functional>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/policy_registry.h"
@@ -14,9 +16,9 @@ using testing::AddModel;
 using ::testing::HasSubstr;
 using testing::Snapshot;
 
-// L(b, p) = 3 + b ms at every share from 20 %: the fit has no compute
-// term and no share degradation (xi = 0).
-ModelProfile Flat(const std::string& model) {
+// A profile over shares 20-100 % and batches 1-32 with L(b, p) from `ms`.
+ModelProfile Profile(const std::string& model,
+                     const std::function<double(int b, double p)>& ms) {
   ModelProfile p;
   p.set_model(model);
   p.set_device_kind("test-gpu");
@@ -25,10 +27,16 @@ ModelProfile Flat(const std::string& model) {
       LatencyPoint* pt = p.add_latency();
       pt->set_batch_size(b);
       pt->set_share_percent(share);
-      pt->set_latency_ms(3 + b);
+      pt->set_latency_ms(ms(b, share));
     }
   }
   return p;
+}
+
+// L(b, p) = 3 + b ms at every share from 20 %: the fit has no compute
+// term and no share degradation (xi = 0).
+ModelProfile Flat(const std::string& model) {
+  return Profile(model, [](int b, double) { return 3.0 + b; });
 }
 
 absl::StatusOr<Plan> RunLas(const ClusterSnapshot& s) {
@@ -88,18 +96,8 @@ TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
 // L(b, p) = (3 + b) (100 / p)^2 ms: throughput per share grows with the
 // share, so every service's most efficient configuration is a whole GPU.
 ModelProfile Steep(const std::string& model) {
-  ModelProfile p;
-  p.set_model(model);
-  p.set_device_kind("test-gpu");
-  for (double share : {20.0, 40.0, 60.0, 80.0, 100.0}) {
-    for (int b = 1; b <= 32; ++b) {
-      LatencyPoint* pt = p.add_latency();
-      pt->set_batch_size(b);
-      pt->set_share_percent(share);
-      pt->set_latency_ms((3 + b) * (100 / share) * (100 / share));
-    }
-  }
-  return p;
+  return Profile(
+      model, [](int b, double p) { return (3 + b) * (100 / p) * (100 / p); });
 }
 
 TEST(LasPolicyTest, PacksAtSmallestSharesWhenBestConfigurationsDoNotFit) {

@@ -123,9 +123,9 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
       double lo = 0, hi = 1;
       for (int it = 0; it < 50; ++it) {
         const double mid = (lo + hi) / 2;
-        (best_ms + FixedBatchWaitMs(mid, best_ms, best_b) <= q.slo_ms ? lo
-                                                                      : hi) =
-            mid;
+        const bool fits =
+            best_ms + FixedBatchWaitMs(mid, best_ms, best_b) <= q.slo_ms;
+        (fits ? lo : hi) = mid;
       }
       per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);
     }

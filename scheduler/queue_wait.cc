@@ -8,13 +8,14 @@
 namespace tessera {
 namespace {
 
-// The exact sum is evaluated up to rho u = kExactLimit: its alternating
-// terms grow like exp(2 rho u), so long double keeps ~1e-13 absolute
-// accuracy there (1e-7 at rho u = 18, nothing at 24: checked against
-// 60-digit arithmetic). And up to kMaxTerms terms, which bounds the cost
-// for tiny rho; the tail is exponential well before either point.
-// And only while the tail is above ~1e-8 (u <= ln(1e8) / g), so that
-// the continuation starts from a value with digits left.
+// The exact sum is evaluated while three bounds hold:
+//  * rho u <= kExactLimit: its alternating terms grow like exp(2 rho u),
+//    so long double keeps ~1e-13 absolute accuracy there (1e-7 at
+//    rho u = 18, nothing at 24: checked against 60-digit arithmetic);
+//  * u <= kMaxTerms, which bounds the cost for tiny rho;
+//  * a tail above ~1e-8 (u <= ln(1e8) / g), so that the exponential
+//    continuation starts from a value with digits left.
+// The tail is exponential well before any of these points.
 constexpr double kExactLimit = 8;
 constexpr int kMaxTerms = 64;
 constexpr double kLogTailFloor = 18.42;  // ln(1e8)

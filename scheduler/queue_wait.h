@@ -65,7 +65,8 @@ double RoundWaitTailProbability(double rho, double round_ms, double wait_ms);
 // batches arrive as Erlang-b gaps, far more regular than Poisson:
 // RoundWaitMs, which bounds the simulated p99.5 of that E_b/D/1 queue from
 // above for b = 2, 4, 8 and rho = 0.1 ... 0.9 (docs/scheduling.md,
-// "Queueing"), where the exact M/D/1 would be 2-8x too pessimistic.
+// "Shared planning rules"), where the exact M/D/1 would be 2x to ten times too
+// pessimistic.
 double FixedBatchWaitMs(double rho, double batch_ms, int batch,
                         double tail = kQueueingTail);
 

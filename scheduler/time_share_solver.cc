@@ -90,27 +90,32 @@ double SaturatedThroughput(const ModelDemand& m, double share) {
 
 namespace {
 
-// Latencies of every slice at every batch size on one gpulet, computed once
-// per SolveTimeShare call: the duty-cycle search below evaluates them a few
-// hundred times, and the latency function may apply an interference model.
+// Latencies of the slices on one gpulet by batch size, each computed at
+// most once per SolveTimeShare call (on first use): the duty-cycle search
+// below evaluates them a few hundred times, and the latency function may
+// apply an interference model.
 class LatencyTable {
  public:
   LatencyTable(const std::vector<Slice>& slices, double share,
-               const SliceLatencyFn& latency) {
+               const SliceLatencyFn& latency)
+      : slices_(slices), share_(share), latency_(latency) {
     rows_.resize(slices.size());
     for (size_t j = 0; j < slices.size(); ++j) {
-      rows_[j].resize(slices[j].demand->max_batch + 1, 0.0);
-      for (int b = 1; b <= slices[j].demand->max_batch; ++b) {
-        rows_[j][b] = latency(slices[j], b, share);
-      }
+      rows_[j].assign(slices[j].demand->max_batch + 1, -1.0);
     }
   }
   double operator()(size_t slice, int batch) const {
-    return rows_[slice][batch];
+    double& v = rows_[slice][batch];
+    if (v < 0) v = latency_(slices_[slice], batch, share_);
+    return v;
   }
 
  private:
-  std::vector<std::vector<double>> rows_;  // [slice][batch], batch >= 1
+  const std::vector<Slice>& slices_;
+  const double share_;
+  const SliceLatencyFn& latency_;
+  mutable std::vector<std::vector<double>>
+      rows_;  // [slice][batch]; -1: not yet
 };
 
 // Evaluates duty cycle d; fills `out` and returns true when feasible.
@@ -179,7 +184,13 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   for (size_t j = 0; j < slices.size(); ++j) {
     const double others = min_round - table(j, 1);
     for (int b = 1; b <= slices[j].demand->max_batch; ++b) {
-      candidates.push_back(min_slo - others - table(j, b));
+      const double d = min_slo - others - table(j, b);
+      // L grows with b (profiles interpolate monotonically): once below the
+      // shortest round, so is every larger batch's candidate, which the
+      // search would skip. (Candidates are only proposals; feasibility is
+      // checked for each.)
+      if (d < min_round * (1 - 1e-9)) break;
+      candidates.push_back(d);
     }
   }
   // Geometric grid over [shortest round, tightest SLO - shortest round].

@@ -138,15 +138,20 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
   }
   // Queueing under Poisson arrivals: with the round as the service time
   // and utilisation rho (the busy fraction at these rates). A burst joins
-  // the next batch up to the cap (RoundWaitMs), except for a lone model at
-  // batch 1 whose cap stays 1 (batch 2 breaks its SLO, see add_caps in
-  // SolveTimeShare): requests then queue one by one, an exact M/D/1.
+  // the next batch up to the cap (RoundWaitMs). A lone model whose cap
+  // stays at its batch (the next batch size breaks its SLO, see add_caps
+  // in SolveTimeShare) is a fixed-batch server instead (FixedBatchWaitMs:
+  // at batch 1 requests queue one by one, an exact M/D/1).
   double wait = RoundWaitMs(load, sum);
+  // FixedBatchWaitMs differs from RoundWaitMs only at batch 1: check the
+  // cap only there (each check may cost an interfered latency).
   if (slices.size() == 1 && out->batches[0] == 1) {
     const ModelDemand& m = *slices[0].demand;
-    const bool can_merge = m.max_batch >= 2 && (d + latency(0, 2) <= m.slo_ms ||
-                                                2 * latency(0, 2) <= m.slo_ms);
-    if (!can_merge) wait = MD1WaitMs(load, sum);
+    const int b = out->batches[0];
+    const bool cap_can_grow =
+        b < m.max_batch && (d + latency(0, b + 1) <= m.slo_ms ||
+                            2 * latency(0, b + 1) <= m.slo_ms);
+    if (!cap_can_grow) wait = FixedBatchWaitMs(load, sum, b);
   }
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;

@@ -4,8 +4,8 @@
 #include <optional>
 #include <vector>
 
-#include "scheduler/queue_wait.h"
 #include "scheduler/model_demand.h"
+#include "scheduler/queue_wait.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {

@@ -1,5 +1,6 @@
 #include "backend/backend_service.h"
 
+#include <deque>
 #include <set>
 #include <thread>
 
@@ -563,80 +564,154 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status BackendServiceImpl::Execute(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<BatchResponse, BatchRequest>* stream) {
-  // Responses are written from proxy reader threads; writes are serialised
-  // and the handler returns only once every batch has been answered.
-  struct StreamState {
-    absl::Mutex mu;
-    int outstanding ABSL_GUARDED_BY(mu) = 0;
-    bool broken ABSL_GUARDED_BY(mu) = false;
-  };
-  auto state = std::make_shared<StreamState>();
-  auto reply = [state, stream](BatchResponse response) {
-    absl::MutexLock lock(&state->mu);
-    if (!state->broken && !stream->Write(response)) state->broken = true;
-    --state->outstanding;
-  };
-  BatchRequest batch;
-  while (stream->Read(&batch)) {
-    std::shared_ptr<ProxyHandle> proxy;
-    bool stopped_for_swap = false;
+// One Execute stream. Results are written one at a time in the order they
+// come back (the callback API allows one outstanding write); the call
+// finishes once the frontend has closed its side and every batch read has
+// been answered, so no proxy callback outlives the reactor.
+class BackendServiceImpl::ExecuteStream final
+    : public grpc::ServerBidiReactor<BatchRequest, BatchResponse> {
+ public:
+  explicit ExecuteStream(BackendServiceImpl* service) : service_(service) {
+    StartRead(&batch_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      bool finish = false;
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) Finish(grpc::Status::OK);
+      return;
+    }
+    BatchRequest batch = std::move(batch_);
+    batch_.Clear();
     {
       absl::MutexLock lock(&mu_);
-      auto it = gpulets_.find(batch.gpulet_id());
-      if (it != gpulets_.end()) proxy = it->second.proxy;
-      stopped_for_swap = stopped_for_swap_.count(batch.gpulet_id()) > 0;
+      ++outstanding_;
     }
-    {
-      absl::MutexLock lock(&state->mu);
-      ++state->outstanding;
-    }
-    if (proxy == nullptr) {
-      BatchResponse response;
-      response.set_batch_id(batch.batch_id());
-      response.set_gpulet_stopped(stopped_for_swap);
-      ToStatusProto(
-          stopped_for_swap
-              ? absl::UnavailableError(absl::StrCat(
-                    "gpulet '", batch.gpulet_id(),
-                    "' was stopped for a stop-then-start swap (device "
-                    "memory too small for a shadow proxy); retry"))
-              : absl::NotFoundError(absl::StrCat("gpulet '", batch.gpulet_id(),
-                                                 "' is not served by backend '",
-                                                 options_.config.id(), "'")),
-          response.mutable_status());
-      reply(std::move(response));
-      continue;
-    }
-    const std::string gpulet = batch.gpulet_id(), model = batch.model();
-    proxy->Execute(batch, [this, gpulet, model, reply](BatchResponse r) {
-      // The proxy was taken just before a stop-then-start swap stopped it:
-      // say so, so the frontend routes the calls again.
-      if (r.status().code() ==
-          static_cast<int>(absl::StatusCode::kUnavailable)) {
-        absl::MutexLock lock(&mu_);
-        if (stopped_for_swap_.count(gpulet) > 0) r.set_gpulet_stopped(true);
-      }
-      batches_metric_->Increment(
-          {gpulet, model,
-           absl::StatusCodeToString(
-               static_cast<absl::StatusCode>(r.status().code()))});
-      if (r.status().code() == 0) {
-        const double exec = r.exec_time_us() / 1e6;
-        exec_metric_->Observe({model}, exec);
-        busy_metric_->Increment({gpulet}, exec);
-      }
-      reply(std::move(r));
-    });
+    StartRead(&batch_);
+    service_->Route(std::move(batch),
+                    [this](BatchResponse r) { Reply(std::move(r)); });
   }
-  absl::MutexLock lock(&state->mu);
-  auto done = [state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
-    return state->outstanding == 0;
-  };
-  state->mu.Await(absl::Condition(&done));
-  return grpc::Status::OK;
+
+  void OnWriteDone(bool ok) override {
+    const BatchResponse* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writes_.pop_front();
+      if (!ok) {
+        broken_ = true;  // the frontend is gone: drop what is left
+        writes_.clear();
+      }
+      if (!writes_.empty()) {
+        next = &writes_.front();
+      } else {
+        writing_ = false;
+        finish = ShouldFinishLocked();
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // Called from proxy reader threads (or inline from Route).
+  void Reply(BatchResponse response) ABSL_LOCKS_EXCLUDED(mu_) {
+    const BatchResponse* first = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --outstanding_;
+      if (!broken_) writes_.push_back(std::move(response));
+      if (writing_) return;  // the write in progress issues it
+      if (!writes_.empty()) {
+        writing_ = true;
+        first = &writes_.front();
+      } else {
+        finish = ShouldFinishLocked();
+      }
+    }
+    if (first != nullptr) StartWrite(first);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!reads_done_ || outstanding_ > 0 || writing_ || finished_) {
+      return false;
+    }
+    finished_ = true;
+    return true;
+  }
+
+  BackendServiceImpl* const service_;
+  BatchRequest batch_;  // the read in progress
+  absl::Mutex mu_;
+  std::deque<BatchResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: writing
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // read, not yet answered
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::ServerBidiReactor<BatchRequest, BatchResponse>*
+BackendServiceImpl::Execute(grpc::CallbackServerContext* /*context*/) {
+  return new ExecuteStream(this);
+}
+
+void BackendServiceImpl::Route(BatchRequest batch,
+                               std::function<void(BatchResponse)> reply) {
+  std::shared_ptr<ProxyHandle> proxy;
+  bool stopped_for_swap = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = gpulets_.find(batch.gpulet_id());
+    if (it != gpulets_.end()) proxy = it->second.proxy;
+    stopped_for_swap = stopped_for_swap_.count(batch.gpulet_id()) > 0;
+  }
+  if (proxy == nullptr) {
+    BatchResponse response;
+    response.set_batch_id(batch.batch_id());
+    response.set_gpulet_stopped(stopped_for_swap);
+    ToStatusProto(
+        stopped_for_swap
+            ? absl::UnavailableError(absl::StrCat(
+                  "gpulet '", batch.gpulet_id(),
+                  "' was stopped for a stop-then-start swap (device "
+                  "memory too small for a shadow proxy); retry"))
+            : absl::NotFoundError(absl::StrCat("gpulet '", batch.gpulet_id(),
+                                               "' is not served by backend '",
+                                               options_.config.id(), "'")),
+        response.mutable_status());
+    reply(std::move(response));
+    return;
+  }
+  const std::string gpulet = batch.gpulet_id(), model = batch.model();
+  proxy->Execute(batch, [this, gpulet, model,
+                         reply = std::move(reply)](BatchResponse r) {
+    // The proxy was taken just before a stop-then-start swap stopped it:
+    // say so, so the frontend routes the calls again.
+    if (r.status().code() == static_cast<int>(absl::StatusCode::kUnavailable)) {
+      absl::MutexLock lock(&mu_);
+      if (stopped_for_swap_.count(gpulet) > 0) r.set_gpulet_stopped(true);
+    }
+    batches_metric_->Increment(
+        {gpulet, model,
+         absl::StatusCodeToString(
+             static_cast<absl::StatusCode>(r.status().code()))});
+    if (r.status().code() == 0) {
+      const double exec = r.exec_time_us() / 1e6;
+      exec_metric_->Observe({model}, exec);
+      busy_metric_->Increment({gpulet}, exec);
+    }
+    reply(std::move(r));
+  });
 }
 
 grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,

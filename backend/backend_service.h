@@ -34,7 +34,14 @@ namespace tessera {
 // counted). Devices: cpu (cores split by share), cuda (MPS active-thread
 // percentage per proxy, one MPS control daemon per GPU) and emulated GPUs.
 // Thread-safe.
-class BackendServiceImpl final : public BackendService::Service {
+//
+// Execute runs on gRPC's callback API (the other methods are synchronous):
+// a batch goes to its proxy from the gRPC thread that read it, and a
+// result is written from the proxy's reader thread, with no hop to a
+// handler thread in between.
+class BackendServiceImpl final
+    : public BackendService::WithCallbackMethod_Execute<
+          BackendService::Service> {
  public:
   struct Options {
     BackendConfig config;  // validated by Create
@@ -64,9 +71,8 @@ class BackendServiceImpl final : public BackendService::Service {
   grpc::Status CommitPlan(grpc::ServerContext* context,
                           const CommitPlanRequest* request,
                           CommitPlanResponse* response) override;
-  grpc::Status Execute(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<BatchResponse, BatchRequest>* stream) override;
+  grpc::ServerBidiReactor<BatchRequest, BatchResponse>* Execute(
+      grpc::CallbackServerContext* context) override;
   grpc::Status Health(grpc::ServerContext* context,
                       const HealthRequest* request,
                       HealthResponse* response) override;
@@ -80,6 +86,13 @@ class BackendServiceImpl final : public BackendService::Service {
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  class ExecuteStream;  // one Execute call (a gRPC server reactor)
+
+  // Hands `batch` to its gpulet's proxy; `reply` gets the result (or an
+  // error) exactly once, on some thread, possibly before Route returns.
+  void Route(BatchRequest batch, std::function<void(BatchResponse)> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   struct Gpulet {
     GpuletPlan plan;
     std::string device_id;

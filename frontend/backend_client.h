@@ -19,6 +19,12 @@ namespace tessera {
 // carries every batch (not a call per batch). If the stream breaks, every
 // batch in flight on it fails with UNAVAILABLE and the client reconnects in
 // the background with exponential backoff. Thread-safe.
+//
+// The stream runs on gRPC's callback API: a batch is written from the
+// thread that formed it without waiting for the bytes to leave, and a
+// result is handed to its callback on the gRPC thread that read it, with
+// no hop to a thread of ours (each hop costs a cross-core wake-up; see
+// docs/benchmarks.md).
 class BackendClient {
  public:
   // `status` is OK iff the batch executed; `response` carries the outputs.
@@ -39,14 +45,22 @@ class BackendClient {
   absl::StatusOr<HealthResponse> Health(absl::Duration timeout);
 
   // Sends `batch` (its batch_id is overwritten) on the stream; `done` is
-  // called exactly once, possibly before Send returns.
+  // called exactly once, possibly before Send returns, on a gRPC thread or
+  // the caller's. Never blocks on the network. Callers must not hold locks
+  // that callbacks of other batches take: gRPC may run those inline.
   void Send(BatchRequest batch, Callback done) ABSL_LOCKS_EXCLUDED(mu_);
   // Fails pending batches and stops reconnecting.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  using Stream = grpc::ClientReaderWriter<BatchRequest, BatchResponse>;
+  class ExecuteStream;  // one Execute call (a gRPC client reactor)
+
+  // Starts a stream, waits for it to end, fails what was in flight on it,
+  // backs off and starts the next, until Shutdown.
   void StreamLoop();
+  // Called by a stream with each result it reads, and once when it ends.
+  void Deliver(BatchResponse response) ABSL_LOCKS_EXCLUDED(mu_);
+  void StreamDone(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   void FailPending(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string id_;
@@ -54,12 +68,14 @@ class BackendClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BackendService::Stub> stub_;
 
-  // Held while writing to or replacing the stream; taken before mu_.
-  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Never held while calling into a stream: gRPC may run the stream's
+  // reactions (which take mu_) inline.
   mutable absl::Mutex mu_;
-  std::unique_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<Stream> stream_;  // guarded by write_mu_ for writes
-  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  // The live stream, or null between streams. Shared so that Send and
+  // Shutdown can use it outside mu_ while the loop lets go of it.
+  std::shared_ptr<ExecuteStream> stream_ ABSL_GUARDED_BY(mu_);
+  bool stream_done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status stream_status_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Callback> pending_ ABSL_GUARDED_BY(mu_);

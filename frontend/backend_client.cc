@@ -190,8 +190,8 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
     }
   }
   if (stream == nullptr) {
-    done(absl::UnavailableError(absl::StrCat(
-             "backend '", id_, "' at ", address_, " is not connected")),
+    done(absl::UnavailableError(absl::StrCat("backend '", id_, "' at ",
+                                             address_, " is not connected")),
          BatchResponse());
     return;
   }
@@ -207,8 +207,8 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
     failed = std::move(it->second);
     pending_.erase(it);
   }
-  failed(absl::UnavailableError(absl::StrCat("stream to backend '", id_,
-                                             "' broke while sending")),
+  failed(absl::UnavailableError(
+             absl::StrCat("stream to backend '", id_, "' broke while sending")),
          BatchResponse());
 }
 

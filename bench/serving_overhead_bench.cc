@@ -2,11 +2,14 @@
 //
 // For each model at batch 1 it measures, in one run:
 //  * the one-hop floor: a bare gRPC echo of the same request payload on
-//    loopback (KServe ModelInfer echoing its input bytes);
+//    loopback (KServe ModelInfer echoing its input bytes), alternating
+//    with the end-to-end requests so both see the same machine;
 //  * end-to-end latency through frontend -> backend -> proxy, and the
 //    proxy's own execution time, from which the serving-path overhead
 //    (end-to-end minus execution) and a per-hop breakdown follow (from the
 //    timing parameters every Tessera response carries);
+//  * the CPU time and thread switches each process (echo server, frontend,
+//    backend, proxy) spends per request;
 //  * the same model run in this process with the proxy's own runner
 //    (TorchModelRunner) on the same core, to compare execution.
 #include <algorithm>
@@ -22,7 +25,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/allocator_tuning.h"
@@ -185,29 +190,51 @@ struct Timed {
   std::map<std::string, Samples> params;
 };
 
-Timed Measure(inference::GRPCInferenceService::Stub* stub,
-              const inference::ModelInferRequest& request, int warmup,
-              int iterations) {
-  Timed t;
-  for (int i = 0; i < warmup + iterations; ++i) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    inference::ModelInferResponse response;
-    const absl::Time start = absl::Now();
-    grpc::Status s = stub->ModelInfer(&context, request, &response);
-    const double us = absl::ToDoubleMicroseconds(absl::Now() - start);
-    if (!s.ok()) {
-      std::fprintf(stderr, "request failed: %s\n", s.error_message().c_str());
-      continue;
-    }
-    if (i < warmup) continue;
-    t.total.push_back(us);
-    for (const auto& [k, v] : response.parameters()) {
-      t.params[k].push_back(static_cast<double>(v.int64_param()));
+// One timed call; false if it failed (reported on stderr).
+bool Call(inference::GRPCInferenceService::Stub* stub,
+          const inference::ModelInferRequest& request, double* us,
+          inference::ModelInferResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  const absl::Time start = absl::Now();
+  grpc::Status s = stub->ModelInfer(&context, request, response);
+  *us = absl::ToDoubleMicroseconds(absl::Now() - start);
+  if (!s.ok()) {
+    std::fprintf(stderr, "request failed: %s\n", s.error_message().c_str());
+  }
+  return s.ok();
+}
+
+// CPU time and thread switches of a process so far, summed over its live
+// threads (/proc/<pid>/task/*/schedstat and status).
+struct ProcessCounters {
+  double cpu_us = 0;
+  double switches = 0;
+};
+
+ProcessCounters ReadCounters(pid_t pid) {
+  ProcessCounters c;
+  std::error_code ec;
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+    double on_cpu_ns = 0;
+    std::ifstream(task.path() / "schedstat") >> on_cpu_ns;
+    c.cpu_us += on_cpu_ns / 1e3;
+    std::ifstream status(task.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (absl::StrContains(line, "ctxt_switches:")) {
+        c.switches += std::stod(line.substr(line.find(':') + 1));
+      }
     }
   }
-  return t;
+  return c;
 }
+
+// Per-request CPU time and switches of each process over a measurement.
+struct CostPerRequest {
+  std::map<std::string, ProcessCounters> by_process;
+};
 
 Samples Difference(const Samples& a, const Samples& b) {
   Samples d;
@@ -250,15 +277,23 @@ int Run() {
   auto echo_stub = inference::GRPCInferenceService::NewStub(
       grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", echo_port),
                                 grpc::InsecureChannelCredentials(), args));
-  std::map<std::string, Timed> floor;
+  // Back to back: the floor with warm caches and busy cores.
+  std::map<std::string, Timed> floor_b2b;
   for (const auto& m : models) {
-    std::fprintf(stderr, "echo %s...\n", m.c_str());
-    floor[m] = Measure(echo_stub.get(), RandomRequest((*repo)->Find(m)->config),
-                       warmup, iterations);
+    std::fprintf(stderr, "echo %s, back to back...\n", m.c_str());
+    const auto request = RandomRequest((*repo)->Find(m)->config);
+    for (int i = 0; i < warmup + iterations; ++i) {
+      double us = 0;
+      inference::ModelInferResponse response;
+      if (Call(echo_stub.get(), request, &us, &response) && i >= warmup) {
+        floor_b2b[m].total.push_back(us);
+      }
+    }
   }
-  (*echo_process)->Stop(absl::Seconds(5));
 
   // 2. End to end through a local cluster: one gpulet (one core) per model.
+  // Echo and end-to-end requests alternate, so that both see the same
+  // machine (these VMs drift by ±20 % within minutes).
   const std::string dir = absl::StrCat("/tmp/tessera_bench_repo_", getpid());
   auto subset = testing::MakeSubsetRepository(
       absl::GetFlag(FLAGS_model_repository), models, dir);
@@ -275,30 +310,70 @@ int Run() {
   options.bin_dir = absl::GetFlag(FLAGS_bin_dir);
   options.model_repository = *subset;
   options.static_plan = plan;
-  std::map<std::string, Timed> e2e;
+  std::map<std::string, Timed> floor, e2e;
   std::map<std::string, std::vector<int>> cores;
+  std::map<std::string, CostPerRequest> cost;
   {
     auto cluster = testing::LocalCluster::Start(options);
     if (!cluster.ok()) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 1;
     }
+    std::map<std::string, pid_t> proxy_pid;
     for (pid_t pid : testing::ChildPids((*cluster)->backend(0)->pid())) {
       const std::string cmd = testing::CommandLine(pid);
       for (const auto& m : models) {
         if (cmd.find("--gpulet_id=" + m + " ") != std::string::npos ||
             absl::EndsWith(cmd, "--gpulet_id=" + m + " ")) {
           cores[m] = *GetCpuAffinity(pid);
+          proxy_pid[m] = pid;
         }
       }
     }
     auto stub = (*cluster)->NewStub();
     for (const auto& m : models) {
-      std::fprintf(stderr, "end-to-end %s...\n", m.c_str());
-      e2e[m] = Measure(stub.get(), RandomRequest((*repo)->Find(m)->config),
-                       warmup, iterations);
+      std::fprintf(stderr, "echo and end-to-end %s, alternating...\n",
+                   m.c_str());
+      const auto request = RandomRequest((*repo)->Find(m)->config);
+      const std::map<std::string, pid_t> processes = {
+          {"echo server", (*echo_process)->pid()},
+          {"frontend", (*cluster)->frontend()->pid()},
+          {"backend", (*cluster)->backend(0)->pid()},
+          {"proxy", proxy_pid[m]}};
+      std::map<std::string, ProcessCounters> before;
+      int answered = 0;
+      for (int i = 0; i < warmup + iterations; ++i) {
+        if (i == warmup) {
+          for (const auto& [name, pid] : processes) {
+            before[name] = ReadCounters(pid);
+          }
+        }
+        double us = 0;
+        inference::ModelInferResponse response;
+        const bool echo_ok = Call(echo_stub.get(), request, &us, &response);
+        if (echo_ok && i >= warmup) floor[m].total.push_back(us);
+        response.Clear();
+        if (!Call(stub.get(), request, &us, &response) || i < warmup) continue;
+        ++answered;
+        e2e[m].total.push_back(us);
+        for (const auto& [k, v] : response.parameters()) {
+          e2e[m].params[k].push_back(static_cast<double>(v.int64_param()));
+        }
+      }
+      for (const auto& [name, pid] : processes) {
+        const ProcessCounters now = ReadCounters(pid);
+        const double n = std::max(1, answered);
+        cost[m].by_process[name] = {(now.cpu_us - before[name].cpu_us) / n,
+                                    (now.switches - before[name].switches) / n};
+      }
+      if (answered == 0) {
+        std::fprintf(stderr, "no end-to-end request for %s succeeded\n",
+                     m.c_str());
+        return 1;
+      }
     }
   }
+  (*echo_process)->Stop(absl::Seconds(5));
 
   // 3. In-process execution with the proxy's runner on the same core:
   // back to back, and paced (idle between runs for about the end-to-end
@@ -346,29 +421,36 @@ int Run() {
       "\nServing-path overhead at batch 1 (%d requests each, microseconds; "
       "p50 / p99)\n\n",
       iterations);
-  std::printf("%-10s %9s %17s %17s %17s %17s %9s %17s %9s %17s %9s\n", "model",
-              "req bytes", "one-hop echo", "end-to-end", "proxy exec",
-              "overhead", "ovh/echo", "in-proc exec", "exec/inp",
-              "in-proc paced", "exec/pcd");
+  std::printf("%-10s %9s %15s %15s %15s %15s %15s %8s %8s %15s %8s %15s %8s\n",
+              "model", "req bytes", "echo b2b", "echo alt", "end-to-end",
+              "proxy exec", "overhead", "ovh/alt", "ovh/b2b", "in-proc exec",
+              "exec/inp", "in-proc paced", "exec/pcd");
+  auto pair = [](const Samples& x) {
+    return absl::StrFormat("%6.0f / %6.0f", Percentile(x, .5),
+                           Percentile(x, .99));
+  };
   for (const auto& m : models) {
     const Timed& e = e2e[m];
     const Samples& exec = e.params.at("tessera.exec_us");
     const Samples overhead = Difference(e.total, exec);
     const size_t bytes =
         RandomRequest((*repo)->Find(m)->config).raw_input_contents(0).size();
+    const double ovh = Percentile(overhead, .5);
     std::printf(
-        "%-10s %9zu %8.0f / %6.0f %8.0f / %6.0f %8.0f / %6.0f "
-        "%8.0f / %6.0f %9.2f %8.0f / %6.0f %9.3f %8.0f / %6.0f %9.3f\n",
-        m.c_str(), bytes, Percentile(floor[m].total, .5),
-        Percentile(floor[m].total, .99), Percentile(e.total, .5),
-        Percentile(e.total, .99), Percentile(exec, .5), Percentile(exec, .99),
-        Percentile(overhead, .5), Percentile(overhead, .99),
-        Percentile(overhead, .5) / Percentile(floor[m].total, .5),
-        Percentile(inproc[m], .5), Percentile(inproc[m], .99),
+        "%-10s %9zu %15s %15s %15s %15s %15s %8.2f %8.2f %15s %8.3f %15s "
+        "%8.3f\n",
+        m.c_str(), bytes, pair(floor_b2b[m].total).c_str(),
+        pair(floor[m].total).c_str(), pair(e.total).c_str(), pair(exec).c_str(),
+        pair(overhead).c_str(), ovh / Percentile(floor[m].total, .5),
+        ovh / Percentile(floor_b2b[m].total, .5), pair(inproc[m]).c_str(),
         Percentile(exec, .5) / Percentile(inproc[m], .5),
-        Percentile(paced[m], .5), Percentile(paced[m], .99),
+        pair(paced[m]).c_str(),
         Percentile(exec, .5) / Percentile(paced[m], .5));
   }
+  std::printf(
+      "\necho b2b: echo calls back to back; echo alt: echo calls alternating "
+      "with the end-to-end calls (the floor under the same conditions: "
+      "processes idle between calls, caches cold).\n");
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
   std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model", "client<->fe",
               "fe queue+disp", "fe<->backend", "be->proxy+back", "device queue",
@@ -399,6 +481,31 @@ int Run() {
       "backend round trip minus backend time (the second network hop);\n"
       "be->proxy+back: backend time minus execution and device queueing "
       "(shared-memory handoff, control messages).\n");
+
+  std::printf(
+      "\nWork per request, alternating run: CPU time (us) and thread "
+      "switches (voluntary + involuntary) of each process, summed over its "
+      "threads\n\n");
+  std::printf("%-10s %20s %20s %20s %26s\n", "model", "echo server", "frontend",
+              "backend", "proxy (of which exec)");
+  for (const auto& m : models) {
+    const auto& by = cost[m].by_process;
+    const Samples& exec = e2e[m].params.at("tessera.exec_us");
+    double exec_mean = 0;
+    for (double x : exec) exec_mean += x / exec.size();
+    auto cell = [&](const std::string& name) {
+      return absl::StrFormat("%.0f us / %.1f sw", by.at(name).cpu_us,
+                             by.at(name).switches);
+    };
+    std::printf("%-10s %20s %20s %20s %26s\n", m.c_str(),
+                cell("echo server").c_str(), cell("frontend").c_str(),
+                cell("backend").c_str(),
+                absl::StrFormat("%s (%.0f)", cell("proxy"), exec_mean).c_str());
+  }
+  std::printf(
+      "\nAn echo crosses one process boundary and back; a request crosses "
+      "three (frontend, backend, proxy). On a VM every thread switch that "
+      "wakes another core costs the waker tens of microseconds.\n");
   return 0;
 }
 

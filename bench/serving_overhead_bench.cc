@@ -52,6 +52,9 @@ ABSL_FLAG(bool, echo_sync, false,
           "Diagnostic: the echo server uses gRPC's synchronous API (as the "
           "backend's stream does) instead of the callback API (as the "
           "frontend does).");
+ABSL_FLAG(bool, echo_async, false,
+          "Diagnostic: the echo server uses gRPC's asynchronous API with one "
+          "thread polling one completion queue.");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
 ABSL_FLAG(std::string, serve_echo, "",
@@ -140,6 +143,57 @@ class SyncEchoService final : public inference::GRPCInferenceService::Service {
   }
 };
 
+// The same echo on gRPC's asynchronous API, driven by one thread that
+// polls a single completion queue and answers inline: no other thread of
+// the process waits in gRPC's poller, so no event is handed between
+// threads.
+class AsyncEcho {
+ public:
+  AsyncEcho(inference::GRPCInferenceService::AsyncService* service,
+            grpc::ServerCompletionQueue* cq)
+      : service_(service), cq_(cq) {}
+
+  void Run() {
+    new Call(service_, cq_);
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  }
+
+ private:
+  class Call {
+   public:
+    Call(inference::GRPCInferenceService::AsyncService* service,
+         grpc::ServerCompletionQueue* cq)
+        : service_(service), cq_(cq), responder_(&context_) {
+      service_->RequestModelInfer(&context_, &request_, &responder_, cq_, cq_,
+                                  this);
+    }
+    void Proceed(bool ok) {
+      if (finishing_ || !ok) {
+        delete this;
+        return;
+      }
+      new Call(service_, cq_);  // the next call
+      *response_.add_raw_output_contents() = request_.raw_input_contents(0);
+      finishing_ = true;
+      responder_.Finish(response_, grpc::Status::OK, this);
+    }
+
+   private:
+    inference::GRPCInferenceService::AsyncService* service_;
+    grpc::ServerCompletionQueue* cq_;
+    grpc::ServerContext context_;
+    inference::ModelInferRequest request_;
+    inference::ModelInferResponse response_;
+    grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder_;
+    bool finishing_ = false;
+  };
+
+  inference::GRPCInferenceService::AsyncService* service_;
+  grpc::ServerCompletionQueue* cq_;
+};
+
 int ServeEcho(const std::string& port_file) {
   BlockTerminationSignals();
   EchoService echo(absl::GetFlag(FLAGS_echo_handoff));
@@ -151,17 +205,31 @@ int ServeEcho(const std::string& port_file) {
   builder.SetMaxReceiveMessageSize(-1);
   // The floor gets the transport settings the serving path has.
   ApplyTransportTuning(&builder);
-  if (absl::GetFlag(FLAGS_echo_sync)) {
+  inference::GRPCInferenceService::AsyncService async_echo;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  const bool async = absl::GetFlag(FLAGS_echo_async);
+  if (async) {
+    builder.RegisterService(&async_echo);
+    cq = builder.AddCompletionQueue();
+  } else if (absl::GetFlag(FLAGS_echo_sync)) {
     builder.RegisterService(&sync_echo);
   } else {
     builder.RegisterService(&echo);
   }
   auto server = builder.BuildAndStart();
   if (server == nullptr) return 1;
+  std::thread loop;
+  if (async) {
+    loop = std::thread([&] { AsyncEcho(&async_echo, cq.get()).Run(); });
+  }
   std::ofstream(port_file + ".tmp") << port << "\n";
   std::rename((port_file + ".tmp").c_str(), port_file.c_str());
   WaitForTerminationSignal();
   server->Shutdown();
+  if (async) {
+    cq->Shutdown();
+    loop.join();
+  }
   return 0;
 }
 
@@ -263,7 +331,8 @@ int Run() {
       std::filesystem::read_symlink("/proc/self/exe"),
       "--serve_echo=" + echo_port_file,
       absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff)),
-      absl::StrCat("--echo_sync=", absl::GetFlag(FLAGS_echo_sync))};
+      absl::StrCat("--echo_sync=", absl::GetFlag(FLAGS_echo_sync)),
+      absl::StrCat("--echo_async=", absl::GetFlag(FLAGS_echo_async))};
   auto echo_process = Subprocess::Spawn(echo_options);
   if (!echo_process.ok()) return 1;
   int echo_port = 0;

@@ -12,14 +12,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
+#include "backend/backend_async_server.h"
 #include "backend/backend_service.h"
 #include "common/allocator_tuning.h"
-#include "common/grpc_tuning.h"
 #include "common/http_endpoint.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
-#include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:8101",
@@ -149,20 +148,17 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
-                           grpc::InsecureServerCredentials(), &port);
-  const int max_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
-  builder.SetMaxReceiveMessageSize(max_bytes);
-  builder.SetMaxSendMessageSize(max_bytes);
-  tessera::ApplyTransportTuning(&builder);
-  builder.RegisterService(service->get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    spdlog::error("cannot listen on {}", absl::GetFlag(FLAGS_listen));
+  tessera::BackendAsyncServer::Options server_options;
+  server_options.listen = absl::GetFlag(FLAGS_listen);
+  server_options.max_message_bytes =
+      absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
+  auto server =
+      tessera::BackendAsyncServer::Start(server_options, service->get());
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
     return 2;
   }
+  const int port = (*server)->port();
   spdlog::info("backend '{}' listening on port {}", options.config.id(), port);
   std::unique_ptr<tessera::HttpEndpoint> http;
   if (absl::GetFlag(FLAGS_http_port) >= 0) {
@@ -193,6 +189,6 @@ int main(int argc, char** argv) {
   spdlog::info("shutting down");
   http.reset();
   (*service)->StopProxies();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  (*server)->Shutdown(absl::Seconds(5));
   return 0;
 }

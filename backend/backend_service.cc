@@ -1,6 +1,5 @@
 #include "backend/backend_service.h"
 
-#include <deque>
 #include <set>
 #include <thread>
 
@@ -562,107 +561,6 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
                  request->epoch(), retired.size());
   }
   return grpc::Status::OK;
-}
-
-// One Execute stream. Results are written one at a time in the order they
-// come back (the callback API allows one outstanding write); the call
-// finishes once the frontend has closed its side and every batch read has
-// been answered, so no proxy callback outlives the reactor.
-class BackendServiceImpl::ExecuteStream final
-    : public grpc::ServerBidiReactor<BatchRequest, BatchResponse> {
- public:
-  explicit ExecuteStream(BackendServiceImpl* service) : service_(service) {
-    StartRead(&batch_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      bool finish = false;
-      {
-        absl::MutexLock lock(&mu_);
-        reads_done_ = true;
-        finish = ShouldFinishLocked();
-      }
-      if (finish) Finish(grpc::Status::OK);
-      return;
-    }
-    BatchRequest batch = std::move(batch_);
-    batch_.Clear();
-    {
-      absl::MutexLock lock(&mu_);
-      ++outstanding_;
-    }
-    StartRead(&batch_);
-    service_->Route(std::move(batch),
-                    [this](BatchResponse r) { Reply(std::move(r)); });
-  }
-
-  void OnWriteDone(bool ok) override {
-    const BatchResponse* next = nullptr;
-    bool finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      writes_.pop_front();
-      if (!ok) {
-        broken_ = true;  // the frontend is gone: drop what is left
-        writes_.clear();
-      }
-      if (!writes_.empty()) {
-        next = &writes_.front();
-      } else {
-        writing_ = false;
-        finish = ShouldFinishLocked();
-      }
-    }
-    if (next != nullptr) StartWrite(next);
-    if (finish) Finish(grpc::Status::OK);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  // Called from proxy reader threads (or inline from Route).
-  void Reply(BatchResponse response) ABSL_LOCKS_EXCLUDED(mu_) {
-    const BatchResponse* first = nullptr;
-    bool finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      --outstanding_;
-      if (!broken_) writes_.push_back(std::move(response));
-      if (writing_) return;  // the write in progress issues it
-      if (!writes_.empty()) {
-        writing_ = true;
-        first = &writes_.front();
-      } else {
-        finish = ShouldFinishLocked();
-      }
-    }
-    if (first != nullptr) StartWrite(first);
-    if (finish) Finish(grpc::Status::OK);
-  }
-
-  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!reads_done_ || outstanding_ > 0 || writing_ || finished_) {
-      return false;
-    }
-    finished_ = true;
-    return true;
-  }
-
-  BackendServiceImpl* const service_;
-  BatchRequest batch_;  // the read in progress
-  absl::Mutex mu_;
-  std::deque<BatchResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: writing
-  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // read, not yet answered
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-grpc::ServerBidiReactor<BatchRequest, BatchResponse>*
-BackendServiceImpl::Execute(grpc::CallbackServerContext* /*context*/) {
-  return new ExecuteStream(this);
 }
 
 void BackendServiceImpl::Route(BatchRequest batch,

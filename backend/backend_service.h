@@ -33,15 +33,10 @@ namespace tessera {
 // device are drained and stopped first (stop-then-start, logged and
 // counted). Devices: cpu (cores split by share), cuda (MPS active-thread
 // percentage per proxy, one MPS control daemon per GPU) and emulated GPUs.
-// Thread-safe.
-//
-// Execute runs on gRPC's callback API (the other methods are synchronous):
-// a batch goes to its proxy from the gRPC thread that read it, and a
-// result is written from the proxy's reader thread, with no hop to a
-// handler thread in between.
-class BackendServiceImpl final
-    : public BackendService::WithCallbackMethod_Execute<
-          BackendService::Service> {
+// Thread-safe. BackendAsyncServer serves it over gRPC: the unary methods
+// keep gRPC's handler signatures (the context is unused and may be null),
+// and the Execute stream hands each batch to Route.
+class BackendServiceImpl final {
  public:
   struct Options {
     BackendConfig config;  // validated by Create
@@ -60,22 +55,24 @@ class BackendServiceImpl final
   // repository.
   static absl::StatusOr<std::unique_ptr<BackendServiceImpl>> Create(
       Options options);
-  ~BackendServiceImpl() override;
+  ~BackendServiceImpl();
 
   grpc::Status GetNodeInfo(grpc::ServerContext* context,
                            const GetNodeInfoRequest* request,
-                           NodeInfo* response) override;
+                           NodeInfo* response);
   grpc::Status ApplyPlan(grpc::ServerContext* context,
                          const ApplyPlanRequest* request,
-                         ApplyPlanResponse* response) override;
+                         ApplyPlanResponse* response);
   grpc::Status CommitPlan(grpc::ServerContext* context,
                           const CommitPlanRequest* request,
-                          CommitPlanResponse* response) override;
-  grpc::ServerBidiReactor<BatchRequest, BatchResponse>* Execute(
-      grpc::CallbackServerContext* context) override;
+                          CommitPlanResponse* response);
+  // Hands `batch` (read off an Execute stream) to its gpulet's proxy;
+  // `reply` gets the result (or an error) exactly once, on a proxy reader
+  // thread or inline, possibly before Route returns.
+  void Route(BatchRequest batch, std::function<void(BatchResponse)> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   grpc::Status Health(grpc::ServerContext* context,
-                      const HealthRequest* request,
-                      HealthResponse* response) override;
+                      const HealthRequest* request, HealthResponse* response);
 
   // Prometheus exposition (tessera_backend_*) and readiness (every gpulet
   // of the plan in force has a live proxy) for the HTTP endpoint.
@@ -86,13 +83,6 @@ class BackendServiceImpl final
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  class ExecuteStream;  // one Execute call (a gRPC server reactor)
-
-  // Hands `batch` to its gpulet's proxy; `reply` gets the result (or an
-  // error) exactly once, on some thread, possibly before Route returns.
-  void Route(BatchRequest batch, std::function<void(BatchResponse)> reply)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   struct Gpulet {
     GpuletPlan plan;
     std::string device_id;

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "backend.grpc.pb.h"
+#include "backend/backend_service.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tessera {
+
+// Serves a BackendServiceImpl on gRPC's asynchronous API from one event-loop
+// thread polling one completion queue. No other thread of the process waits
+// in gRPC's poller, so an event is never handed from the thread that polled
+// it to another (with the callback or sync API every exchange costs about
+// six thread switches, with this about one; docs/benchmarks.md).
+//
+// Execute streams and the quick unary methods (GetNodeInfo, Health) run on
+// the loop thread; ApplyPlan and CommitPlan, which wait for proxies, run on
+// a thread of their own each and answer from there. Results of the Execute
+// stream are written from the proxy reader threads that produce them.
+class BackendAsyncServer {
+ public:
+  struct Options {
+    std::string listen;  // host:port; port 0 picks one
+    int max_message_bytes = 64 << 20;
+  };
+
+  // Listens and starts the loop. `service` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<BackendAsyncServer>> Start(
+      const Options& options, BackendServiceImpl* service);
+  ~BackendAsyncServer();
+
+  int port() const { return port_; }
+
+  // Stops accepting calls, cancels the calls still open after `grace`,
+  // waits for every call to end (its last operation done, plan calls
+  // answered) and stops the loop. Idempotent. If calls are still alive 30 s
+  // after the grace period (a batch stuck at a proxy), it says so and
+  // leaves the loop running rather than shut the queue under them.
+  void Shutdown(absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A pending operation on the completion queue. Public for the call
+  // classes in the .cc file.
+  class Tag {
+   public:
+    virtual ~Tag() = default;
+    virtual void Proceed(bool ok) = 0;
+  };
+
+  // Every call object registers while it exists: the completion queue may
+  // shut down only when no call can start another operation on it.
+  void CallCreated() ABSL_LOCKS_EXCLUDED(mu_);
+  void CallDestroyed() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  BackendAsyncServer() = default;
+  void Loop();
+
+  BackendService::AsyncService async_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread loop_;
+  int port_ = 0;
+
+  absl::Mutex mu_;
+  int live_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tessera

@@ -71,6 +71,34 @@ class UnaryCall final : public BackendAsyncServer::Tag {
   bool finishing_ = false;
 };
 
+// Arms the first call of one unary method: `request` is the generated
+// RequestX of the async service (declared in one of its bases), `handle`
+// the service's method.
+template <class Base, class Request, class Response>
+void ArmUnary(BackendAsyncServer* server, AsyncService* async,
+              grpc::ServerCompletionQueue* cq,
+              void (Base::*request)(grpc::ServerContext*, Request*,
+                                    grpc::ServerAsyncResponseWriter<Response>*,
+                                    grpc::CompletionQueue*,
+                                    grpc::ServerCompletionQueue*, void*),
+              BackendServiceImpl* service,
+              grpc::Status (BackendServiceImpl::*handle)(grpc::ServerContext*,
+                                                         const Request*,
+                                                         Response*),
+              bool blocking) {
+  UnaryCall<Request, Response>::Arm(
+      server,
+      [async, cq, request](grpc::ServerContext* c, Request* r,
+                           grpc::ServerAsyncResponseWriter<Response>* w,
+                           void* tag) {
+        (static_cast<Base*>(async)->*request)(c, r, w, cq, cq, tag);
+      },
+      [service, handle](const Request& r, Response* out) {
+        return (service->*handle)(nullptr, &r, out);
+      },
+      blocking);
+}
+
 // One Execute stream. The loop thread reads batches and routes them; the
 // results come back on proxy reader threads and are written one at a time
 // in the order they come. The stream finishes once the frontend has closed
@@ -235,45 +263,14 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   AsyncService* async = &server->async_;
   grpc::ServerCompletionQueue* cq = server->cq_.get();
   BackendAsyncServer* self = server.get();
-  UnaryCall<GetNodeInfoRequest, NodeInfo>::Arm(
-      self,
-      [async, cq](grpc::ServerContext* c, GetNodeInfoRequest* r,
-                  grpc::ServerAsyncResponseWriter<NodeInfo>* w, void* tag) {
-        async->RequestGetNodeInfo(c, r, w, cq, cq, tag);
-      },
-      [service](const GetNodeInfoRequest& r, NodeInfo* out) {
-        return service->GetNodeInfo(nullptr, &r, out);
-      },
-      /*blocking=*/false);
-  UnaryCall<HealthRequest, HealthResponse>::Arm(
-      self,
-      [async, cq](grpc::ServerContext* c, HealthRequest* r,
-                  grpc::ServerAsyncResponseWriter<HealthResponse>* w,
-                  void* tag) { async->RequestHealth(c, r, w, cq, cq, tag); },
-      [service](const HealthRequest& r, HealthResponse* out) {
-        return service->Health(nullptr, &r, out);
-      },
-      /*blocking=*/false);
-  UnaryCall<ApplyPlanRequest, ApplyPlanResponse>::Arm(
-      self,
-      [async, cq](grpc::ServerContext* c, ApplyPlanRequest* r,
-                  grpc::ServerAsyncResponseWriter<ApplyPlanResponse>* w,
-                  void* tag) { async->RequestApplyPlan(c, r, w, cq, cq, tag); },
-      [service](const ApplyPlanRequest& r, ApplyPlanResponse* out) {
-        return service->ApplyPlan(nullptr, &r, out);
-      },
-      /*blocking=*/true);
-  UnaryCall<CommitPlanRequest, CommitPlanResponse>::Arm(
-      self,
-      [async, cq](grpc::ServerContext* c, CommitPlanRequest* r,
-                  grpc::ServerAsyncResponseWriter<CommitPlanResponse>* w,
-                  void* tag) {
-        async->RequestCommitPlan(c, r, w, cq, cq, tag);
-      },
-      [service](const CommitPlanRequest& r, CommitPlanResponse* out) {
-        return service->CommitPlan(nullptr, &r, out);
-      },
-      /*blocking=*/true);
+  ArmUnary(self, async, cq, &AsyncService::RequestGetNodeInfo, service,
+           &BackendServiceImpl::GetNodeInfo, /*blocking=*/false);
+  ArmUnary(self, async, cq, &AsyncService::RequestHealth, service,
+           &BackendServiceImpl::Health, /*blocking=*/false);
+  ArmUnary(self, async, cq, &AsyncService::RequestApplyPlan, service,
+           &BackendServiceImpl::ApplyPlan, /*blocking=*/true);
+  ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
+           &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
   server->loop_ = std::thread([self] { self->Loop(); });
   return server;

@@ -591,8 +591,8 @@ void BackendServiceImpl::Route(BatchRequest batch,
     return;
   }
   const std::string gpulet = batch.gpulet_id(), model = batch.model();
-  proxy->Execute(batch, [this, gpulet, model,
-                         reply = std::move(reply)](BatchResponse r) {
+  proxy->Execute(std::move(batch), [this, gpulet, model,
+                                    reply = std::move(reply)](BatchResponse r) {
     // The proxy was taken just before a stop-then-start swap stopped it:
     // say so, so the frontend routes the calls again.
     if (r.status().code() == static_cast<int>(absl::StatusCode::kUnavailable)) {

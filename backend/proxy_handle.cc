@@ -133,8 +133,9 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
                       std::move(*region), slot_bytes, std::move(warmup)));
 }
 
-void ProxyHandle::Execute(const BatchRequest& batch, DoneCallback done) {
-  Pending p{batch, std::move(done), absl::Now()};
+void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {
+  const uint64_t batch_id = batch.batch_id();
+  Pending p{std::move(batch), std::move(done), absl::Now()};
   int slot = -1;
   bool dead = false;
   {
@@ -151,7 +152,7 @@ void ProxyHandle::Execute(const BatchRequest& batch, DoneCallback done) {
   }
   if (dead) {
     BatchResponse response;
-    response.set_batch_id(batch.batch_id());
+    response.set_batch_id(batch_id);
     ToStatusProto(absl::UnavailableError(absl::StrCat(
                       "proxy of gpulet '", options_.gpulet_id, "' is down")),
                   response.mutable_status());

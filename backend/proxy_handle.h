@@ -58,9 +58,9 @@ class ProxyHandle {
 
   // Runs `batch` on the proxy; `done` is called exactly once, from another
   // thread, with the outputs or a failure status. Never blocks on the
-  // device: batches beyond the free slots wait in a queue.
-  void Execute(const BatchRequest& batch, DoneCallback done)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // device: batches beyond the free slots wait in a queue. Pass the batch
+  // by move: an image batch is hundreds of kilobytes.
+  void Execute(BatchRequest batch, DoneCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits up to `timeout` for in-flight and queued batches to finish.
   bool Drain(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);

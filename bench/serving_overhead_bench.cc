@@ -299,11 +299,6 @@ ProcessCounters ReadCounters(pid_t pid) {
   return c;
 }
 
-// Per-request CPU time and switches of each process over a measurement.
-struct CostPerRequest {
-  std::map<std::string, ProcessCounters> by_process;
-};
-
 Samples Difference(const Samples& a, const Samples& b) {
   Samples d;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
@@ -381,7 +376,8 @@ int Run() {
   options.static_plan = plan;
   std::map<std::string, Timed> floor, e2e;
   std::map<std::string, std::vector<int>> cores;
-  std::map<std::string, CostPerRequest> cost;
+  // Per model and process: CPU time and switches per request.
+  std::map<std::string, std::map<std::string, ProcessCounters>> cost;
   {
     auto cluster = testing::LocalCluster::Start(options);
     if (!cluster.ok()) {
@@ -432,8 +428,8 @@ int Run() {
       for (const auto& [name, pid] : processes) {
         const ProcessCounters now = ReadCounters(pid);
         const double n = std::max(1, answered);
-        cost[m].by_process[name] = {(now.cpu_us - before[name].cpu_us) / n,
-                                    (now.switches - before[name].switches) / n};
+        cost[m][name] = {(now.cpu_us - before[name].cpu_us) / n,
+                         (now.switches - before[name].switches) / n};
       }
       if (answered == 0) {
         std::fprintf(stderr, "no end-to-end request for %s succeeded\n",
@@ -558,7 +554,7 @@ int Run() {
   std::printf("%-10s %20s %20s %20s %26s\n", "model", "echo server", "frontend",
               "backend", "proxy (of which exec)");
   for (const auto& m : models) {
-    const auto& by = cost[m].by_process;
+    const auto& by = cost[m];
     const Samples& exec = e2e[m].params.at("tessera.exec_us");
     double exec_mean = 0;
     for (double x : exec) exec_mean += x / exec.size();

@@ -11,28 +11,22 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/backend/empty_backend.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
 
-// A backend with one cpu device and no gpulets: batches for any gpulet are
-// answered NOT_FOUND by the service itself, so the stream machinery is
-// exercised without proxy processes.
+// A backend without gpulets (testing::MakeEmptyBackend): the stream
+// machinery is exercised without proxy processes.
 class BackendAsyncServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     repo_ = ::testing::TempDir() + "/tessera_async_server_repo_" +
             std::to_string(getpid());
     std::filesystem::create_directories(repo_);
-    BackendServiceImpl::Options options;
-    options.config.set_id("b0");
-    DeviceConfig* cpu = options.config.add_devices();
-    cpu->set_id("cpu0");
-    cpu->set_kind(DEVICE_KIND_CPU);
-    options.model_repository = repo_;
-    auto service = BackendServiceImpl::Create(options);
+    auto service = testing::MakeEmptyBackend("b0", repo_);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
     auto server = BackendAsyncServer::Start({"127.0.0.1:0"}, service_.get());

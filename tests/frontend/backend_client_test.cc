@@ -1,0 +1,101 @@
+#include "frontend/backend_client.h"
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "backend/backend_async_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/backend/empty_backend.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Sends one batch and waits (at most 20 s) for its callback, which must
+// come exactly once.
+absl::Status SendOne(BackendClient* client, std::atomic<int>* callbacks) {
+  BatchRequest batch;
+  batch.set_gpulet_id("g");
+  batch.set_model("m");
+  auto done = std::make_shared<absl::Notification>();
+  auto result = std::make_shared<absl::Status>();
+  client->Send(batch,
+               [done, result, callbacks](absl::Status status, BatchResponse) {
+                 ++*callbacks;
+                 *result = std::move(status);
+                 done->Notify();
+               });
+  if (!done->WaitForNotificationWithTimeout(absl::Seconds(20))) {
+    return absl::DeadlineExceededError("no callback within 20 s");
+  }
+  return *result;
+}
+
+// Sends until a batch gets `code` (the stream connects, breaks or comes
+// back in the background), for at most 30 s.
+absl::Status SendUntil(BackendClient* client, absl::StatusCode code,
+                       std::atomic<int>* callbacks, int* sent) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::Status status;
+  while (absl::Now() < deadline) {
+    status = SendOne(client, callbacks);
+    ++*sent;
+    if (status.code() == code) return status;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return status;
+}
+
+TEST(BackendClientTest, StreamsBatchesAndReconnectsAfterTheBackendRestarts) {
+  const std::string repo = ::testing::TempDir() +
+                           "/tessera_backend_client_repo_" +
+                           std::to_string(getpid());
+  std::filesystem::create_directories(repo);
+  auto service = testing::MakeEmptyBackend("b0", repo);
+  ASSERT_TRUE(service.ok()) << service.status();
+  auto server = BackendAsyncServer::Start({"127.0.0.1:0"}, service->get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+
+  BackendClient client("b0", address);
+  std::atomic<int> callbacks{0};
+  int sent = 0;
+  // Answered by the backend itself: the batch crossed the stream.
+  absl::Status s =
+      SendUntil(&client, absl::StatusCode::kNotFound, &callbacks, &sent);
+  ASSERT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'g' is not served by backend 'b0'"));
+
+  // The backend goes away: batches fail UNAVAILABLE, none hangs.
+  (*server)->Shutdown(absl::ZeroDuration());
+  server->reset();
+  s = SendUntil(&client, absl::StatusCode::kUnavailable, &callbacks, &sent);
+  ASSERT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("backend 'b0'"));
+
+  // It comes back on the same port: the client opens a new stream.
+  auto again = BackendAsyncServer::Start({address}, service->get());
+  ASSERT_TRUE(again.ok()) << again.status();
+  s = SendUntil(&client, absl::StatusCode::kNotFound, &callbacks, &sent);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+
+  client.Shutdown();
+  s = SendOne(&client, &callbacks);
+  ++sent;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(callbacks.load(), sent);  // every batch answered exactly once
+  (*again)->Shutdown(absl::ZeroDuration());
+  std::error_code ec;
+  std::filesystem::remove_all(repo, ec);
+}
+
+}  // namespace
+}  // namespace tessera

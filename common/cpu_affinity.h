@@ -9,7 +9,7 @@
 
 namespace tessera {
 
-// Pins the calling process (all future threads) to `cores`.
+// Pins the calling thread (and the threads it starts later) to `cores`.
 absl::Status SetCpuAffinity(const std::vector<int>& cores);
 // Cores process `pid` (0 = self) may run on, ascending.
 absl::StatusOr<std::vector<int>> GetCpuAffinity(pid_t pid);

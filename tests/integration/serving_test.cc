@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cpu_affinity.h"
@@ -388,7 +389,7 @@ TEST_F(ServingTest, UnmeetableDeadlineIsRejectedEarly) {
   ExpectStillServing();
 }
 
-TEST_F(ServingTest, ProxiesRunOnExactlyTheirPartitionsCores) {
+TEST_F(ServingTest, ProxiesAndTheirReadersRunOnTheirPartitionsCores) {
   auto backend_cores = GetCpuAffinity(cluster_->backend(0)->pid());
   ASSERT_TRUE(backend_cores.ok());
   ASSERT_GE(backend_cores->size(), 2u);
@@ -411,6 +412,22 @@ TEST_F(ServingTest, ProxiesRunOnExactlyTheirPartitionsCores) {
     }
   }
   EXPECT_EQ(checked, 2);
+
+  // Each proxy's reader thread in the backend shares its proxy's cores.
+  const pid_t backend = cluster_->backend(0)->pid();
+  std::map<std::string, std::vector<int>> readers;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           absl::StrCat("/proc/", backend, "/task"))) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (!absl::StartsWith(name, "rd:")) continue;
+    auto cores = GetCpuAffinity(std::stoi(entry.path().filename().string()));
+    ASSERT_TRUE(cores.ok()) << cores.status();
+    readers[name] = *cores;
+  }
+  EXPECT_EQ(readers, (std::map<std::string, std::vector<int>>{
+                         {"rd:cpu0-a", first}, {"rd:cpu0-b", second}}));
 }
 
 TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {

@@ -12,6 +12,10 @@
 //    backend, proxy) spends per request;
 //  * the same model run in this process with the proxy's own runner
 //    (TorchModelRunner) on the same core, to compare execution.
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -307,6 +311,46 @@ Samples Difference(const Samples& a, const Samples& b) {
   return d;
 }
 
+// Round trip (us, p50 of 500) of a 100-byte message between this thread
+// pinned to `client_core` and a child process pinned to `server_core`, with
+// 1 ms idle before each, over a local SOCK_SEQPACKET pair: what waking an
+// idle thread costs on this machine, on the same core and across cores.
+// Returns -1 if the child cannot be started.
+double WakeRoundTripUs(int client_core, int server_core) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds) != 0) return -1;
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    close(fds[0]);
+    (void)SetCpuAffinity({server_core});
+    char buffer[256];
+    ssize_t n;
+    while ((n = recv(fds[1], buffer, sizeof(buffer), 0)) > 0) {
+      if (send(fds[1], buffer, n, 0) != n) break;
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  auto mine = GetCpuAffinity(0);
+  (void)SetCpuAffinity({client_core});
+  char buffer[256] = {};
+  Samples rtt;
+  for (int i = 0; i < 550; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+    const absl::Time start = absl::Now();
+    if (send(fds[0], buffer, 100, 0) != 100 ||
+        recv(fds[0], buffer, sizeof(buffer), 0) <= 0) {
+      break;
+    }
+    if (i >= 50) rtt.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  if (mine.ok()) (void)SetCpuAffinity(*mine);
+  return rtt.empty() ? -1 : Percentile(rtt, .5);
+}
+
 int Run() {
   const int iterations = absl::GetFlag(FLAGS_iterations);
   const int warmup = absl::GetFlag(FLAGS_warmup);
@@ -316,6 +360,20 @@ int Run() {
   if (!repo.ok()) {
     std::fprintf(stderr, "%s\n", repo.status().ToString().c_str());
     return 1;
+  }
+
+  // 0. What a wake-up costs here (context for every number below).
+  auto allowed = GetCpuAffinity(0);
+  if (allowed.ok() && !allowed->empty()) {
+    const int a = allowed->front(), b = allowed->back();
+    std::printf(
+        "Wake-up cost of this machine: round trip to an idle process after "
+        "1 ms, p50: %.0f us on one core, %s\n",
+        WakeRoundTripUs(a, a),
+        a == b ? "(one core only)"
+               : absl::StrFormat("%.0f us across two cores",
+                                 WakeRoundTripUs(a, b))
+                     .c_str());
   }
 
   // 1. One-hop floor: an echo server in another process.
@@ -438,12 +496,13 @@ int Run() {
       }
     }
   }
-  (*echo_process)->Stop(absl::Seconds(5));
-
   // 3. In-process execution with the proxy's runner on the same core:
-  // back to back, and paced (idle between runs for about the end-to-end
-  // time, as the proxy is between sequential requests: caches go cold).
-  std::map<std::string, Samples> inproc, paced;
+  // back to back; paced (idle between runs for about the end-to-end time,
+  // as the proxy is between sequential requests: caches go cold); and
+  // alternating with an echo call (between runs, gRPC work of the client
+  // and the echo server runs on the machine's cores, as the frontend's and
+  // backend's threads run on the proxy's core between its requests).
+  std::map<std::string, Samples> inproc, paced, with_echo;
   for (const auto& m : models) {
     const ModelConfig& config = (*repo)->Find(m)->config;
     if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
@@ -469,27 +528,34 @@ int Run() {
     const absl::Duration gap =
         absl::Microseconds(Percentile(e2e[m].total, .5) -
                            Percentile(e2e[m].params.at("tessera.exec_us"), .5));
-    for (bool pace : {false, true}) {
+    for (auto* samples : {&inproc, &paced, &with_echo}) {
       for (int i = 0; i < warmup + iterations; ++i) {
-        if (pace) absl::SleepFor(gap);
+        if (samples == &paced) absl::SleepFor(gap);
+        if (samples == &with_echo) {
+          double us = 0;
+          inference::ModelInferResponse response;
+          (void)Call(echo_stub.get(), request, &us, &response);
+        }
         absl::Duration exec;
         auto outputs = (*runner)->Run(m, inputs, out.data(), out.size(), &exec);
         if (outputs.ok() && i >= warmup) {
-          (pace ? paced : inproc)[m].push_back(
-              absl::ToDoubleMicroseconds(exec));
+          (*samples)[m].push_back(absl::ToDoubleMicroseconds(exec));
         }
       }
     }
   }
+  (*echo_process)->Stop(absl::Seconds(5));
 
   std::printf(
       "\nServing-path overhead at batch 1 (%d requests each, microseconds; "
       "p50 / p99)\n\n",
       iterations);
-  std::printf("%-10s %9s %15s %15s %15s %15s %15s %8s %8s %15s %8s %15s %8s\n",
-              "model", "req bytes", "echo b2b", "echo alt", "end-to-end",
-              "proxy exec", "overhead", "ovh/alt", "ovh/b2b", "in-proc exec",
-              "exec/inp", "in-proc paced", "exec/pcd");
+  std::printf(
+      "%-10s %9s %15s %15s %15s %15s %15s %8s %8s %15s %8s %15s %8s %15s "
+      "%8s\n",
+      "model", "req bytes", "echo b2b", "echo alt", "end-to-end", "proxy exec",
+      "overhead", "ovh/alt", "ovh/b2b", "in-proc exec", "exec/inp",
+      "in-proc paced", "exec/pcd", "in-proc w/ echo", "exec/w-e");
   auto pair = [](const Samples& x) {
     return absl::StrFormat("%6.0f / %6.0f", Percentile(x, .5),
                            Percentile(x, .99));
@@ -503,19 +569,25 @@ int Run() {
     const double ovh = Percentile(overhead, .5);
     std::printf(
         "%-10s %9zu %15s %15s %15s %15s %15s %8.2f %8.2f %15s %8.3f %15s "
-        "%8.3f\n",
+        "%8.3f %15s %8.3f\n",
         m.c_str(), bytes, pair(floor_b2b[m].total).c_str(),
         pair(floor[m].total).c_str(), pair(e.total).c_str(), pair(exec).c_str(),
         pair(overhead).c_str(), ovh / Percentile(floor[m].total, .5),
         ovh / Percentile(floor_b2b[m].total, .5), pair(inproc[m]).c_str(),
         Percentile(exec, .5) / Percentile(inproc[m], .5),
         pair(paced[m]).c_str(),
-        Percentile(exec, .5) / Percentile(paced[m], .5));
+        Percentile(exec, .5) / Percentile(paced[m], .5),
+        pair(with_echo[m]).c_str(),
+        Percentile(exec, .5) / Percentile(with_echo[m], .5));
   }
   std::printf(
       "\necho b2b: echo calls back to back; echo alt: echo calls alternating "
       "with the end-to-end calls (the floor under the same conditions: "
-      "processes idle between calls, caches cold).\n");
+      "processes idle between calls, caches cold).\nin-proc: the proxy's "
+      "runner in this process on the proxy's cores, back to back; paced: "
+      "idle between runs for the measured overhead; w/ echo: one echo call "
+      "between runs (gRPC work on the machine's cores between runs, as "
+      "between the proxy's requests).\n");
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
   std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model", "client<->fe",
               "fe queue+disp", "fe<->backend", "be->proxy+back", "device queue",

@@ -370,10 +370,10 @@ int Run() {
         "Wake-up cost of this machine: round trip to an idle process after "
         "1 ms, p50: %.0f us on one core, %s\n",
         WakeRoundTripUs(a, a),
-        a == b ? "(one core only)"
-               : absl::StrFormat("%.0f us across two cores",
-                                 WakeRoundTripUs(a, b))
-                     .c_str());
+        a == b
+            ? "(one core only)"
+            : absl::StrFormat("%.0f us across two cores", WakeRoundTripUs(a, b))
+                  .c_str());
   }
 
   // 1. One-hop floor: an echo server in another process.
@@ -575,8 +575,7 @@ int Run() {
         pair(overhead).c_str(), ovh / Percentile(floor[m].total, .5),
         ovh / Percentile(floor_b2b[m].total, .5), pair(inproc[m]).c_str(),
         Percentile(exec, .5) / Percentile(inproc[m], .5),
-        pair(paced[m]).c_str(),
-        Percentile(exec, .5) / Percentile(paced[m], .5),
+        pair(paced[m]).c_str(), Percentile(exec, .5) / Percentile(paced[m], .5),
         pair(with_echo[m]).c_str(),
         Percentile(exec, .5) / Percentile(with_echo[m], .5));
   }

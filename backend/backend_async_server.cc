@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <functional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,67 +14,9 @@ namespace {
 
 using AsyncService = BackendService::AsyncService;
 
-// One unary call: accepts the next call of its method as soon as it has
-// one, runs the handler (inline, or on a thread of its own for calls that
-// block) and finishes.
-template <class Request, class Response>
-class UnaryCall final : public BackendAsyncServer::Tag {
- public:
-  using Requester = std::function<void(
-      grpc::ServerContext*, Request*,
-      grpc::ServerAsyncResponseWriter<Response>*, void* tag)>;
-  using Handler = std::function<grpc::Status(const Request&, Response*)>;
-
-  // Arms one call; it re-arms itself.
-  static void Arm(BackendAsyncServer* server, Requester requester,
-                  Handler handler, bool blocking) {
-    new UnaryCall(server, std::move(requester), std::move(handler), blocking);
-  }
-
-  void Proceed(bool ok) override {
-    if (finishing_ || !ok) {  // answered, or the server is shutting down
-      delete this;
-      return;
-    }
-    Arm(server_, requester_, handler_, blocking_);
-    finishing_ = true;
-    if (!blocking_) {
-      writer_.Finish(response_, handler_(request_, &response_), this);
-      return;
-    }
-    std::thread([this] {
-      writer_.Finish(response_, handler_(request_, &response_), this);
-    }).detach();
-  }
-
-  ~UnaryCall() override { server_->CallDestroyed(); }
-
- private:
-  UnaryCall(BackendAsyncServer* server, Requester requester, Handler handler,
-            bool blocking)
-      : server_(server),
-        requester_(std::move(requester)),
-        handler_(std::move(handler)),
-        blocking_(blocking),
-        writer_(&context_) {
-    server_->CallCreated();
-    requester_(&context_, &request_, &writer_, this);
-  }
-
-  BackendAsyncServer* const server_;
-  const Requester requester_;
-  const Handler handler_;
-  const bool blocking_;
-  grpc::ServerContext context_;
-  Request request_;
-  Response response_;
-  grpc::ServerAsyncResponseWriter<Response> writer_;
-  bool finishing_ = false;
-};
-
 // Arms the first call of one unary method: `request` is the generated
-// RequestX of the async service (declared in one of its bases), `handle`
-// the service's method.
+// RequestX of the async service, `handle` the service's method. Blocking
+// methods (they wait for proxies) run on a thread of their own each.
 template <class Base, class Request, class Response>
 void ArmUnary(BackendAsyncServer* server, AsyncService* async,
               grpc::ServerCompletionQueue* cq,
@@ -86,17 +29,18 @@ void ArmUnary(BackendAsyncServer* server, AsyncService* async,
                                                          const Request*,
                                                          Response*),
               bool blocking) {
-  UnaryCall<Request, Response>::Arm(
-      server,
-      [async, cq, request](grpc::ServerContext* c, Request* r,
-                           grpc::ServerAsyncResponseWriter<Response>* w,
-                           void* tag) {
-        (static_cast<Base*>(async)->*request)(c, r, w, cq, cq, tag);
-      },
-      [service, handle](const Request& r, Response* out) {
-        return (service->*handle)(nullptr, &r, out);
-      },
-      blocking);
+  ArmAsyncUnary(server->calls(), async, cq, request,
+                [service, handle, blocking](
+                    grpc::ServerContext*, const Request* r, Response* out,
+                    typename AsyncUnaryCall<Request, Response>::Finish finish) {
+                  if (!blocking) {
+                    finish((service->*handle)(nullptr, r, out));
+                    return;
+                  }
+                  std::thread([service, handle, r, out, finish] {
+                    finish((service->*handle)(nullptr, r, out));
+                  }).detach();
+                });
 }
 
 // One Execute stream. The loop thread reads batches and routes them; the
@@ -113,18 +57,6 @@ class ExecuteCall {
   }
 
  private:
-  // Routes a completion to one of this call's handlers.
-  class Op final : public BackendAsyncServer::Tag {
-   public:
-    Op(ExecuteCall* call, void (ExecuteCall::*fn)(bool))
-        : call_(call), fn_(fn) {}
-    void Proceed(bool ok) override { (call_->*fn_)(ok); }
-
-   private:
-    ExecuteCall* const call_;
-    void (ExecuteCall::*const fn_)(bool);
-  };
-
   ExecuteCall(BackendAsyncServer* server, AsyncService* async,
               grpc::ServerCompletionQueue* cq, BackendServiceImpl* service)
       : server_(server),
@@ -132,10 +64,10 @@ class ExecuteCall {
         cq_(cq),
         service_(service),
         stream_(&context_) {
-    server_->CallCreated();
+    server_->calls()->Created();
     async_->RequestExecute(&context_, &stream_, cq_, cq_, &accepted_);
   }
-  ~ExecuteCall() { server_->CallDestroyed(); }
+  ~ExecuteCall() { server_->calls()->Destroyed(); }
 
   void OnAccepted(bool ok) {
     if (!ok) {  // the server is shutting down
@@ -227,10 +159,10 @@ class ExecuteCall {
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<BatchResponse, BatchRequest> stream_;
   BatchRequest batch_;  // the read in progress
-  Op accepted_{this, &ExecuteCall::OnAccepted};
-  Op read_{this, &ExecuteCall::OnRead};
-  Op written_{this, &ExecuteCall::OnWritten};
-  Op finished_{this, &ExecuteCall::OnFinished};
+  AsyncOp<ExecuteCall> accepted_{this, &ExecuteCall::OnAccepted};
+  AsyncOp<ExecuteCall> read_{this, &ExecuteCall::OnRead};
+  AsyncOp<ExecuteCall> written_{this, &ExecuteCall::OnWritten};
+  AsyncOp<ExecuteCall> finished_{this, &ExecuteCall::OnFinished};
 
   absl::Mutex mu_;
   std::deque<BatchResponse> writes_ ABSL_GUARDED_BY(mu_);  // front: writing
@@ -272,27 +204,11 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
            &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
-  server->loop_ = std::thread([self] { self->Loop(); });
+  server->loop_ = std::thread([cq] { RunCompletionQueue(cq); });
   return server;
 }
 
 BackendAsyncServer::~BackendAsyncServer() { Shutdown(absl::ZeroDuration()); }
-
-void BackendAsyncServer::Loop() {
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
-}
-
-void BackendAsyncServer::CallCreated() {
-  absl::MutexLock lock(&mu_);
-  ++live_calls_;
-}
-
-void BackendAsyncServer::CallDestroyed() {
-  absl::MutexLock lock(&mu_);
-  --live_calls_;
-}
 
 void BackendAsyncServer::Shutdown(absl::Duration grace) {
   {
@@ -305,19 +221,13 @@ void BackendAsyncServer::Shutdown(absl::Duration grace) {
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   // Cancelled streams still finish, plan calls still answer from their
   // threads, and waiting calls learn of the shutdown: all on the queue.
-  bool idle = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return live_calls_ == 0;
-    };
-    idle = mu_.AwaitWithTimeout(absl::Condition(&none), absl::Seconds(30));
-    if (!idle) {
-      spdlog::error(
-          "{} gRPC call(s) still open 30 s after shutdown (a batch stuck at "
-          "a proxy?); leaving them",
-          live_calls_);
-    }
+  int left = 0;
+  const bool idle = calls_.AwaitNone(absl::Seconds(30), &left);
+  if (!idle) {
+    spdlog::error(
+        "{} gRPC call(s) still open 30 s after shutdown (a batch stuck at "
+        "a proxy?); leaving them",
+        left);
   }
   if (!idle) {
     // Shutting the queue would break the calls still using it.

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "backend.grpc.pb.h"
 #include "backend/backend_service.h"
+#include "common/async_call.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tessera {
@@ -45,22 +46,12 @@ class BackendAsyncServer {
   // leaves the loop running rather than shut the queue under them.
   void Shutdown(absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // A pending operation on the completion queue. Public for the call
-  // classes in the .cc file.
-  class Tag {
-   public:
-    virtual ~Tag() = default;
-    virtual void Proceed(bool ok) = 0;
-  };
-
-  // Every call object registers while it exists: the completion queue may
-  // shut down only when no call can start another operation on it.
-  void CallCreated() ABSL_LOCKS_EXCLUDED(mu_);
-  void CallDestroyed() ABSL_LOCKS_EXCLUDED(mu_);
+  // The call objects alive on the queue (for the call classes in the .cc
+  // file).
+  AsyncCallCount* calls() { return &calls_; }
 
  private:
   BackendAsyncServer() = default;
-  void Loop();
 
   BackendService::AsyncService async_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
@@ -68,8 +59,8 @@ class BackendAsyncServer {
   std::thread loop_;
   int port_ = 0;
 
+  AsyncCallCount calls_;
   absl::Mutex mu_;
-  int live_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -1,10 +1,10 @@
 #include "frontend/backend_client.h"
 
-#include <atomic>
 #include <chrono>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "common/async_call.h"
 #include "common/grpc_status_util.h"
 #include "common/grpc_tuning.h"
 #include "grpcpp/grpcpp.h"
@@ -19,8 +19,14 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
 
 }  // namespace
 
-BackendClient::BackendClient(std::string id, std::string address)
-    : id_(std::move(id)), address_(std::move(address)) {
+BackendClient::BackendClient(std::string id, std::string address,
+                             grpc::CompletionQueue* cq)
+    : id_(std::move(id)), address_(std::move(address)), cq_(cq) {
+  if (cq_ == nullptr) {
+    own_cq_ = std::make_unique<grpc::CompletionQueue>();
+    cq_ = own_cq_.get();
+    own_loop_ = std::thread([cq = cq_] { RunCompletionQueue(cq); });
+  }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -75,21 +81,19 @@ absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
   return response;
 }
 
-// One Execute call. Writes are queued and issued one at a time (the
-// callback API allows one outstanding write); a hold keeps the call open
-// while batches may still be written from outside its reactions. The hold
-// is released once the stream is broken and no write is being issued, so
-// no StartWrite can race with the end of the call.
-class BackendClient::ExecuteStream final
-    : public grpc::ClientBidiReactor<BatchRequest, BatchResponse> {
+// One Execute call on the asynchronous API. Batches are written from the
+// threads that form them, queued and issued one at a time (one write may
+// be outstanding); the call's completions (start, reads, writes, the end)
+// run on the thread that polls the client's completion queue. When the call
+// breaks, it is cancelled, and once no read or write is outstanding it
+// finishes; the finish is its last event.
+class BackendClient::ExecuteStream {
  public:
   explicit ExecuteStream(BackendClient* client) : client_(client) {}
 
-  void Start(BackendService::Stub* stub) {
-    stub->async()->Execute(&context_, this);
-    AddHold();
-    StartRead(&response_);
-    StartCall();
+  void Start(BackendService::Stub* stub, grpc::CompletionQueue* cq) {
+    rw_ = stub->PrepareAsyncExecute(&context_, cq);
+    rw_->StartCall(&started_);
   }
 
   // Queues `batch` for writing; false (and `batch` untouched) if the stream
@@ -100,82 +104,114 @@ class BackendClient::ExecuteStream final
       absl::MutexLock lock(&mu_);
       if (broken_) return false;
       writes_.push_back(std::move(batch));
-      if (writing_) return true;  // the write in progress issues it
+      if (writing_ || starting_) return true;  // issued when it may be
       writing_ = true;
       first = &writes_.front();
     }
-    StartWrite(first);
+    rw_->Write(*first, &written_);
     return true;
   }
 
+  // Ends the call (from any thread); the client hears of it in StreamDone.
   void Cancel() { context_.TryCancel(); }
-  bool read_any() const { return read_any_.load(); }
+  bool read_any() const { return read_any_; }
 
-  void OnReadDone(bool ok) override {
+ private:
+  void OnStarted(bool ok) {
+    const BatchRequest* first = nullptr;
+    bool read = false;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = false;
+      if (!ok) broken_ = true;
+      read = reading_ = !broken_;
+      if (!broken_ && !writes_.empty()) {
+        writing_ = true;
+        first = &writes_.front();
+      }
+    }
+    if (read) rw_->Read(&response_, &read_);
+    if (first != nullptr) rw_->Write(*first, &written_);
+    if (!read) Break();
+  }
+
+  void OnRead(bool ok) {
     if (!ok) {
-      BreakAndMaybeRelease();
+      {
+        absl::MutexLock lock(&mu_);
+        reading_ = false;
+      }
+      Break();
       return;
     }
-    read_any_.store(true);
+    read_any_ = true;
     BatchResponse response = std::move(response_);
     response_.Clear();
-    StartRead(&response_);
+    rw_->Read(&response_, &read_);
     client_->Deliver(std::move(response));
   }
 
-  void OnWriteDone(bool ok) override {
+  void OnWritten(bool ok) {
     const BatchRequest* next = nullptr;
-    bool release = false;
     {
       absl::MutexLock lock(&mu_);
       writes_.pop_front();
-      if (!ok) {
-        broken_ = true;
-        writes_.clear();  // their batches fail with the stream
-      }
-      if (!broken_ && !writes_.empty()) {
+      if (!ok) broken_ = true;
+      if (broken_) writes_.clear();  // their batches fail with the stream
+      if (!writes_.empty()) {
         next = &writes_.front();
       } else {
         writing_ = false;
-        release = ReleaseHoldLocked();
       }
     }
-    if (!ok) Cancel();  // ends the read side too
-    if (next != nullptr) StartWrite(next);
-    if (release) RemoveHold();
+    if (next != nullptr) rw_->Write(*next, &written_);
+    if (!ok) {
+      Break();
+    } else {
+      MaybeFinish();
+    }
   }
 
-  // The last reaction: after StreamDone the loop may destroy this stream.
-  void OnDone(const grpc::Status& status) override {
-    client_->StreamDone(status);
-  }
+  // The last event: after StreamDone the client may destroy this stream.
+  void OnFinished(bool) { client_->StreamDone(status_); }
 
- private:
-  void BreakAndMaybeRelease() ABSL_LOCKS_EXCLUDED(mu_) {
-    bool release = false;
+  // No write starts from now on; the outstanding read and write complete.
+  void Break() ABSL_LOCKS_EXCLUDED(mu_) {
     {
       absl::MutexLock lock(&mu_);
       broken_ = true;
-      release = ReleaseHoldLocked();
     }
-    if (release) RemoveHold();
+    context_.TryCancel();
+    MaybeFinish();
   }
 
-  bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!broken_ || writing_ || hold_released_) return false;
-    hold_released_ = true;
-    return true;
+  void MaybeFinish() ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!broken_ || starting_ || reading_ || writing_ || finishing_) return;
+      finishing_ = true;
+    }
+    rw_->Finish(&status_, &finished_);
   }
 
   BackendClient* const client_;
   grpc::ClientContext context_;
-  BatchResponse response_;  // the read in progress
-  std::atomic<bool> read_any_{false};
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<BatchRequest, BatchResponse>>
+      rw_;
+  BatchResponse response_;  // the read in progress (loop thread only)
+  bool read_any_ = false;   // loop thread only, read after StreamDone
+  grpc::Status status_;
+  AsyncOp<ExecuteStream> started_{this, &ExecuteStream::OnStarted};
+  AsyncOp<ExecuteStream> read_{this, &ExecuteStream::OnRead};
+  AsyncOp<ExecuteStream> written_{this, &ExecuteStream::OnWritten};
+  AsyncOp<ExecuteStream> finished_{this, &ExecuteStream::OnFinished};
   absl::Mutex mu_;
   std::deque<BatchRequest> writes_ ABSL_GUARDED_BY(mu_);  // front: writing
+  bool starting_ ABSL_GUARDED_BY(mu_) = true;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 void BackendClient::Send(BatchRequest batch, Callback done) {
@@ -241,7 +277,7 @@ void BackendClient::StreamLoop() {
       stream_ = stream;
       stream_done_ = false;
     }
-    stream->Start(stub_.get());
+    stream->Start(stub_.get(), cq_);
     grpc::Status status;
     {
       absl::MutexLock lock(&mu_);
@@ -284,11 +320,14 @@ void BackendClient::Shutdown() {
     shutdown_ = true;
     stream = stream_;
   }
-  // Outside mu_: cancelling may run the stream's reactions inline.
   if (stream != nullptr) stream->Cancel();
   stream.reset();
   if (thread_.joinable()) thread_.join();
   FailPending(absl::UnavailableError("frontend is shutting down"));
+  if (own_cq_ != nullptr) {
+    own_cq_->Shutdown();  // the last stream is over: nothing is pending
+    if (own_loop_.joinable()) own_loop_.join();
+  }
 }
 
 }  // namespace tessera

@@ -20,18 +20,22 @@ namespace tessera {
 // batch in flight on it fails with UNAVAILABLE and the client reconnects in
 // the background with exponential backoff. Thread-safe.
 //
-// The stream runs on gRPC's callback API: a batch is written from the
-// thread that formed it without waiting for the bytes to leave, and a
-// result is handed to its callback on the gRPC thread that read it, with
-// no hop to a thread of ours (each hop costs a cross-core wake-up; see
-// docs/benchmarks.md).
+// The stream runs on gRPC's asynchronous API: a batch is written from the
+// thread that formed it without waiting for the bytes to leave; results
+// are read, and handed to their callbacks, by the thread that polls the
+// completion queue the client was given (the frontend's event loop, which
+// also serves the clients' calls: no event is handed between threads; see
+// docs/benchmarks.md). Without one, the client polls a queue of its own.
 class BackendClient {
  public:
   // `status` is OK iff the batch executed; `response` carries the outputs.
   using Callback =
       std::function<void(absl::Status status, BatchResponse response)>;
 
-  BackendClient(std::string id, std::string address);
+  // `cq` (may be null: the client runs a queue and a thread of its own)
+  // must be polled by the caller's loop until after Shutdown.
+  BackendClient(std::string id, std::string address,
+                grpc::CompletionQueue* cq = nullptr);
   ~BackendClient();
 
   const std::string& id() const { return id_; }
@@ -45,15 +49,14 @@ class BackendClient {
   absl::StatusOr<HealthResponse> Health(absl::Duration timeout);
 
   // Sends `batch` (its batch_id is overwritten) on the stream; `done` is
-  // called exactly once, possibly before Send returns, on a gRPC thread or
-  // the caller's. Never blocks on the network. Callers must not hold locks
-  // that callbacks of other batches take: gRPC may run those inline.
+  // called exactly once, possibly before Send returns, on the thread that
+  // polls the queue or the caller's. Never blocks on the network.
   void Send(BatchRequest batch, Callback done) ABSL_LOCKS_EXCLUDED(mu_);
   // Fails pending batches and stops reconnecting.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  class ExecuteStream;  // one Execute call (a gRPC client reactor)
+  class ExecuteStream;  // one Execute call
 
   // Starts a stream, waits for it to end, fails what was in flight on it,
   // backs off and starts the next, until Shutdown.
@@ -67,9 +70,10 @@ class BackendClient {
   const std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BackendService::Stub> stub_;
+  grpc::CompletionQueue* cq_;  // the Execute streams' events
+  std::unique_ptr<grpc::CompletionQueue> own_cq_;  // when not given one
+  std::thread own_loop_;                           // polls own_cq_
 
-  // Never held while calling into a stream: gRPC may run the stream's
-  // reactions (which take mu_) inline.
   mutable absl::Mutex mu_;
   // The live stream, or null between streams. Shared so that Send and
   // Shutdown can use it outside mu_ while the loop lets go of it.

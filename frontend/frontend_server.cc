@@ -106,7 +106,6 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
                options_.repository_token) {
   for (const BackendEndpoint& b : options_.config.backends()) {
-    backends_.push_back(std::make_unique<BackendClient>(b.id(), b.address()));
     backend_state_[b.id()] = BackendState{};
   }
 }
@@ -120,12 +119,23 @@ absl::Status FrontendServer::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(-1);
   ApplyTransportTuning(&builder);
-  builder.RegisterService(&service_);
+  builder.RegisterService(&async_);
+  cq_ = builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    cq_->Shutdown();
+    RunCompletionQueue(cq_.get());  // drains it
+    cq_.reset();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
+  for (const BackendEndpoint& b : options_.config.backends()) {
+    backends_.push_back(
+        std::make_unique<BackendClient>(b.id(), b.address(), cq_.get()));
+  }
+  service_.Arm(&async_, cq_.get(), &calls_);
+  loop_ = std::thread([cq = cq_.get()] { RunCompletionQueue(cq); });
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "
       "check every {} s)",
@@ -147,6 +157,11 @@ absl::Status FrontendServer::Start() {
     admin.AddListeningPort(options_.admin_listen,
                            grpc::InsecureServerCredentials(), &admin_port_);
     admin.RegisterService(admin_service_.get());
+    // A queue nobody polls makes this a "hybrid" server: gRPC then gives
+    // its synchronous handler threads queues that do not poll either, and
+    // the admin port's events are polled by the event loop, the only
+    // thread of the frontend that waits in gRPC's poller.
+    admin_unpolled_cq_ = admin.AddCompletionQueue();
     admin_server_ = admin.BuildAndStart();
     if (admin_server_ == nullptr || admin_port_ == 0) {
       return absl::UnavailableError(absl::StrCat(
@@ -771,9 +786,29 @@ void FrontendServer::Shutdown() {
   if (admin_server_ != nullptr) {
     admin_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   }
+  if (admin_unpolled_cq_ != nullptr) {
+    admin_unpolled_cq_->Shutdown();
+    RunCompletionQueue(admin_unpolled_cq_.get());  // drains it
+  }
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});
   graveyard_.clear();
+  if (!loop_.joinable()) return;
+  // Every call answered (repository calls wait for their plan at most until
+  // their deadline) before the queue shuts down under them.
+  int left = 0;
+  if (!calls_.AwaitNone(absl::Seconds(30), &left)) {
+    spdlog::error(
+        "{} gRPC call(s) still open 30 s after shutdown; leaving "
+        "them",
+        left);
+    loop_.detach();
+    (void)cq_.release();
+    (void)server_.release();
+    return;
+  }
+  cq_->Shutdown();
+  loop_.join();
 }
 
 }  // namespace tessera

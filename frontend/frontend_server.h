@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "admin.grpc.pb.h"
+#include "common/async_call.h"
 #include "common/clock.h"
 #include "common/http_endpoint.h"
 #include "common/model_repository.h"
@@ -151,6 +152,12 @@ class FrontendServer : public ModelControl {
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
   const PolicyOptions policy_options_;
+  // The event loop: one thread polls one completion queue for the KServe
+  // calls and the backend streams (docs/ARCHITECTURE.md, threads).
+  AsyncCallCount calls_;
+  InferenceService::AsyncService async_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::thread loop_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
   RequestMonitor monitor_;
   FrontendMetrics metrics_;
@@ -182,6 +189,7 @@ class FrontendServer : public ModelControl {
   std::thread heartbeat_;
   std::unique_ptr<HttpEndpoint> http_;
   std::unique_ptr<AdminService::Service> admin_service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> admin_unpolled_cq_;
   std::unique_ptr<grpc::Server> admin_server_;
   int admin_port_ = 0;
 };

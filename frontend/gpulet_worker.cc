@@ -35,7 +35,7 @@ void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
     call->response->set_model_version(call->version);
     call->response->set_id(call->request->id());
   }
-  call->reactor->Finish(ToGrpcStatus(status));
+  call->finish(ToGrpcStatus(status));
 }
 
 GpuletWorker::GpuletWorker(Options options, BackendClient* backend,

@@ -1,12 +1,13 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpc_service.pb.h"
-#include "grpcpp/support/server_callback.h"
+#include "grpcpp/support/status.h"
 #include "model_config.pb.h"
 
 namespace tessera {
@@ -29,7 +30,9 @@ struct DecodedRequest {
 // One accepted ModelInfer call, from acceptance until it is finished. The
 // request and response belong to gRPC and stay valid until Finish().
 struct InferCall {
-  grpc::ServerUnaryReactor* reactor = nullptr;
+  // Finishes the gRPC call (exactly once); the request and response are
+  // not touched after it.
+  std::function<void(const grpc::Status&)> finish;
   const inference::ModelInferRequest* request = nullptr;
   inference::ModelInferResponse* response = nullptr;
   const ModelConfig* config = nullptr;

@@ -13,11 +13,27 @@
 namespace tessera {
 namespace {
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
-                               const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+// Arms the first call of one method: `request` is the generated RequestX
+// (declared in one of the async service's bases), `handle` its handler.
+template <class Base, class Request, class Response>
+void ArmHandler(
+    InferenceService* service, AsyncCallCount* calls,
+    InferenceService::AsyncService* async, grpc::ServerCompletionQueue* cq,
+    void (Base::*request)(grpc::ServerContext*, Request*,
+                          grpc::ServerAsyncResponseWriter<Response>*,
+                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
+                          void*),
+    void (InferenceService::*handle)(grpc::ServerContext*, const Request*,
+                                     Response*, InferenceService::Finish)) {
+  ArmAsyncUnary(calls, async, cq, request,
+                [service, handle](grpc::ServerContext* c, const Request* r,
+                                  Response* out, InferenceService::Finish f) {
+                  (service->*handle)(c, r, out, std::move(f));
+                });
+}
+
+void Done(const InferenceService::Finish& finish, const absl::Status& status) {
+  finish(ToGrpcStatus(status));
 }
 
 void FillTensorMetadata(const TensorConfig& t,
@@ -29,47 +45,71 @@ void FillTensorMetadata(const TensorConfig& t,
 
 }  // namespace
 
-grpc::ServerUnaryReactor* InferenceService::ServerLive(
-    grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
-    inference::ServerLiveResponse* response) {
+void InferenceService::Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
+                           AsyncCallCount* calls) {
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestServerLive,
+             &InferenceService::ServerLive);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestServerReady,
+             &InferenceService::ServerReady);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestModelReady,
+             &InferenceService::ModelReady);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestServerMetadata,
+             &InferenceService::ServerMetadata);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestModelMetadata,
+             &InferenceService::ModelMetadata);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestModelInfer,
+             &InferenceService::ModelInfer);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestRepositoryIndex,
+             &InferenceService::RepositoryIndex);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestRepositoryModelLoad,
+             &InferenceService::RepositoryModelLoad);
+  ArmHandler(this, calls, async, cq,
+             &AsyncService::RequestRepositoryModelUnload,
+             &InferenceService::RepositoryModelUnload);
+}
+
+void InferenceService::ServerLive(grpc::ServerContext* context,
+                                  const inference::ServerLiveRequest*,
+                                  inference::ServerLiveResponse* response,
+                                  Finish finish) {
   response->set_live(true);
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerReady(
-    grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
-    inference::ServerReadyResponse* response) {
+void InferenceService::ServerReady(grpc::ServerContext* context,
+                                   const inference::ServerReadyRequest*,
+                                   inference::ServerReadyResponse* response,
+                                   Finish finish) {
   response->set_ready(router_->HasPlan());
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelReady(
-    grpc::CallbackServerContext* context,
-    const inference::ModelReadyRequest* request,
-    inference::ModelReadyResponse* response) {
+void InferenceService::ModelReady(grpc::ServerContext* context,
+                                  const inference::ModelReadyRequest* request,
+                                  inference::ModelReadyResponse* response,
+                                  Finish finish) {
   auto version =
       repository_->ResolveVersion(request->name(), request->version());
-  if (!version.ok()) return Done(context, version.status());
+  if (!version.ok()) return Done(finish, version.status());
   response->set_ready(router_->Serves(request->name()));
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
-    grpc::CallbackServerContext* context,
-    const inference::ServerMetadataRequest*,
-    inference::ServerMetadataResponse* response) {
+void InferenceService::ServerMetadata(
+    grpc::ServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response, Finish finish) {
   response->set_name("tessera");
   response->set_version(server_version_);
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
-    grpc::CallbackServerContext* context,
+void InferenceService::ModelMetadata(
+    grpc::ServerContext* context,
     const inference::ModelMetadataRequest* request,
-    inference::ModelMetadataResponse* response) {
+    inference::ModelMetadataResponse* response, Finish finish) {
   auto version =
       repository_->ResolveVersion(request->name(), request->version());
-  if (!version.ok()) return Done(context, version.status());
+  if (!version.ok()) return Done(finish, version.status());
   const ModelRepository::Entry* entry = repository_->Find(request->name());
   response->set_name(entry->config.name());
   for (int64_t v : entry->versions) response->add_versions(absl::StrCat(v));
@@ -80,13 +120,13 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
   for (const auto& t : entry->config.output()) {
     FillTensorMetadata(t, response->add_outputs());
   }
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelInfer(
-    grpc::CallbackServerContext* context,
-    const inference::ModelInferRequest* request,
-    inference::ModelInferResponse* response) {
+void InferenceService::ModelInfer(grpc::ServerContext* context,
+                                  const inference::ModelInferRequest* request,
+                                  inference::ModelInferResponse* response,
+                                  Finish finish) {
   const absl::Time arrival = clock_->Now();
   // Calls refused before routing count too (unknown names as "_unknown",
   // so bad requests cannot grow the label set).
@@ -97,7 +137,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
                               status.code(), absl::Now() - arrival,
                               absl::IsDeadlineExceeded(status));
     }
-    return Done(context, status);
+    return Done(finish, status);
   };
   auto version = repository_->ResolveVersion(request->model_name(),
                                              request->model_version());
@@ -113,7 +153,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   if (!decoded.ok()) return refuse(decoded.status());
 
   auto call = std::make_unique<InferCall>();
-  call->reactor = context->DefaultReactor();
+  call->finish = std::move(finish);
   call->request = request;
   call->response = response;
   call->config = &entry->config;
@@ -127,16 +167,14 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   // Without a client deadline this is "infinitely" far (saturating).
   call->deadline =
       std::min(call->deadline, absl::FromChrono(context->deadline()));
-  grpc::ServerUnaryReactor* reactor = call->reactor;
   absl::Status routed = router_->Submit(call);
   if (!routed.ok()) FinishCall(std::move(call), routed);
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
-    grpc::CallbackServerContext* context,
+void InferenceService::RepositoryIndex(
+    grpc::ServerContext* context,
     const inference::RepositoryIndexRequest* request,
-    inference::RepositoryIndexResponse* response) {
+    inference::RepositoryIndexResponse* response, Finish finish) {
   for (const std::string& name : repository_->ModelNames()) {
     const ModelRepository::Entry* entry = repository_->Find(name);
     const bool unloaded = control_ != nullptr && control_->IsUnloaded(name);
@@ -157,11 +195,11 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
       index->set_reason("not placed by the current plan");
     }
   }
-  return Done(context, absl::OkStatus());
+  return Done(finish, absl::OkStatus());
 }
 
 absl::Status InferenceService::Authorize(
-    const grpc::CallbackServerContext* context) const {
+    const grpc::ServerContext* context) const {
   if (repository_token_.empty()) {
     return absl::FailedPreconditionError(
         "model load/unload is disabled on this frontend: start "
@@ -179,53 +217,52 @@ absl::Status InferenceService::Authorize(
   return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* InferenceService::RunControl(
-    grpc::CallbackServerContext* context, const std::string& model,
-    absl::Status (ModelControl::*op)(const std::string&, absl::Time)) {
+void InferenceService::RunControl(
+    grpc::ServerContext* context, const std::string& model,
+    absl::Status (ModelControl::*op)(const std::string&, absl::Time),
+    Finish finish) {
   if (control_ == nullptr) {
-    return Done(context, absl::UnimplementedError(
-                             "this server cannot load or unload models"));
+    return Done(finish, absl::UnimplementedError(
+                            "this server cannot load or unload models"));
   }
   absl::Status allowed = Authorize(context);
-  if (!allowed.ok()) return Done(context, allowed);
+  if (!allowed.ok()) return Done(finish, allowed);
   if (repository_->Find(model) == nullptr) {
-    return Done(context,
-                absl::NotFoundError(absl::StrCat("no model '", model,
-                                                 "' in the model repository")));
+    return Done(finish, absl::NotFoundError(absl::StrCat(
+                            "no model '", model, "' in the model repository")));
   }
   // Without a client deadline, wait at most two minutes for the plan.
   const absl::Time deadline = std::min(absl::FromChrono(context->deadline()),
                                        absl::Now() + absl::Seconds(120));
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Waiting for a plan can take seconds: not on a gRPC callback thread.
-  // The server's shutdown waits for this call to finish, and the control
+  // Waiting for a plan can take seconds: not on the loop thread. The
+  // frontend's shutdown waits for this call to finish, and the control
   // gives up when the frontend stops.
-  std::thread([this, reactor, model, op, deadline] {
-    const absl::Status status = (control_->*op)(model, deadline);
-    reactor->Finish(ToGrpcStatus(status));
+  std::thread([this, finish = std::move(finish), model, op, deadline] {
+    Done(finish, (control_->*op)(model, deadline));
   }).detach();
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
-    grpc::CallbackServerContext* context,
+void InferenceService::RepositoryModelLoad(
+    grpc::ServerContext* context,
     const inference::RepositoryModelLoadRequest* request,
-    inference::RepositoryModelLoadResponse*) {
+    inference::RepositoryModelLoadResponse*, Finish finish) {
   if (!request->parameters().empty()) {
-    return Done(context,
+    return Done(finish,
                 absl::InvalidArgumentError(
                     "load parameters (config overrides, files) are not "
                     "supported: models load from the repository as they "
                     "are"));
   }
-  return RunControl(context, request->model_name(), &ModelControl::LoadModel);
+  RunControl(context, request->model_name(), &ModelControl::LoadModel,
+             std::move(finish));
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
-    grpc::CallbackServerContext* context,
+void InferenceService::RepositoryModelUnload(
+    grpc::ServerContext* context,
     const inference::RepositoryModelUnloadRequest* request,
-    inference::RepositoryModelUnloadResponse*) {
-  return RunControl(context, request->model_name(), &ModelControl::UnloadModel);
+    inference::RepositoryModelUnloadResponse*, Finish finish) {
+  RunControl(context, request->model_name(), &ModelControl::UnloadModel,
+             std::move(finish));
 }
 
 }  // namespace tessera

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <functional>
 #include <string>
 
+#include "common/async_call.h"
 #include "common/clock.h"
 #include "common/model_repository.h"
 #include "frontend/frontend_metrics.h"
@@ -11,12 +13,12 @@
 
 namespace tessera {
 
-// The client-facing KServe v2 gRPC service (callback API: a call waiting in
-// a queue holds no thread). Validates requests, stamps deadlines (arrival +
+// The client-facing KServe v2 gRPC service, on the asynchronous API: the
+// frontend's event-loop thread runs the handlers, and a call waiting in a
+// queue holds no thread. Validates requests, stamps deadlines (arrival +
 // the model's SLO, or the client's deadline if sooner) and hands them to
 // the router. Thread-safe.
-class InferenceService final
-    : public inference::GRPCInferenceService::CallbackService {
+class InferenceService {
  public:
   // All pointers must outlive the service.
   // `metrics` may be null. `control` (may be null: the repository RPCs
@@ -36,42 +38,47 @@ class InferenceService final
         control_(control),
         repository_token_(std::move(repository_token)) {}
 
-  grpc::ServerUnaryReactor* ServerLive(
-      grpc::CallbackServerContext* context,
-      const inference::ServerLiveRequest* request,
-      inference::ServerLiveResponse* response) override;
-  grpc::ServerUnaryReactor* ServerReady(
-      grpc::CallbackServerContext* context,
-      const inference::ServerReadyRequest* request,
-      inference::ServerReadyResponse* response) override;
-  grpc::ServerUnaryReactor* ModelReady(
-      grpc::CallbackServerContext* context,
-      const inference::ModelReadyRequest* request,
-      inference::ModelReadyResponse* response) override;
-  grpc::ServerUnaryReactor* ServerMetadata(
-      grpc::CallbackServerContext* context,
-      const inference::ServerMetadataRequest* request,
-      inference::ServerMetadataResponse* response) override;
-  grpc::ServerUnaryReactor* ModelMetadata(
-      grpc::CallbackServerContext* context,
-      const inference::ModelMetadataRequest* request,
-      inference::ModelMetadataResponse* response) override;
-  grpc::ServerUnaryReactor* ModelInfer(
-      grpc::CallbackServerContext* context,
-      const inference::ModelInferRequest* request,
-      inference::ModelInferResponse* response) override;
-  grpc::ServerUnaryReactor* RepositoryIndex(
-      grpc::CallbackServerContext* context,
-      const inference::RepositoryIndexRequest* request,
-      inference::RepositoryIndexResponse* response) override;
-  grpc::ServerUnaryReactor* RepositoryModelLoad(
-      grpc::CallbackServerContext* context,
-      const inference::RepositoryModelLoadRequest* request,
-      inference::RepositoryModelLoadResponse* response) override;
-  grpc::ServerUnaryReactor* RepositoryModelUnload(
-      grpc::CallbackServerContext* context,
+  using AsyncService = inference::GRPCInferenceService::AsyncService;
+  // Finishes a call with its status (exactly once, from any thread).
+  using Finish = std::function<void(const grpc::Status&)>;
+
+  // Arms the first call of every method on `cq`; calls re-arm themselves
+  // and run their handlers on the thread that polls `cq`.
+  void Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
+           AsyncCallCount* calls);
+
+  // The handlers: each finishes its call once, inline or later.
+  void ServerLive(grpc::ServerContext* context,
+                  const inference::ServerLiveRequest* request,
+                  inference::ServerLiveResponse* response, Finish finish);
+  void ServerReady(grpc::ServerContext* context,
+                   const inference::ServerReadyRequest* request,
+                   inference::ServerReadyResponse* response, Finish finish);
+  void ModelReady(grpc::ServerContext* context,
+                  const inference::ModelReadyRequest* request,
+                  inference::ModelReadyResponse* response, Finish finish);
+  void ServerMetadata(grpc::ServerContext* context,
+                      const inference::ServerMetadataRequest* request,
+                      inference::ServerMetadataResponse* response,
+                      Finish finish);
+  void ModelMetadata(grpc::ServerContext* context,
+                     const inference::ModelMetadataRequest* request,
+                     inference::ModelMetadataResponse* response, Finish finish);
+  void ModelInfer(grpc::ServerContext* context,
+                  const inference::ModelInferRequest* request,
+                  inference::ModelInferResponse* response, Finish finish);
+  void RepositoryIndex(grpc::ServerContext* context,
+                       const inference::RepositoryIndexRequest* request,
+                       inference::RepositoryIndexResponse* response,
+                       Finish finish);
+  void RepositoryModelLoad(grpc::ServerContext* context,
+                           const inference::RepositoryModelLoadRequest* request,
+                           inference::RepositoryModelLoadResponse* response,
+                           Finish finish);
+  void RepositoryModelUnload(
+      grpc::ServerContext* context,
       const inference::RepositoryModelUnloadRequest* request,
-      inference::RepositoryModelUnloadResponse* response) override;
+      inference::RepositoryModelUnloadResponse* response, Finish finish);
 
  private:
   const ModelRepository* repository_;
@@ -83,11 +90,12 @@ class InferenceService final
   const std::string repository_token_;
 
   // Checks the caller's token for the repository load/unload RPCs.
-  absl::Status Authorize(const grpc::CallbackServerContext* context) const;
-  // Runs `op` off the gRPC thread and finishes the call with its status.
-  grpc::ServerUnaryReactor* RunControl(
-      grpc::CallbackServerContext* context, const std::string& model,
-      absl::Status (ModelControl::*op)(const std::string&, absl::Time));
+  absl::Status Authorize(const grpc::ServerContext* context) const;
+  // Runs `op` off the loop thread and finishes the call with its status.
+  void RunControl(grpc::ServerContext* context, const std::string& model,
+                  absl::Status (ModelControl::*op)(const std::string&,
+                                                   absl::Time),
+                  Finish finish);
 };
 
 }  // namespace tessera

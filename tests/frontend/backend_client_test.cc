@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "backend/backend_async_server.h"
+#include "common/async_call.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/backend/empty_backend.h"
@@ -53,7 +55,15 @@ absl::Status SendUntil(BackendClient* client, absl::StatusCode code,
   return status;
 }
 
-TEST(BackendClientTest, StreamsBatchesAndReconnectsAfterTheBackendRestarts) {
+// Both ways the client runs: polling a completion queue of its own, or the
+// caller's (the frontend's event loop; here a thread of the test).
+class BackendClientTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BackendClientTest, StreamsBatchesAndReconnectsAfterTheBackendRestarts) {
+  const bool callers_queue = GetParam();
+  grpc::CompletionQueue cq;
+  std::thread loop;
+  if (callers_queue) loop = std::thread([&cq] { RunCompletionQueue(&cq); });
   const std::string repo = ::testing::TempDir() +
                            "/tessera_backend_client_repo_" +
                            std::to_string(getpid());
@@ -65,7 +75,7 @@ TEST(BackendClientTest, StreamsBatchesAndReconnectsAfterTheBackendRestarts) {
   const int port = (*server)->port();
   const std::string address = absl::StrCat("127.0.0.1:", port);
 
-  BackendClient client("b0", address);
+  BackendClient client("b0", address, callers_queue ? &cq : nullptr);
   std::atomic<int> callbacks{0};
   int sent = 0;
   // Answered by the backend itself: the batch crossed the stream.
@@ -93,9 +103,17 @@ TEST(BackendClientTest, StreamsBatchesAndReconnectsAfterTheBackendRestarts) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_EQ(callbacks.load(), sent);  // every batch answered exactly once
   (*again)->Shutdown(absl::ZeroDuration());
+  cq.Shutdown();
+  if (loop.joinable()) loop.join();
+  RunCompletionQueue(&cq);  // drains it (nothing was pending without loop)
   std::error_code ec;
   std::filesystem::remove_all(repo, ec);
 }
+
+INSTANTIATE_TEST_SUITE_P(Queues, BackendClientTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "CallersQueue" : "OwnQueue";
+                         });
 
 }  // namespace
 }  // namespace tessera

@@ -39,6 +39,13 @@ class AsyncOp final : public AsyncTag {
 // drained.
 void RunCompletionQueue(grpc::CompletionQueue* cq);
 
+// True when gRPC polls with epoll1 (the default on Linux, unless the
+// GRPC_POLL_STRATEGY environment variable names another first): one epoll
+// set for the whole process, so a thread polling any completion queue
+// handles every socket's events, those of other servers included. With
+// another poller, a server needs a thread polling its own queue.
+bool GrpcPollsOneEpollSet();
+
 // Counts the call objects alive on a completion queue: the queue may shut
 // down only when none of them can start another operation on it.
 class AsyncCallCount {

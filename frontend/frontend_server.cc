@@ -160,8 +160,10 @@ absl::Status FrontendServer::Start() {
     // A queue nobody polls makes this a "hybrid" server: gRPC then gives
     // its synchronous handler threads queues that do not poll either, and
     // the admin port's events are polled by the event loop, the only
-    // thread of the frontend that waits in gRPC's poller.
-    admin_unpolled_cq_ = admin.AddCompletionQueue();
+    // thread of the frontend that waits in gRPC's poller. That needs one
+    // epoll set for the process; with another poller the admin server
+    // keeps a polling thread of its own.
+    if (GrpcPollsOneEpollSet()) admin_unpolled_cq_ = admin.AddCompletionQueue();
     admin_server_ = admin.BuildAndStart();
     if (admin_server_ == nullptr || admin_port_ == 0) {
       return absl::UnavailableError(absl::StrCat(

@@ -100,6 +100,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                 "--admin_port_file=" + tmpl + "/frontend.admin",
                 "--model_repository=" + options.model_repository};
   for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
+  spawn.env = options.frontend_env;
   auto frontend = Subprocess::Spawn(spawn);
   if (!frontend.ok()) return frontend.status();
   cluster->frontend_ = std::move(*frontend);

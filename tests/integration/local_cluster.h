@@ -30,6 +30,8 @@ class LocalCluster {
     int num_backends = 1;
     std::vector<std::string> extra_frontend_flags;
     std::vector<std::string> extra_backend_flags;
+    // Added to the frontend's environment.
+    std::map<std::string, std::string> frontend_env;
     absl::Duration ready_timeout = absl::Seconds(180);
   };
 

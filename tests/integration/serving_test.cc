@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "admin.grpc.pb.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/model_repository.h"
@@ -488,6 +489,60 @@ TEST_F(ServingTest, LoadGeneratorSearchSaysWhenBaseRateAlreadyFails) {
   EXPECT_THAT(text, HasSubstr("SLOs not met even at the base rates"));
   std::remove(out.c_str());
 }
+
+// The frontend serves inference and admin calls whatever poller gRPC uses:
+// with epoll1 (the default) its event loop polls the admin server's
+// sockets too; with "poll" the admin server keeps a poller of its own.
+class PollStrategyTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
+  const std::string dir = ::testing::TempDir() + "/tessera_poll_repo_" +
+                          std::to_string(getpid()) + GetParam();
+  auto repo = MakeSubsetRepository(TESSERA_MODEL_DIR, {"lenet"}, dir);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  auto configs = ModelRepository::Load(*repo);
+  ASSERT_TRUE(configs.ok());
+  const ModelConfig& lenet = (*configs)->Find("lenet")->config;
+  LocalCluster::Options options;
+  options.bin_dir = TESSERA_BIN_DIR;
+  options.model_repository = *repo;
+  options.static_plan = R"pb(
+    devices {
+      backend_id: "backend0"
+      device_id: "cpu0"
+      gpulets {
+        gpulet_id: "g"
+        share_percent: 50
+        models { model: "lenet" batch_size: 4 }
+      }
+    })pb";
+  if (GetParam() != "default") {
+    options.frontend_env = {{"GRPC_POLL_STRATEGY", GetParam()}};
+  }
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  auto stub = (*cluster)->NewStub();
+  inference::ModelInferResponse response;
+  grpc::Status s =
+      Infer(stub.get(), MakeRequest(lenet, RandomInputs(lenet, 2, 3), false),
+            &response, absl::Seconds(20));
+  EXPECT_TRUE(s.ok()) << s.error_message();
+
+  auto admin = AdminService::NewStub(grpc::CreateChannel(
+      (*cluster)->admin_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  AdminStatus status;
+  s = admin->GetStatus(&context, GetStatusRequest(), &status);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GE(status.plan().epoch(), 1);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, PollStrategyTest,
+                         ::testing::Values("default", "poll"));
 
 // A backend killed under load: calls in flight get UNAVAILABLE, none hang,
 // later calls get UNAVAILABLE, the frontend stays up.

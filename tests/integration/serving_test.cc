@@ -490,6 +490,32 @@ TEST_F(ServingTest, LoadGeneratorSearchSaysWhenBaseRateAlreadyFails) {
   std::remove(out.c_str());
 }
 
+// A one-model repository under `dir` and the options of a cluster serving
+// it from one gpulet "g" (half of backend0's cpu0, batches of up to 4).
+struct OneGpulet {
+  std::unique_ptr<ModelRepository> repository;
+  LocalCluster::Options options;
+  const ModelConfig& config(const std::string& model) const {
+    return repository->Find(model)->config;
+  }
+};
+
+absl::StatusOr<OneGpulet> OneGpuletCluster(const std::string& model,
+                                           const std::string& dir) {
+  auto repo = MakeSubsetRepository(TESSERA_MODEL_DIR, {model}, dir);
+  if (!repo.ok()) return repo.status();
+  auto loaded = ModelRepository::Load(*repo);
+  if (!loaded.ok()) return loaded.status();
+  OneGpulet out{std::move(*loaded), {}};
+  out.options.bin_dir = TESSERA_BIN_DIR;
+  out.options.model_repository = *repo;
+  out.options.static_plan = absl::StrCat(
+      "devices { backend_id: \"backend0\" device_id: \"cpu0\" gpulets { "
+      "gpulet_id: \"g\" share_percent: 50 models { model: \"",
+      model, "\" batch_size: 4 } } }");
+  return out;
+}
+
 // The frontend serves inference and admin calls whatever poller gRPC uses:
 // with epoll1 (the default) its event loop polls the admin server's
 // sockets too; with "poll" the admin server keeps a poller of its own.
@@ -498,24 +524,10 @@ class PollStrategyTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
   const std::string dir = ::testing::TempDir() + "/tessera_poll_repo_" +
                           std::to_string(getpid()) + GetParam();
-  auto repo = MakeSubsetRepository(TESSERA_MODEL_DIR, {"lenet"}, dir);
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  auto configs = ModelRepository::Load(*repo);
-  ASSERT_TRUE(configs.ok());
-  const ModelConfig& lenet = (*configs)->Find("lenet")->config;
-  LocalCluster::Options options;
-  options.bin_dir = TESSERA_BIN_DIR;
-  options.model_repository = *repo;
-  options.static_plan = R"pb(
-    devices {
-      backend_id: "backend0"
-      device_id: "cpu0"
-      gpulets {
-        gpulet_id: "g"
-        share_percent: 50
-        models { model: "lenet" batch_size: 4 }
-      }
-    })pb";
+  auto setup = OneGpuletCluster("lenet", dir);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const ModelConfig& lenet = setup->config("lenet");
+  LocalCluster::Options& options = setup->options;
   if (GetParam() != "default") {
     options.frontend_env = {{"GRPC_POLL_STRATEGY", GetParam()}};
   }
@@ -549,25 +561,10 @@ INSTANTIATE_TEST_SUITE_P(Strategies, PollStrategyTest,
 TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
   const std::string dir =
       ::testing::TempDir() + "/tessera_kill_repo_" + std::to_string(getpid());
-  auto repo = MakeSubsetRepository(TESSERA_MODEL_DIR, {"resnet18"}, dir);
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  auto configs = ModelRepository::Load(*repo);
-  ASSERT_TRUE(configs.ok());
-  const ModelConfig& resnet = (*configs)->Find("resnet18")->config;
-  LocalCluster::Options options;
-  options.bin_dir = TESSERA_BIN_DIR;
-  options.model_repository = *repo;
-  options.static_plan = R"pb(
-    devices {
-      backend_id: "backend0"
-      device_id: "cpu0"
-      gpulets {
-        gpulet_id: "g"
-        share_percent: 50
-        models { model: "resnet18" batch_size: 4 }
-      }
-    })pb";
-  auto cluster = LocalCluster::Start(options);
+  auto setup = OneGpuletCluster("resnet18", dir);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const ModelConfig& resnet = setup->config("resnet18");
+  auto cluster = LocalCluster::Start(setup->options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
   std::atomic<int> ok{0}, unavailable{0}, other{0};

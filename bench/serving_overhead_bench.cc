@@ -61,6 +61,11 @@ ABSL_FLAG(bool, echo_async, false,
           "thread polling one completion queue.");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
+ABSL_FLAG(std::string, serving_cores, "",
+          "Cores kept for the serving processes (client, echo server, "
+          "frontend, backend), e.g. \"0\"; the backend's cpu device gets the "
+          "others. Empty: every process may use every core (the default, as "
+          "on a machine without reserved cores).");
 ABSL_FLAG(std::string, serve_echo, "",
           "Internal: serve the echo service and write its port to this file "
           "(the benchmark runs itself this way so the one-hop floor crosses "
@@ -376,6 +381,40 @@ int Run() {
                   .c_str());
   }
 
+  // Reserved serving cores: this process (and so every process it starts)
+  // runs on them, the backend's cpu device on the rest.
+  std::vector<std::string> backend_flags;
+  if (!absl::GetFlag(FLAGS_serving_cores).empty()) {
+    auto serving = ParseCoreList(absl::GetFlag(FLAGS_serving_cores));
+    if (!serving.ok() || !allowed.ok()) {
+      std::fprintf(stderr, "--serving_cores: %s\n",
+                   serving.status().ToString().c_str());
+      return 1;
+    }
+    std::string device =
+        "id: \"backend0\" devices { id: \"cpu0\" kind: "
+        "DEVICE_KIND_CPU";
+    int device_cores = 0;
+    for (int c : *allowed) {
+      if (std::find(serving->begin(), serving->end(), c) != serving->end()) {
+        continue;
+      }
+      absl::StrAppend(&device, " cpu_cores: ", c);
+      ++device_cores;
+    }
+    device += " }";
+    if (device_cores == 0 || !SetCpuAffinity(*serving).ok()) {
+      std::fprintf(stderr, "--serving_cores leaves no core for the device\n");
+      return 1;
+    }
+    const std::string path =
+        absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
+    std::ofstream(path) << device;
+    backend_flags.push_back("--config=" + path);
+    std::printf("Serving processes on cores %s, the cpu device on the rest\n",
+                absl::GetFlag(FLAGS_serving_cores).c_str());
+  }
+
   // 1. One-hop floor: an echo server in another process.
   const std::string echo_port_file =
       absl::StrCat("/tmp/tessera_bench_echo_", getpid(), ".port");
@@ -432,6 +471,7 @@ int Run() {
   options.bin_dir = absl::GetFlag(FLAGS_bin_dir);
   options.model_repository = *subset;
   options.static_plan = plan;
+  options.extra_backend_flags = backend_flags;
   std::map<std::string, Timed> floor, e2e;
   std::map<std::string, std::vector<int>> cores;
   // Per model and process: CPU time and switches per request.

@@ -52,6 +52,10 @@ ABSL_FLAG(std::string, admin_port_file, "",
           "If set, the admin port is written to this file once serving.");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, event_loops, 1,
+          "Threads serving the KServe calls and the backend streams, each "
+          "polling its own completion queue. 1 gives the lowest latency (no "
+          "event is handed between threads); more use more cores.");
 
 int main(int argc, char** argv) {
   tessera::TuneAllocatorForLargeMessages();
@@ -115,6 +119,12 @@ int main(int argc, char** argv) {
     options.repository_token = std::string(absl::StripAsciiWhitespace(token));
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.event_loops = absl::GetFlag(FLAGS_event_loops);
+  if (options.event_loops < 1) {
+    spdlog::error("--event_loops must be at least 1, not {}",
+                  options.event_loops);
+    return 2;
+  }
 
   auto server = tessera::FrontendServer::Create(options);
   if (!server.ok()) {

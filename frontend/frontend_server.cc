@@ -120,22 +120,28 @@ absl::Status FrontendServer::Start() {
   builder.SetMaxSendMessageSize(-1);
   ApplyTransportTuning(&builder);
   builder.RegisterService(&async_);
-  cq_ = builder.AddCompletionQueue();
+  for (int i = 0; i < std::max(1, options_.event_loops); ++i) {
+    cqs_.push_back(builder.AddCompletionQueue());
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();
-    cq_->Shutdown();
-    RunCompletionQueue(cq_.get());  // drains it
-    cq_.reset();
+    for (auto& cq : cqs_) {
+      cq->Shutdown();
+      RunCompletionQueue(cq.get());  // drains it
+    }
+    cqs_.clear();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
   for (const BackendEndpoint& b : options_.config.backends()) {
-    backends_.push_back(
-        std::make_unique<BackendClient>(b.id(), b.address(), cq_.get()));
+    backends_.push_back(std::make_unique<BackendClient>(
+        b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get()));
   }
-  service_.Arm(&async_, cq_.get(), &calls_);
-  loop_ = std::thread([cq = cq_.get()] { RunCompletionQueue(cq); });
+  for (auto& cq : cqs_) {
+    service_.Arm(&async_, cq.get(), &calls_);
+    loops_.emplace_back([cq = cq.get()] { RunCompletionQueue(cq); });
+  }
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "
       "check every {} s)",
@@ -795,22 +801,22 @@ void FrontendServer::Shutdown() {
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});
   graveyard_.clear();
-  if (!loop_.joinable()) return;
+  if (loops_.empty()) return;
   // Every call answered (repository calls wait for their plan at most until
-  // their deadline) before the queue shuts down under them.
+  // their deadline) before the queues shut down under them.
   int left = 0;
   if (!calls_.AwaitNone(absl::Seconds(30), &left)) {
     spdlog::error(
         "{} gRPC call(s) still open 30 s after shutdown; leaving "
         "them",
         left);
-    loop_.detach();
-    (void)cq_.release();
+    for (auto& loop : loops_) loop.detach();
+    for (auto& cq : cqs_) (void)cq.release();
     (void)server_.release();
     return;
   }
-  cq_->Shutdown();
-  loop_.join();
+  for (auto& cq : cqs_) cq->Shutdown();
+  for (auto& loop : loops_) loop.join();
 }
 
 }  // namespace tessera

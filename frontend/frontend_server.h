@@ -63,6 +63,11 @@ class FrontendServer : public ModelControl {
     // Token the KServe repository RPCs load/unload require (metadata
     // "authorization: Bearer <token>"); empty: those RPCs are refused.
     std::string repository_token;
+    // Event-loop threads, each polling a completion queue of its own for
+    // KServe calls and the streams of its share of the backends. One gives
+    // the lowest latency (no event is handed between threads); more let
+    // the frontend use more cores.
+    int event_loops = 1;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).
@@ -152,12 +157,12 @@ class FrontendServer : public ModelControl {
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
   const PolicyOptions policy_options_;
-  // The event loop: one thread polls one completion queue for the KServe
-  // calls and the backend streams (docs/ARCHITECTURE.md, threads).
+  // The event loops: each thread polls one completion queue for KServe
+  // calls and its backends' streams (docs/ARCHITECTURE.md, threads).
   AsyncCallCount calls_;
   InferenceService::AsyncService async_;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
-  std::thread loop_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
+  std::vector<std::thread> loops_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
   RequestMonitor monitor_;
   FrontendMetrics metrics_;

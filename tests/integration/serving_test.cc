@@ -171,7 +171,10 @@ class ServingTest : public ::testing::Test {
     options.bin_dir = TESSERA_BIN_DIR;
     options.model_repository = *subset;
     options.static_plan = kPlan;
-    options.extra_frontend_flags = {"--max_message_mb=16"};
+    // Two event loops: the concurrent clients' calls and the backend
+    // stream's results are handled on different threads (the other suites
+    // run the default, one).
+    options.extra_frontend_flags = {"--max_message_mb=16", "--event_loops=2"};
     auto cluster = LocalCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();

@@ -23,9 +23,10 @@ namespace tessera {
 // The stream runs on gRPC's asynchronous API: a batch is written from the
 // thread that formed it without waiting for the bytes to leave; results
 // are read, and handed to their callbacks, by the thread that polls the
-// completion queue the client was given (the frontend's event loop, which
-// also serves the clients' calls: no event is handed between threads; see
-// docs/benchmarks.md). Without one, the client polls a queue of its own.
+// completion queue the client was given (one of the frontend's event
+// loops, which also serve the clients' calls: with one loop no event is
+// handed between threads; see docs/benchmarks.md). Without one, the client
+// polls a queue of its own.
 class BackendClient {
  public:
   // `status` is OK iff the batch executed; `response` carries the outputs.

@@ -14,7 +14,7 @@
 namespace tessera {
 
 // The client-facing KServe v2 gRPC service, on the asynchronous API: the
-// frontend's event-loop thread runs the handlers, and a call waiting in a
+// frontend's event loops run the handlers, and a call waiting in a
 // queue holds no thread. Validates requests, stamps deadlines (arrival +
 // the model's SLO, or the client's deadline if sooner) and hands them to
 // the router. Thread-safe.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_tuning.h"
+#include "common/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -204,7 +205,10 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
            &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
-  server->loop_ = std::thread([cq] { RunCompletionQueue(cq); });
+  server->loop_ = std::thread([cq] {
+    NameThisThread("be-loop");
+    RunCompletionQueue(cq);
+  });
   return server;
 }
 

@@ -1,13 +1,12 @@
 #include "backend/proxy_handle.h"
 
-#include <pthread.h>
-
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
+#include "common/thread_name.h"
 #include "proxy.pb.h"
 #include "spdlog/spdlog.h"
 
@@ -254,10 +253,7 @@ void ProxyHandle::Launch(Pending p, int slot) {
 }
 
 void ProxyHandle::ReaderLoop() {
-  // Named for /proc, perf and the tests ("rd:" + the gpulet id, cut to the
-  // kernel's 15 characters).
-  pthread_setname_np(pthread_self(),
-                     ("rd:" + options_.gpulet_id).substr(0, 15).c_str());
+  NameThisThread("rd:" + options_.gpulet_id);
   // The reader shares the proxy's cores. The proxy wakes it as it goes back
   // to wait for its next command, so the result is picked up on a core that
   // is awake: on the project's VMs a wake-up that lands on an idle core

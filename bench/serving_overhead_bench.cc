@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -384,11 +385,18 @@ int Run() {
   // Reserved serving cores: this process (and so every process it starts)
   // runs on them, the backend's cpu device on the rest.
   std::vector<std::string> backend_flags;
+  const std::string backend_config =
+      absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
+  absl::Cleanup remove_backend_config = [&backend_config] {
+    std::remove(backend_config.c_str());
+  };
   if (!absl::GetFlag(FLAGS_serving_cores).empty()) {
     auto serving = ParseCoreList(absl::GetFlag(FLAGS_serving_cores));
     if (!serving.ok() || !allowed.ok()) {
       std::fprintf(stderr, "--serving_cores: %s\n",
-                   serving.status().ToString().c_str());
+                   (serving.ok() ? allowed.status() : serving.status())
+                       .ToString()
+                       .c_str());
       return 1;
     }
     std::string device =
@@ -403,14 +411,17 @@ int Run() {
       ++device_cores;
     }
     device += " }";
-    if (device_cores == 0 || !SetCpuAffinity(*serving).ok()) {
+    if (device_cores == 0) {
       std::fprintf(stderr, "--serving_cores leaves no core for the device\n");
       return 1;
     }
-    const std::string path =
-        absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
-    std::ofstream(path) << device;
-    backend_flags.push_back("--config=" + path);
+    absl::Status pinned = SetCpuAffinity(*serving);
+    if (!pinned.ok()) {
+      std::fprintf(stderr, "--serving_cores: %s\n", pinned.ToString().c_str());
+      return 1;
+    }
+    std::ofstream(backend_config) << device;
+    backend_flags.push_back("--config=" + backend_config);
     std::printf("Serving processes on cores %s, the cpu device on the rest\n",
                 absl::GetFlag(FLAGS_serving_cores).c_str());
   }
@@ -456,6 +467,10 @@ int Run() {
   // Echo and end-to-end requests alternate, so that both see the same
   // machine (these VMs drift by ±20 % within minutes).
   const std::string dir = absl::StrCat("/tmp/tessera_bench_repo_", getpid());
+  absl::Cleanup remove_dir = [&dir] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
   auto subset = testing::MakeSubsetRepository(
       absl::GetFlag(FLAGS_model_repository), models, dir);
   if (!subset.ok()) return 1;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_tuning.h"
 #include "common/text_proto.h"
+#include "common/thread_name.h"
 #include "frontend/admin_service.h"
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
@@ -138,9 +139,13 @@ absl::Status FrontendServer::Start() {
     backends_.push_back(std::make_unique<BackendClient>(
         b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get()));
   }
-  for (auto& cq : cqs_) {
-    service_.Arm(&async_, cq.get(), &calls_);
-    loops_.emplace_back([cq = cq.get()] { RunCompletionQueue(cq); });
+  for (size_t i = 0; i < cqs_.size(); ++i) {
+    grpc::ServerCompletionQueue* cq = cqs_[i].get();
+    service_.Arm(&async_, cq, &calls_);
+    loops_.emplace_back([cq, i] {
+      NameThisThread(absl::StrCat("fe-loop-", i));
+      RunCompletionQueue(cq);
+    });
   }
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "

@@ -202,5 +202,18 @@ std::string CommandLine(pid_t pid) {
   return absl::StrReplaceAll(raw, {{std::string(1, '\0'), " "}});
 }
 
+std::map<pid_t, std::string> ThreadNames(pid_t pid) {
+  std::map<pid_t, std::string> names;
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    pid_t tid;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::getline(comm, names[tid]);
+  }
+  return names;
+}
+
 }  // namespace testing
 }  // namespace tessera

@@ -82,6 +82,8 @@ absl::StatusOr<int> StartServer(const std::string& binary,
 std::vector<pid_t> ChildPids(pid_t parent);
 // The process's command line, arguments joined by spaces.
 std::string CommandLine(pid_t pid);
+// The process's threads: thread id -> name (/proc/<pid>/task/*/comm).
+std::map<pid_t, std::string> ThreadNames(pid_t pid);
 
 }  // namespace testing
 }  // namespace tessera

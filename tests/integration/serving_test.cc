@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <sys/wait.h>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -418,20 +419,25 @@ TEST_F(ServingTest, ProxiesAndTheirReadersRunOnTheirPartitionsCores) {
   EXPECT_EQ(checked, 2);
 
   // Each proxy's reader thread in the backend shares its proxy's cores.
-  const pid_t backend = cluster_->backend(0)->pid();
   std::map<std::string, std::vector<int>> readers;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           absl::StrCat("/proc/", backend, "/task"))) {
-    std::ifstream comm(entry.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
+  for (const auto& [tid, name] : ThreadNames(cluster_->backend(0)->pid())) {
     if (!absl::StartsWith(name, "rd:")) continue;
-    auto cores = GetCpuAffinity(std::stoi(entry.path().filename().string()));
+    auto cores = GetCpuAffinity(tid);
     ASSERT_TRUE(cores.ok()) << cores.status();
     readers[name] = *cores;
   }
   EXPECT_EQ(readers, (std::map<std::string, std::vector<int>>{
                          {"rd:cpu0-a", first}, {"rd:cpu0-b", second}}));
+}
+
+// The suite's frontend runs with --event_loops=2.
+TEST_F(ServingTest, FrontendRunsTheEventLoopsItWasAskedFor) {
+  std::vector<std::string> loops;
+  for (const auto& [tid, name] : ThreadNames(cluster_->frontend()->pid())) {
+    if (absl::StartsWith(name, "fe-loop-")) loops.push_back(name);
+  }
+  std::sort(loops.begin(), loops.end());
+  EXPECT_EQ(loops, (std::vector<std::string>{"fe-loop-0", "fe-loop-1"}));
 }
 
 TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {

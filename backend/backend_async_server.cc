@@ -96,9 +96,9 @@ class ExecuteCall {
       absl::MutexLock lock(&mu_);
       ++outstanding_;
     }
-    stream_.Read(&batch_, &read_);
     service_->Route(std::move(batch),
                     [this](BatchResponse r) { Reply(std::move(r)); });
+    stream_.Read(&batch_, &read_);
   }
 
   // From proxy reader threads, or inline from Route.

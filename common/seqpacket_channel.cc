@@ -66,13 +66,19 @@ absl::Status SeqPacketChannel::Receive(google::protobuf::MessageLite* message,
       }
       wait_ms = static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
     }
-    pollfd pfd{fd_, POLLIN, 0};
-    int ready = poll(&pfd, 1, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) {
-      return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    // Without a deadline the blocking recv() waits by itself (Shutdown()
+    // wakes it): one system call per message on the serving path instead of
+    // poll() then recv().
+    if (wait_ms >= 0) {
+      pollfd pfd{fd_, POLLIN, 0};
+      int ready = poll(&pfd, 1, wait_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) {
+        return absl::InternalError(
+            absl::StrCat("poll: ", std::strerror(errno)));
+      }
+      if (ready == 0) continue;  // re-check the deadline
     }
-    if (ready == 0) continue;  // re-check the deadline
     ssize_t n = recv(fd_, buffer.data(), buffer.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {

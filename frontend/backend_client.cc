@@ -147,8 +147,8 @@ class BackendClient::ExecuteStream {
     read_any_ = true;
     BatchResponse response = std::move(response_);
     response_.Clear();
-    rw_->Read(&response_, &read_);
     client_->Deliver(std::move(response));
+    rw_->Read(&response_, &read_);
   }
 
   void OnWritten(bool ok) {

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 
 #include "backend.pb.h"
 #include "common/cpu_affinity.h"
@@ -42,6 +45,36 @@ TEST(SeqPacketChannelTest, TimesOutAndReportsClosedPeer) {
   pair->first.reset();
   EXPECT_EQ(pair->second->Receive(&got, absl::Seconds(5)).code(),
             absl::StatusCode::kUnavailable);
+}
+
+// Without a deadline Receive() blocks in recv() itself (the serving path's
+// one system call per message): a message sent later still arrives, and
+// Shutdown() from another thread wakes the wait.
+TEST(SeqPacketChannelTest, BlockingReceiveGetsLaterMessagesAndWakesOnShutdown) {
+  auto pair = SeqPacketChannel::CreatePair();
+  ASSERT_TRUE(pair.ok());
+  SeqPacketChannel* receiver = pair->second.get();
+  absl::Notification got_message, returned;
+  MeasuredLatency got;
+  absl::Status second;
+  std::thread reader([&] {
+    if (receiver->Receive(&got).ok()) got_message.Notify();
+    second = receiver->Receive(&got);
+    returned.Notify();
+  });
+  absl::SleepFor(absl::Milliseconds(20));  // let it block first
+  MeasuredLatency sent;
+  sent.set_model("later");
+  ASSERT_TRUE(pair->first->Send(sent).ok());
+  EXPECT_TRUE(got_message.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(20));
+  receiver->Shutdown();
+  const bool woke = returned.WaitForNotificationWithTimeout(absl::Seconds(10));
+  if (!woke) pair->first.reset();  // unblock the reader before failing
+  reader.join();
+  EXPECT_TRUE(woke) << "Shutdown() did not wake a blocked Receive()";
+  EXPECT_EQ(got.model(), "later");
+  EXPECT_EQ(second.code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(SharedMemoryRegionTest, MappingsOfOneFdShareBytes) {

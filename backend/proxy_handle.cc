@@ -295,6 +295,7 @@ void ProxyHandle::ReaderLoop() {
     response.set_batch_id(running.batch_id);
     *response.mutable_status() = result.status();
     response.set_exec_time_us(result.exec_time_us());
+    response.set_proxy_time_us(result.proxy_time_us());
     for (const ShmTensor& t : result.outputs()) {
       if (t.offset() + t.size_bytes() > region_->size()) {
         ToStatusProto(absl::InternalError("proxy output outside the region"),

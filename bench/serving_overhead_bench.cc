@@ -54,12 +54,12 @@ ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR, "Tessera binaries.");
 ABSL_FLAG(std::string, model_repository, TESSERA_MODEL_DIR,
           "Model repository.");
 ABSL_FLAG(bool, echo_sync, false,
-          "Diagnostic: the echo server uses gRPC's synchronous API (as the "
-          "backend's stream does) instead of the callback API (as the "
-          "frontend does).");
+          "Diagnostic: the echo server uses gRPC's synchronous API instead "
+          "of the callback API (the default).");
 ABSL_FLAG(bool, echo_async, false,
           "Diagnostic: the echo server uses gRPC's asynchronous API with one "
-          "thread polling one completion queue.");
+          "thread polling one completion queue (as the frontend and the "
+          "backend serve).");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
 ABSL_FLAG(std::string, serving_cores, "",
@@ -643,25 +643,28 @@ int Run() {
       "between runs (gRPC work on the machine's cores between runs, as "
       "between the proxy's requests).\n");
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
-  std::printf("%-10s %14s %14s %14s %14s %14s %12s\n", "model", "client<->fe",
-              "fe queue+disp", "fe<->backend", "be->proxy+back", "device queue",
-              "exec");
+  std::printf("%-10s %12s %14s %13s %14s %12s %13s %10s\n", "model",
+              "client<->fe", "fe queue+disp", "fe<->backend", "be<->proxy ch",
+              "proxy other", "device queue", "exec");
   for (const auto& m : models) {
     const Timed& e = e2e[m];
     const auto& p = e.params;
     const Samples client_hop = Difference(e.total, p.at("tessera.frontend_us"));
     const Samples network = Difference(p.at("tessera.backend_round_trip_us"),
                                        p.at("tessera.backend_us"));
-    const Samples handoff = Difference(
-        Difference(p.at("tessera.backend_us"), p.at("tessera.exec_us")),
+    const Samples channel = Difference(
+        Difference(p.at("tessera.backend_us"), p.at("tessera.proxy_us")),
         p.at("tessera.device_queue_us"));
-    std::printf("%-10s %14.0f %14.0f %14.0f %14.0f %14.0f %12.0f\n", m.c_str(),
-                Percentile(client_hop, .5),
+    const Samples proxy_other =
+        Difference(p.at("tessera.proxy_us"), p.at("tessera.exec_us"));
+    std::printf("%-10s %12.0f %14.0f %13.0f %14.0f %12.0f %13.0f %10.0f\n",
+                m.c_str(), Percentile(client_hop, .5),
                 Percentile(p.at("tessera.frontend_queue_us"), .5) +
                     (Percentile(p.at("tessera.frontend_us"), .5) -
                      Percentile(p.at("tessera.frontend_queue_us"), .5) -
                      Percentile(p.at("tessera.backend_round_trip_us"), .5)),
-                Percentile(network, .5), Percentile(handoff, .5),
+                Percentile(network, .5), Percentile(channel, .5),
+                Percentile(proxy_other, .5),
                 Percentile(p.at("tessera.device_queue_us"), .5),
                 Percentile(p.at("tessera.exec_us"), .5));
   }
@@ -670,8 +673,11 @@ int Run() {
       "hop);\nfe queue+disp: frontend time not spent waiting for the backend "
       "(validation, queueing, batching, output splitting);\nfe<->backend: "
       "backend round trip minus backend time (the second network hop);\n"
-      "be->proxy+back: backend time minus execution and device queueing "
-      "(shared-memory handoff, control messages).\n");
+      "be<->proxy ch: backend time minus the proxy's own time and device "
+      "queueing (the handoff: copies into and out of shared memory, the "
+      "control message each way and the wake-up of the thread it reaches);\n"
+      "proxy other: the proxy's own time minus execution (reading the "
+      "command, wrapping the tensors, the result message).\n");
 
   std::printf(
       "\nWork per request, alternating run: CPU time (us) and thread "

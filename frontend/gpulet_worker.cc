@@ -268,6 +268,7 @@ void GpuletWorker::OnBatchResponse(
       params["tessera.device_queue_us"].set_int64_param(
           response.queue_time_us());
       params["tessera.exec_us"].set_int64_param(response.exec_time_us());
+      params["tessera.proxy_us"].set_int64_param(response.proxy_time_us());
       params["tessera.frontend_us"].set_int64_param(
           absl::ToInt64Microseconds(clock_->Now() - call->arrival));
     }

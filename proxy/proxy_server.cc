@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
 #include "proxy.pb.h"
@@ -75,6 +76,7 @@ absl::Status ProxyServer::Serve() {
     if (command.has_shutdown()) return absl::OkStatus();
     if (!command.has_execute()) continue;
     const ExecuteCommand& cmd = command.execute();
+    const absl::Time received = absl::Now();
 
     ProxyEvent event;
     ExecuteResult* result = event.mutable_result();
@@ -121,6 +123,8 @@ absl::Status ProxyServer::Serve() {
       }
     }
     ToStatusProto(run_status, result->mutable_status());
+    result->set_proxy_time_us(
+        absl::ToInt64Microseconds(absl::Now() - received));
     status = channel_->Send(event);
     if (!status.ok()) return status;
   }

@@ -333,6 +333,34 @@ TEST_F(ServingTest, RequestedOutputSubsetIsReturned) {
   EXPECT_THAT(response.outputs(0).shape(), ::testing::ElementsAre(2, 128));
 }
 
+// The timing parameters of a response nest as README says: execution
+// inside the proxy's time, inside the backend's, inside the frontend's
+// backend round trip, inside the frontend's own time.
+TEST_F(ServingTest, TimingParametersNest) {
+  auto inputs = RandomInputs(Config("resnet18"), 2, 78);
+  auto request = MakeRequest(Config("resnet18"), inputs, false);
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(Infer(stub_.get(), request, &response).ok());
+  auto param = [&](const std::string& name) -> int64_t {
+    auto it = response.parameters().find(name);
+    EXPECT_NE(it, response.parameters().end()) << name;
+    return it == response.parameters().end() ? -1 : it->second.int64_param();
+  };
+  const int64_t exec = param("tessera.exec_us");
+  const int64_t proxy = param("tessera.proxy_us");
+  const int64_t backend = param("tessera.backend_us");
+  const int64_t device_queue = param("tessera.device_queue_us");
+  const int64_t round_trip = param("tessera.backend_round_trip_us");
+  const int64_t frontend = param("tessera.frontend_us");
+  const int64_t frontend_queue = param("tessera.frontend_queue_us");
+  EXPECT_GE(param("tessera.batch_size"), 2);
+  EXPECT_GT(exec, 0);
+  EXPECT_LE(exec, proxy);
+  EXPECT_LE(proxy + device_queue, backend);
+  EXPECT_LE(backend, round_trip);
+  EXPECT_LE(round_trip + frontend_queue, frontend);
+}
+
 TEST_F(ServingTest, BadInputsGetClearErrorsAndServerKeepsServing) {
   const ModelConfig& lenet = Config("lenet");
   struct Case {

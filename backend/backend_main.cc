@@ -50,6 +50,13 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
+ABSL_FLAG(int64_t, proxy_poll_us, 0,
+          "cpu and cuda proxies poll for their next batch this long "
+          "(microseconds) before they sleep. A batch that comes within it "
+          "skips a wake-up (tens of microseconds on VMs, where an idle core "
+          "sleeps in the hypervisor), but the partition's cores stay busy "
+          "meanwhile: use it when the partitions' cores are the proxies' "
+          "own. 0: sleep at once.");
 ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
           "CUDA devices: root of each GPU's MPS pipe and log directories "
           "(<mps_dir>/gpu<i>/{pipe,log}).");
@@ -136,6 +143,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  if (absl::GetFlag(FLAGS_proxy_poll_us) < 0) {
+    spdlog::error("--proxy_poll_us must be >= 0");
+    return 2;
+  }
+  options.proxy_poll = absl::Microseconds(absl::GetFlag(FLAGS_proxy_poll_us));
   options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
   options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {

@@ -46,6 +46,9 @@ class BackendServiceImpl final {
     std::string emulated_proxy_binary;
     std::string model_repository;
     int proxy_slots = 4;
+    // cpu and cuda proxies poll for the next batch this long before they
+    // sleep (emulated proxies never poll: they share cores by design).
+    absl::Duration proxy_poll = absl::ZeroDuration();
     absl::Duration proxy_startup_timeout = absl::Seconds(120);
     absl::Duration drain_timeout = absl::Seconds(30);
     // CUDA devices: MPS control daemons (see MpsDaemonManager).

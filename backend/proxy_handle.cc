@@ -85,15 +85,17 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
     model_list += m.name();
   }
   Subprocess::Options spawn;
-  spawn.argv = {options.proxy_binary,
-                absl::StrCat("--control_fd=", kChildControlFd),
-                absl::StrCat("--shm_fd=", kChildShmFd),
-                "--model_repository=" + options.model_repository,
-                "--models=" + model_list,
-                "--device=" + options.device_kind,
-                "--cores=" + FormatCoreList(options.cpu_cores),
-                absl::StrCat("--threads=", options.threads),
-                "--gpulet_id=" + options.gpulet_id};
+  spawn.argv = {
+      options.proxy_binary,
+      absl::StrCat("--control_fd=", kChildControlFd),
+      absl::StrCat("--shm_fd=", kChildShmFd),
+      "--model_repository=" + options.model_repository,
+      "--models=" + model_list,
+      "--device=" + options.device_kind,
+      "--cores=" + FormatCoreList(options.cpu_cores),
+      absl::StrCat("--threads=", options.threads),
+      "--gpulet_id=" + options.gpulet_id,
+      absl::StrCat("--poll_us=", absl::ToInt64Microseconds(options.poll_for))};
   if (options.device_kind == "emulated") {
     spawn.argv.push_back("--profile_dir=" + options.profile_dir);
     spawn.argv.push_back(

@@ -39,6 +39,8 @@ class ProxyHandle {
     int threads = 1;
     // Batches that may sit in the proxy at once (each needs a slot).
     int num_slots = 4;
+    // The proxy polls its channel this long before it sleeps (its --poll_us).
+    absl::Duration poll_for = absl::ZeroDuration();
     absl::Duration startup_timeout = absl::Seconds(120);
     std::map<std::string, std::string> extra_env;
     // Emulated devices (device_kind "emulated").

@@ -62,6 +62,10 @@ ABSL_FLAG(bool, echo_async, false,
           "backend serve).");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
+ABSL_FLAG(int64_t, proxy_poll_us, 0,
+          "The backend's --proxy_poll_us: the proxies poll for their next "
+          "batch this long before they sleep (0: they sleep at once, the "
+          "backend's default).");
 ABSL_FLAG(std::string, serving_cores, "",
           "Cores kept for the serving processes (client, echo server, "
           "frontend, backend), e.g. \"0\"; the backend's cpu device gets the "
@@ -381,10 +385,15 @@ int Run() {
             : absl::StrFormat("%.0f us across two cores", WakeRoundTripUs(a, b))
                   .c_str());
   }
+  std::printf(
+      "Proxies poll for their next batch for %lld us before they sleep "
+      "(--proxy_poll_us).\n",
+      static_cast<long long>(absl::GetFlag(FLAGS_proxy_poll_us)));
 
   // Reserved serving cores: this process (and so every process it starts)
   // runs on them, the backend's cpu device on the rest.
-  std::vector<std::string> backend_flags;
+  std::vector<std::string> backend_flags = {
+      absl::StrCat("--proxy_poll_us=", absl::GetFlag(FLAGS_proxy_poll_us))};
   const std::string backend_config =
       absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
   absl::Cleanup remove_backend_config = [&backend_config] {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,8 +38,14 @@ class SeqPacketChannel {
   absl::Status Send(const google::protobuf::MessageLite& message);
   // Blocks until a message arrives, the peer closes (UNAVAILABLE) or
   // `timeout` passes (DEADLINE_EXCEEDED). InfiniteDuration waits forever.
+  //
+  // With `poll_first` > 0 it first polls for up to that long without
+  // sleeping, yielding the core to any other runnable thread between tries,
+  // and only then blocks: a message that arrives in the window costs no
+  // wake-up, at the price of keeping the core busy meanwhile.
   absl::Status Receive(google::protobuf::MessageLite* message,
-                       absl::Duration timeout = absl::InfiniteDuration());
+                       absl::Duration timeout = absl::InfiniteDuration(),
+                       absl::Duration poll_first = absl::ZeroDuration());
   // Wakes a blocked Receive() and makes later calls fail.
   void Shutdown();
 
@@ -46,6 +54,9 @@ class SeqPacketChannel {
   int Release();
 
  private:
+  static absl::Status Parse(const std::string& buffer, ssize_t n,
+                            google::protobuf::MessageLite* message);
+
   int fd_;
   absl::Mutex send_mu_;
   // Reused by Receive() (one caller at a time).

@@ -47,6 +47,11 @@ ABSL_FLAG(std::string, cores, "",
 ABSL_FLAG(int, threads, 0, "Intra-op threads; 0 = one per pinned core.");
 ABSL_FLAG(int, warmup_runs, 3, "Timed warm-up runs per batch size.");
 ABSL_FLAG(std::string, gpulet_id, "", "Gpulet this proxy serves (for logs).");
+ABSL_FLAG(int64_t, poll_us, 0,
+          "Before sleeping for the next batch, poll the control channel this "
+          "long (microseconds): a batch that comes within it is taken without "
+          "a wake-up, at the price of keeping the partition's cores busy "
+          "meanwhile. 0: sleep at once.");
 
 namespace tessera {
 namespace {
@@ -61,6 +66,7 @@ struct ProxyOptions {
   int threads;
   int warmup_runs;
   std::string gpulet_id;
+  absl::Duration poll_for;
   std::string profile_dir;
   double share_percent;
   double time_scale;
@@ -176,10 +182,11 @@ int Run(const ProxyOptions& options) {
     *ready.mutable_ready()->add_warmup() = m;
   }
   if (!channel.Send(ready).ok()) return 1;
-  spdlog::info("proxy {} ready: {} {} model(s), {} thread(s), cores '{}'",
-               options.gpulet_id, configs.size(), options.device, threads,
-               options.cores);
-  absl::Status served = server.Serve();
+  spdlog::info(
+      "proxy {} ready: {} {} model(s), {} thread(s), cores '{}', polls {} us",
+      options.gpulet_id, configs.size(), options.device, threads, options.cores,
+      absl::ToInt64Microseconds(options.poll_for));
+  absl::Status served = server.Serve(options.poll_for);
   if (!served.ok()) {
     spdlog::error("proxy {} stopped: {}", options.gpulet_id, served.ToString());
     return 1;
@@ -214,6 +221,7 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.warmup_runs = absl::GetFlag(FLAGS_warmup_runs);
   options.gpulet_id = absl::GetFlag(FLAGS_gpulet_id);
+  options.poll_for = absl::Microseconds(absl::GetFlag(FLAGS_poll_us));
   options.profile_dir = absl::GetFlag(FLAGS_profile_dir);
   options.share_percent = absl::GetFlag(FLAGS_share_percent);
   options.time_scale = absl::GetFlag(FLAGS_time_scale);

@@ -67,10 +67,11 @@ absl::StatusOr<std::vector<MeasuredLatency>> ProxyServer::Warmup(
   return measured;
 }
 
-absl::Status ProxyServer::Serve() {
+absl::Status ProxyServer::Serve(absl::Duration poll_for) {
   while (true) {
     ProxyCommand command;
-    absl::Status status = channel_->Receive(&command);
+    absl::Status status =
+        channel_->Receive(&command, absl::InfiniteDuration(), poll_for);
     if (absl::IsUnavailable(status)) return absl::OkStatus();  // peer gone
     if (!status.ok()) return status;
     if (command.has_shutdown()) return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "backend.pb.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
@@ -32,8 +33,10 @@ class ProxyServer {
   absl::StatusOr<std::vector<MeasuredLatency>> Warmup(int timed_runs);
 
   // Serves until a shutdown command or the backend closes the channel
-  // (both OK), or the channel fails.
-  absl::Status Serve();
+  // (both OK), or the channel fails. Before it sleeps for the next command
+  // it polls the channel for `poll_for` (see SeqPacketChannel::Receive): a
+  // command that comes within that time is taken without a wake-up.
+  absl::Status Serve(absl::Duration poll_for = absl::ZeroDuration());
 
  private:
   absl::StatusOr<absl::Duration> RunZeros(const ModelConfig& config,

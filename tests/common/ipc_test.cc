@@ -77,6 +77,53 @@ TEST(SeqPacketChannelTest, BlockingReceiveGetsLaterMessagesAndWakesOnShutdown) {
   EXPECT_EQ(second.code(), absl::StatusCode::kUnavailable);
 }
 
+// Polling first: a message sent while the receiver polls, or after the poll
+// window (then the blocking wait takes it), arrives either way; a closed
+// peer ends the poll at once; a deadline shorter than the window still
+// holds.
+TEST(SeqPacketChannelTest, PollsThenBlocks) {
+  auto pair = SeqPacketChannel::CreatePair();
+  ASSERT_TRUE(pair.ok());
+  SeqPacketChannel* sender = pair->first.get();
+  auto send_after = [sender](absl::Duration delay, const std::string& name) {
+    return std::thread([sender, delay, name] {
+      absl::SleepFor(delay);
+      MeasuredLatency m;
+      m.set_model(name);
+      EXPECT_TRUE(sender->Send(m).ok());
+    });
+  };
+  MeasuredLatency got;
+  std::thread during = send_after(absl::Milliseconds(20), "during");
+  EXPECT_TRUE(
+      pair->second->Receive(&got, absl::Seconds(10), absl::Seconds(5)).ok());
+  during.join();
+  EXPECT_EQ(got.model(), "during");
+
+  std::thread after = send_after(absl::Milliseconds(100), "after");
+  EXPECT_TRUE(
+      pair->second->Receive(&got, absl::Seconds(10), absl::Milliseconds(5))
+          .ok());
+  after.join();
+  EXPECT_EQ(got.model(), "after");
+
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(
+      pair->second->Receive(&got, absl::Milliseconds(30), absl::Seconds(10))
+          .code(),
+      absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+
+  std::thread closer([&pair] {
+    absl::SleepFor(absl::Milliseconds(20));
+    pair->first.reset();
+  });
+  EXPECT_EQ(
+      pair->second->Receive(&got, absl::Seconds(10), absl::Seconds(10)).code(),
+      absl::StatusCode::kUnavailable);
+  closer.join();
+}
+
 TEST(SharedMemoryRegionTest, MappingsOfOneFdShareBytes) {
   auto region = SharedMemoryRegion::Create("test", 1 << 16);
   ASSERT_TRUE(region.ok());

@@ -593,6 +593,70 @@ TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
 INSTANTIATE_TEST_SUITE_P(Strategies, PollStrategyTest,
                          ::testing::Values("default", "poll"));
 
+// Times the thread `tid` of `pid` went to sleep (voluntary switches).
+int64_t VoluntarySwitches(pid_t pid, pid_t tid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/task/", tid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "voluntary_ctxt_switches:")) {
+      return std::stoll(line.substr(line.find(':') + 1));
+    }
+  }
+  return -1;
+}
+
+// --proxy_poll_us: a proxy that polls takes back-to-back batches without
+// going to sleep between them; one that does not sleeps once per batch.
+class ProxyPollTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
+  const int64_t poll_us = GetParam();
+  const std::string dir = absl::StrCat(
+      ::testing::TempDir(), "/tessera_proxy_poll_", getpid(), "_", poll_us);
+  auto setup = OneGpuletCluster("lenet", dir);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const ModelConfig& lenet = setup->config("lenet");
+  setup->options.extra_backend_flags = {
+      absl::StrCat("--proxy_poll_us=", poll_us)};
+  auto cluster = LocalCluster::Start(setup->options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  pid_t proxy = -1;
+  for (pid_t pid : ChildPids((*cluster)->backend(0)->pid())) {
+    if (CommandLine(pid).find("--gpulet_id=g") != std::string::npos) {
+      proxy = pid;
+    }
+  }
+  ASSERT_GT(proxy, 0);
+  EXPECT_THAT(CommandLine(proxy),
+              HasSubstr(absl::StrCat("--poll_us=", poll_us)));
+
+  auto stub = (*cluster)->NewStub();
+  auto infer = [&] {
+    inference::ModelInferResponse response;
+    grpc::Status s =
+        Infer(stub.get(), MakeRequest(lenet, RandomInputs(lenet, 1, 4), false),
+              &response, absl::Seconds(20));
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  };
+  infer();  // the first batch may find the proxy asleep
+  const int kBatches = 30;
+  const int64_t before = VoluntarySwitches(proxy, proxy);
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < kBatches; ++i) infer();
+  const int64_t slept = VoluntarySwitches(proxy, proxy) - before;
+  if (poll_us == 0) {
+    EXPECT_GE(slept, kBatches);
+  } else {
+    EXPECT_LT(slept, kBatches / 3);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+// 0: sleep at once; 10 s: a window far longer than the client's turn.
+INSTANTIATE_TEST_SUITE_P(PollWindows, ProxyPollTest,
+                         ::testing::Values(0, 10000000));
+
 // A backend killed under load: calls in flight get UNAVAILABLE, none hang,
 // later calls get UNAVAILABLE, the frontend stays up.
 TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
-
 #include "backend.pb.h"
 #include "common/cpu_affinity.h"
 #include "common/seqpacket_channel.h"

@@ -606,7 +606,8 @@ int64_t VoluntarySwitches(pid_t pid, pid_t tid) {
 }
 
 // --proxy_poll_us: a proxy that polls takes back-to-back batches without
-// going to sleep between them; one that does not sleeps once per batch.
+// going to sleep between them; one that does not sleeps (nearly) once per
+// batch.
 class ProxyPollTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
@@ -639,15 +640,20 @@ TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
     ASSERT_TRUE(s.ok()) << s.error_message();
   };
   infer();  // the first batch may find the proxy asleep
-  const int kBatches = 30;
+  const int kBatches = 40;
   const int64_t before = VoluntarySwitches(proxy, proxy);
   ASSERT_GE(before, 0);
   for (int i = 0; i < kBatches; ++i) infer();
   const int64_t slept = VoluntarySwitches(proxy, proxy) - before;
+  std::cout << "[ info ] proxy polling " << poll_us << " us slept " << slept
+            << " times in " << kBatches << " batches\n";
   if (poll_us == 0) {
-    EXPECT_GE(slept, kBatches);
+    // Nearly once per batch: a proxy preempted after its result (a busy
+    // machine) may find the next command already there (28 of 30 in one
+    // CI run).
+    EXPECT_GE(slept, kBatches / 2);
   } else {
-    EXPECT_LT(slept, kBatches / 3);
+    EXPECT_LT(slept, kBatches / 8);
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

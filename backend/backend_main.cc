@@ -56,7 +56,9 @@ ABSL_FLAG(int64_t, proxy_poll_us, 0,
           "skips a wake-up (tens of microseconds on VMs, where an idle core "
           "sleeps in the hypervisor), but the partition's cores stay busy "
           "meanwhile: use it when the partitions' cores are the proxies' "
-          "own. 0: sleep at once.");
+          "own. A proxy polls only while batches come within N us of the "
+          "last result; after a longer gap it sleeps at once. 0: never "
+          "poll.");
 ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
           "CUDA devices: root of each GPU's MPS pipe and log directories "
           "(<mps_dir>/gpu<i>/{pipe,log}).");

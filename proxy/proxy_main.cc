@@ -51,7 +51,9 @@ ABSL_FLAG(int64_t, poll_us, 0,
           "Before sleeping for the next batch, poll the control channel this "
           "long (microseconds): a batch that comes within it is taken without "
           "a wake-up, at the price of keeping the partition's cores busy "
-          "meanwhile. 0: sleep at once.");
+          "meanwhile. Polls only while batches come within that time of the "
+          "last result; after a longer gap it sleeps at once. 0: never "
+          "poll.");
 
 namespace tessera {
 namespace {

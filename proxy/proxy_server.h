@@ -35,7 +35,10 @@ class ProxyServer {
   // Serves until a shutdown command or the backend closes the channel
   // (both OK), or the channel fails. Before it sleeps for the next command
   // it polls the channel for `poll_for` (see SeqPacketChannel::Receive): a
-  // command that comes within that time is taken without a wake-up.
+  // command that comes within that time is taken without a wake-up. It
+  // polls only while commands keep coming within `poll_for` of the last
+  // one's result: after a longer idle gap it sleeps at once, until a
+  // command comes within the window again.
   absl::Status Serve(absl::Duration poll_for = absl::ZeroDuration());
 
  private:

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -213,6 +214,21 @@ std::map<pid_t, std::string> ThreadNames(pid_t pid) {
     std::getline(comm, names[tid]);
   }
   return names;
+}
+
+ThreadCounters ReadThreadCounters(pid_t pid, pid_t tid) {
+  ThreadCounters counters;
+  const std::string dir = absl::StrCat("/proc/", pid, "/task/", tid);
+  std::ifstream schedstat(dir + "/schedstat");
+  if (!(schedstat >> counters.on_cpu_ns)) counters.on_cpu_ns = -1;
+  std::ifstream status(dir + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "voluntary_ctxt_switches:")) {
+      counters.voluntary_switches = std::stoll(line.substr(line.find(':') + 1));
+    }
+  }
+  return counters;
 }
 
 }  // namespace testing

@@ -85,5 +85,14 @@ std::string CommandLine(pid_t pid);
 // The process's threads: thread id -> name (/proc/<pid>/task/*/comm).
 std::map<pid_t, std::string> ThreadNames(pid_t pid);
 
+// What one thread of a process has done so far: time on a CPU
+// (/proc/<pid>/task/<tid>/schedstat) and how often it went to sleep
+// (voluntary context switches, from its status). -1 if unreadable.
+struct ThreadCounters {
+  int64_t on_cpu_ns = -1;
+  int64_t voluntary_switches = -1;
+};
+ThreadCounters ReadThreadCounters(pid_t pid, pid_t tid);
+
 }  // namespace testing
 }  // namespace tessera

@@ -593,58 +593,68 @@ TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
 INSTANTIATE_TEST_SUITE_P(Strategies, PollStrategyTest,
                          ::testing::Values("default", "poll"));
 
-// Times the thread `tid` of `pid` went to sleep (voluntary switches).
-int64_t VoluntarySwitches(pid_t pid, pid_t tid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/task/", tid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, "voluntary_ctxt_switches:")) {
-      return std::stoll(line.substr(line.find(':') + 1));
+// A one-gpulet lenet cluster whose backend runs --proxy_poll_us=<poll_us>,
+// its proxy's pid, and a call that sends one lenet request.
+class ProxyPollCluster : public ::testing::Test {
+ protected:
+  void StartCluster(int64_t poll_us) {
+    dir_ = absl::StrCat(::testing::TempDir(), "/tessera_proxy_poll_", getpid(),
+                        "_", poll_us);
+    auto setup = OneGpuletCluster("lenet", dir_);
+    ASSERT_TRUE(setup.ok()) << setup.status();
+    setup_ = std::make_unique<OneGpulet>(std::move(*setup));
+    setup_->options.extra_backend_flags = {
+        absl::StrCat("--proxy_poll_us=", poll_us)};
+    auto cluster = LocalCluster::Start(setup_->options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+    for (pid_t pid : ChildPids(cluster_->backend(0)->pid())) {
+      if (CommandLine(pid).find("--gpulet_id=g") != std::string::npos) {
+        proxy_ = pid;
+      }
     }
+    ASSERT_GT(proxy_, 0);
+    EXPECT_THAT(CommandLine(proxy_),
+                HasSubstr(absl::StrCat("--poll_us=", poll_us)));
+    stub_ = cluster_->NewStub();
   }
-  return -1;
-}
-
-// --proxy_poll_us: a proxy that polls takes back-to-back batches without
-// going to sleep between them; one that does not sleeps (nearly) once per
-// batch.
-class ProxyPollTest : public ::testing::TestWithParam<int64_t> {};
-
-TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
-  const int64_t poll_us = GetParam();
-  const std::string dir = absl::StrCat(
-      ::testing::TempDir(), "/tessera_proxy_poll_", getpid(), "_", poll_us);
-  auto setup = OneGpuletCluster("lenet", dir);
-  ASSERT_TRUE(setup.ok()) << setup.status();
-  const ModelConfig& lenet = setup->config("lenet");
-  setup->options.extra_backend_flags = {
-      absl::StrCat("--proxy_poll_us=", poll_us)};
-  auto cluster = LocalCluster::Start(setup->options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  pid_t proxy = -1;
-  for (pid_t pid : ChildPids((*cluster)->backend(0)->pid())) {
-    if (CommandLine(pid).find("--gpulet_id=g") != std::string::npos) {
-      proxy = pid;
-    }
+  void TearDown() override {
+    stub_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
-  ASSERT_GT(proxy, 0);
-  EXPECT_THAT(CommandLine(proxy),
-              HasSubstr(absl::StrCat("--poll_us=", poll_us)));
-
-  auto stub = (*cluster)->NewStub();
-  auto infer = [&] {
+  void Infer1() {
+    const ModelConfig& lenet = setup_->config("lenet");
     inference::ModelInferResponse response;
     grpc::Status s =
-        Infer(stub.get(), MakeRequest(lenet, RandomInputs(lenet, 1, 4), false),
+        Infer(stub_.get(), MakeRequest(lenet, RandomInputs(lenet, 1, 4), false),
               &response, absl::Seconds(20));
     ASSERT_TRUE(s.ok()) << s.error_message();
-  };
-  infer();  // the first batch may find the proxy asleep
+  }
+
+  std::string dir_;
+  std::unique_ptr<OneGpulet> setup_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  pid_t proxy_ = -1;
+};
+
+class ProxyPollTest : public ProxyPollCluster,
+                      public ::testing::WithParamInterface<int64_t> {};
+
+// A proxy that polls takes back-to-back batches without going to sleep
+// between them; one that does not sleeps (nearly) once per batch.
+TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
+  const int64_t poll_us = GetParam();
+  ASSERT_NO_FATAL_FAILURE(StartCluster(poll_us));
+  Infer1();  // the first batch may find the proxy asleep
   const int kBatches = 40;
-  const int64_t before = VoluntarySwitches(proxy, proxy);
+  const int64_t before = ReadThreadCounters(proxy_, proxy_).voluntary_switches;
   ASSERT_GE(before, 0);
-  for (int i = 0; i < kBatches; ++i) infer();
-  const int64_t slept = VoluntarySwitches(proxy, proxy) - before;
+  for (int i = 0; i < kBatches; ++i) Infer1();
+  const int64_t slept =
+      ReadThreadCounters(proxy_, proxy_).voluntary_switches - before;
   std::cout << "[ info ] proxy polling " << poll_us << " us slept " << slept
             << " times in " << kBatches << " batches\n";
   if (poll_us == 0) {
@@ -655,8 +665,27 @@ TEST_P(ProxyPollTest, PollingProxySkipsTheSleepBetweenBatches) {
   } else {
     EXPECT_LT(slept, kBatches / 8);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+}
+
+// Batches further apart than the window: the proxy stops polling after
+// the first long gap instead of spinning through the window each time.
+TEST_F(ProxyPollCluster, SparseBatchesCostNoPolling) {
+  const absl::Duration window = absl::Milliseconds(20);
+  ASSERT_NO_FATAL_FAILURE(StartCluster(absl::ToInt64Microseconds(window)));
+  Infer1();
+  const int kBatches = 12;
+  const int64_t before = ReadThreadCounters(proxy_, proxy_).on_cpu_ns;
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < kBatches; ++i) {
+    absl::SleepFor(3 * window);
+    Infer1();
+  }
+  const absl::Duration on_cpu =
+      absl::Nanoseconds(ReadThreadCounters(proxy_, proxy_).on_cpu_ns - before);
+  std::cout << "[ info ] proxy on a CPU for " << on_cpu << " over " << kBatches
+            << " batches " << 3 * window << " apart\n";
+  // Polling through every window would take kBatches * 20 ms = 240 ms.
+  EXPECT_LT(on_cpu, kBatches * window / 3);
 }
 
 // 0: sleep at once; 10 s: a window far longer than the client's turn.

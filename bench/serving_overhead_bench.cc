@@ -296,19 +296,11 @@ struct ProcessCounters {
 
 ProcessCounters ReadCounters(pid_t pid) {
   ProcessCounters c;
-  std::error_code ec;
-  const std::string dir = absl::StrCat("/proc/", pid, "/task");
-  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
-    double on_cpu_ns = 0;
-    std::ifstream(task.path() / "schedstat") >> on_cpu_ns;
-    c.cpu_us += on_cpu_ns / 1e3;
-    std::ifstream status(task.path() / "status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (absl::StrContains(line, "ctxt_switches:")) {
-        c.switches += std::stod(line.substr(line.find(':') + 1));
-      }
-    }
+  for (const auto& [tid, name] : testing::ThreadNames(pid)) {
+    const testing::ThreadCounters t = testing::ReadThreadCounters(pid, tid);
+    if (t.on_cpu_ns > 0) c.cpu_us += t.on_cpu_ns / 1e3;
+    if (t.voluntary_switches > 0) c.switches += t.voluntary_switches;
+    if (t.involuntary_switches > 0) c.switches += t.involuntary_switches;
   }
   return c;
 }

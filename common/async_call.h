@@ -61,6 +61,9 @@ class AsyncCallCount {
   int live_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Finishes a unary call with its status (exactly once, from any thread).
+using UnaryFinish = std::function<void(const grpc::Status&)>;
+
 // One unary call of an asynchronous service. It accepts the next call of
 // its method as soon as it has one, hands the request to its handler on the
 // loop thread and finishes when the handler calls `finish` (exactly once,
@@ -68,7 +71,7 @@ class AsyncCallCount {
 template <class Request, class Response>
 class AsyncUnaryCall final : public AsyncTag {
  public:
-  using Finish = std::function<void(const grpc::Status&)>;
+  using Finish = UnaryFinish;
   // The service's generated RequestX bound to a queue.
   using Requester = std::function<void(
       grpc::ServerContext*, Request*,

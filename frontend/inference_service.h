@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "common/async_call.h"
@@ -40,7 +39,7 @@ class InferenceService {
 
   using AsyncService = inference::GRPCInferenceService::AsyncService;
   // Finishes a call with its status (exactly once, from any thread).
-  using Finish = std::function<void(const grpc::Status&)>;
+  using Finish = UnaryFinish;
 
   // Arms the first call of every method on `cq`; calls re-arm themselves
   // and run their handlers on the thread that polls `cq`.

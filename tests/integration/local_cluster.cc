@@ -226,6 +226,9 @@ ThreadCounters ReadThreadCounters(pid_t pid, pid_t tid) {
   while (std::getline(status, line)) {
     if (absl::StartsWith(line, "voluntary_ctxt_switches:")) {
       counters.voluntary_switches = std::stoll(line.substr(line.find(':') + 1));
+    } else if (absl::StartsWith(line, "nonvoluntary_ctxt_switches:")) {
+      counters.involuntary_switches =
+          std::stoll(line.substr(line.find(':') + 1));
     }
   }
   return counters;

@@ -86,11 +86,13 @@ std::string CommandLine(pid_t pid);
 std::map<pid_t, std::string> ThreadNames(pid_t pid);
 
 // What one thread of a process has done so far: time on a CPU
-// (/proc/<pid>/task/<tid>/schedstat) and how often it went to sleep
-// (voluntary context switches, from its status). -1 if unreadable.
+// (/proc/<pid>/task/<tid>/schedstat), how often it went to sleep
+// (voluntary context switches) and how often it was preempted
+// (involuntary ones), from its status. -1 if unreadable.
 struct ThreadCounters {
   int64_t on_cpu_ns = -1;
   int64_t voluntary_switches = -1;
+  int64_t involuntary_switches = -1;
 };
 ThreadCounters ReadThreadCounters(pid_t pid, pid_t tid);
 

@@ -205,9 +205,11 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
            &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
-  server->loop_ = std::thread([cq] {
+  LoopPolling polling;
+  polling.poll_for = options.poll_for;
+  server->loop_ = std::thread([cq, polling] {
     NameThisThread("be-loop");
-    RunCompletionQueue(cq);
+    RunCompletionQueue(cq, polling);
   });
   return server;
 }

@@ -30,6 +30,10 @@ class BackendAsyncServer {
   struct Options {
     std::string listen;  // host:port; port 0 picks one
     int max_message_bytes = 64 << 20;
+    // The loop polls its queue this long before it sleeps, while events
+    // come within this window of each other (LoopPolling); 0: it sleeps at
+    // once.
+    absl::Duration poll_for = absl::ZeroDuration();
   };
 
   // Listens and starts the loop. `service` must outlive the server.

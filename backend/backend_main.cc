@@ -50,6 +50,13 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
+ABSL_FLAG(int64_t, poll_us, 0,
+          "Low-latency mode: the event loop polls for its next event (a "
+          "batch from the frontend) this many microseconds before it "
+          "sleeps, while events come within this window of each other, "
+          "saving the wake-up of a sleeping core (about 100 us on a VM) at "
+          "the cost of a busy core while it polls. 0: it sleeps at once. "
+          "See docs/benchmarks.md.");
 ABSL_FLAG(int64_t, proxy_poll_us, 0,
           "cpu and cuda proxies poll for their next batch this long "
           "(microseconds) before they sleep. A batch that comes within it "
@@ -166,6 +173,11 @@ int main(int argc, char** argv) {
   server_options.listen = absl::GetFlag(FLAGS_listen);
   server_options.max_message_bytes =
       absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
+  if (absl::GetFlag(FLAGS_poll_us) < 0) {
+    spdlog::error("--poll_us must be >= 0");
+    return 2;
+  }
+  server_options.poll_for = absl::Microseconds(absl::GetFlag(FLAGS_poll_us));
   auto server =
       tessera::BackendAsyncServer::Start(server_options, service->get());
   if (!server.ok()) {

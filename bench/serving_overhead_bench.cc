@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/allocator_tuning.h"
+#include "common/async_call.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_tuning.h"
@@ -66,6 +67,14 @@ ABSL_FLAG(int64_t, proxy_poll_us, 0,
           "The backend's --proxy_poll_us: the proxies poll for their next "
           "batch this long before they sleep (0: they sleep at once, the "
           "backend's default).");
+ABSL_FLAG(int64_t, poll_us, 0,
+          "The frontend's and the backend's --poll_us: their event loops "
+          "poll for their next event this long before they sleep (0: they "
+          "sleep at once, the default).");
+ABSL_FLAG(int64_t, echo_poll_us, 0,
+          "Diagnostic, with --echo_async: the echo server's loop polls for "
+          "its next call this long before it sleeps, as the serving loops "
+          "do with --poll_us (a like-for-like floor for them).");
 ABSL_FLAG(std::string, serving_cores, "",
           "Cores kept for the serving processes (client, echo server, "
           "frontend, backend), e.g. \"0\"; the backend's cpu device gets the "
@@ -167,15 +176,13 @@ class AsyncEcho {
             grpc::ServerCompletionQueue* cq)
       : service_(service), cq_(cq) {}
 
-  void Run() {
+  void Run(absl::Duration poll_for) {
     new Call(service_, cq_);
-    void* tag = nullptr;
-    bool ok = false;
-    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+    RunCompletionQueue(cq_, LoopPolling{poll_for, nullptr});
   }
 
  private:
-  class Call {
+  class Call final : public AsyncTag {
    public:
     Call(inference::GRPCInferenceService::AsyncService* service,
          grpc::ServerCompletionQueue* cq)
@@ -183,7 +190,7 @@ class AsyncEcho {
       service_->RequestModelInfer(&context_, &request_, &responder_, cq_, cq_,
                                   this);
     }
-    void Proceed(bool ok) {
+    void Proceed(bool ok) override {
       if (finishing_ || !ok) {
         delete this;
         return;
@@ -234,7 +241,10 @@ int ServeEcho(const std::string& port_file) {
   if (server == nullptr) return 1;
   std::thread loop;
   if (async) {
-    loop = std::thread([&] { AsyncEcho(&async_echo, cq.get()).Run(); });
+    loop = std::thread([&] {
+      AsyncEcho(&async_echo, cq.get())
+          .Run(absl::Microseconds(absl::GetFlag(FLAGS_echo_poll_us)));
+    });
   }
   std::ofstream(port_file + ".tmp") << port << "\n";
   std::rename((port_file + ".tmp").c_str(), port_file.c_str());
@@ -379,13 +389,22 @@ int Run() {
   }
   std::printf(
       "Proxies poll for their next batch for %lld us before they sleep "
-      "(--proxy_poll_us).\n",
-      static_cast<long long>(absl::GetFlag(FLAGS_proxy_poll_us)));
+      "(--proxy_poll_us); the frontend's and the backend's event loops for "
+      "%lld us (--poll_us)%s.\n",
+      static_cast<long long>(absl::GetFlag(FLAGS_proxy_poll_us)),
+      static_cast<long long>(absl::GetFlag(FLAGS_poll_us)),
+      absl::GetFlag(FLAGS_echo_poll_us) > 0
+          ? absl::StrFormat(
+                "; the echo server's loop for %lld us",
+                static_cast<long long>(absl::GetFlag(FLAGS_echo_poll_us)))
+                .c_str()
+          : "");
 
   // Reserved serving cores: this process (and so every process it starts)
   // runs on them, the backend's cpu device on the rest.
   std::vector<std::string> backend_flags = {
-      absl::StrCat("--proxy_poll_us=", absl::GetFlag(FLAGS_proxy_poll_us))};
+      absl::StrCat("--proxy_poll_us=", absl::GetFlag(FLAGS_proxy_poll_us)),
+      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us))};
   const std::string backend_config =
       absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
   absl::Cleanup remove_backend_config = [&backend_config] {
@@ -436,7 +455,8 @@ int Run() {
       "--serve_echo=" + echo_port_file,
       absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff)),
       absl::StrCat("--echo_sync=", absl::GetFlag(FLAGS_echo_sync)),
-      absl::StrCat("--echo_async=", absl::GetFlag(FLAGS_echo_async))};
+      absl::StrCat("--echo_async=", absl::GetFlag(FLAGS_echo_async)),
+      absl::StrCat("--echo_poll_us=", absl::GetFlag(FLAGS_echo_poll_us))};
   auto echo_process = Subprocess::Spawn(echo_options);
   if (!echo_process.ok()) return 1;
   int echo_port = 0;
@@ -488,6 +508,8 @@ int Run() {
   options.model_repository = *subset;
   options.static_plan = plan;
   options.extra_backend_flags = backend_flags;
+  options.extra_frontend_flags = {
+      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us))};
   std::map<std::string, Timed> floor, e2e;
   std::map<std::string, std::vector<int>> cores;
   // Per model and process: CPU time and switches per request.
@@ -717,6 +739,17 @@ int main(int argc, char** argv) {
       "latency through a local Tessera cluster, and proxy execution vs "
       "in-process LibTorch. Prints tables.");
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_echo_poll_us) < 0 ||
+      (absl::GetFlag(FLAGS_echo_poll_us) > 0 &&
+       !absl::GetFlag(FLAGS_echo_async))) {
+    std::fprintf(stderr, "--echo_poll_us needs --echo_async and >= 0\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_poll_us) < 0 ||
+      absl::GetFlag(FLAGS_proxy_poll_us) < 0) {
+    std::fprintf(stderr, "--poll_us and --proxy_poll_us must be >= 0\n");
+    return 2;
+  }
   if (!absl::GetFlag(FLAGS_serve_echo).empty()) {
     return tessera::ServeEcho(absl::GetFlag(FLAGS_serve_echo));
   }

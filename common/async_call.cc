@@ -1,5 +1,7 @@
 #include "common/async_call.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -9,10 +11,37 @@
 
 namespace tessera {
 
-void RunCompletionQueue(grpc::CompletionQueue* cq) {
+void RunCompletionQueue(grpc::CompletionQueue* cq, const LoopPolling& polling) {
   void* tag = nullptr;
   bool ok = false;
-  while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+  if (polling.poll_for <= absl::ZeroDuration()) {
+    while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+    return;
+  }
+  const gpr_timespec now = gpr_time_0(GPR_CLOCK_MONOTONIC);
+  const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+  // The first wait polls; then only after a short idle gap or while a
+  // completion is awaited.
+  absl::Duration last_idle = absl::ZeroDuration();
+  while (true) {
+    const absl::Time waiting = absl::Now();
+    grpc::CompletionQueue::NextStatus next = grpc::CompletionQueue::TIMEOUT;
+    if (last_idle <= polling.poll_for ||
+        (polling.awaiting && polling.awaiting())) {
+      const absl::Time poll_until = waiting + polling.poll_for;
+      while ((next = cq->AsyncNext(&tag, &ok, now)) ==
+                 grpc::CompletionQueue::TIMEOUT &&
+             absl::Now() < poll_until) {
+        sched_yield();  // another runnable thread on this core goes first
+      }
+    }
+    if (next == grpc::CompletionQueue::TIMEOUT) {
+      next = cq->AsyncNext(&tag, &ok, never);
+    }
+    if (next == grpc::CompletionQueue::SHUTDOWN) return;
+    last_idle = absl::Now() - waiting;
+    static_cast<AsyncTag*>(tag)->Proceed(ok);
+  }
 }
 
 bool GrpcPollsOneEpollSet() {

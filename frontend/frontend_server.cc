@@ -142,16 +142,30 @@ absl::Status FrontendServer::Start() {
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
-    loops_.emplace_back([cq, i] {
+    LoopPolling polling;
+    polling.poll_for = options_.poll_for;
+    // Results of batches in flight are due on this loop: poll for them.
+    std::vector<BackendClient::InFlight> streams;
+    for (size_t b = i; b < backends_.size(); b += cqs_.size()) {
+      streams.push_back(backends_[b]->in_flight());
+    }
+    polling.awaiting = [streams] {
+      for (const auto& in_flight : streams) {
+        if (in_flight->load(std::memory_order_relaxed) > 0) return true;
+      }
+      return false;
+    };
+    loops_.emplace_back([cq, i, polling] {
       NameThisThread(absl::StrCat("fe-loop-", i));
-      RunCompletionQueue(cq);
+      RunCompletionQueue(cq, polling);
     });
   }
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "
-      "check every {} s)",
+      "check every {} s, event loops poll {} us)",
       port_, options_.config.policy(), options_.config.time_scale(),
-      options_.config.replan_period_s());
+      options_.config.replan_period_s(),
+      absl::ToInt64Microseconds(options_.poll_for));
   if (options_.http_port >= 0) {
     const std::string host =
         options_.listen.substr(0, options_.listen.rfind(':'));

@@ -68,6 +68,10 @@ class FrontendServer : public ModelControl {
     // the lowest latency (no event is handed between threads); more let
     // the frontend use more cores.
     int event_loops = 1;
+    // Each event loop polls its queue this long before it sleeps, while
+    // calls come within this window of each other or a batch of its
+    // backends is in flight (LoopPolling); 0: it sleeps at once.
+    absl::Duration poll_for = absl::ZeroDuration();
   };
 
   // What the frontend has done so far (for tests, metrics and logs).

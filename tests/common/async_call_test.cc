@@ -1,0 +1,111 @@
+#include "common/async_call.h"
+
+#include <time.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/alarm.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+// The loop thread's CPU time so far (read on that thread).
+absl::Duration ThreadCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return absl::DurationFromTimespec(ts);
+}
+
+// Events (alarms) at fixed offsets from the start on one completion queue;
+// each records the loop thread's CPU time when the loop runs it. The queue
+// shuts down after the last one.
+class TimedEvents {
+ public:
+  explicit TimedEvents(std::vector<absl::Duration> offsets)
+      : offsets_(std::move(offsets)) {}
+
+  // Runs the loop with `polling` until every event ran; returns the loop's
+  // CPU time between consecutive events (size offsets - 1).
+  std::vector<absl::Duration> Run(const LoopPolling& polling) {
+    const absl::Time start = absl::Now();
+    for (absl::Duration offset : offsets_) {
+      events_.push_back(std::make_unique<Event>(this));
+      events_.back()->alarm.Set(&cq_, absl::ToChronoTime(start + offset),
+                                events_.back().get());
+    }
+    std::thread loop([this, &polling] { RunCompletionQueue(&cq_, polling); });
+    loop.join();  // returns once the last event shut the queue down
+    std::vector<absl::Duration> between;
+    for (size_t i = 1; i < cpu_.size(); ++i) {
+      between.push_back(cpu_[i] - cpu_[i - 1]);
+    }
+    return between;
+  }
+
+ private:
+  struct Event final : AsyncTag {
+    explicit Event(TimedEvents* owner) : owner(owner) {}
+    void Proceed(bool ok) override {
+      EXPECT_TRUE(ok);
+      owner->cpu_.push_back(ThreadCpu());
+      if (owner->cpu_.size() == owner->offsets_.size()) owner->cq_.Shutdown();
+    }
+    TimedEvents* owner;
+    grpc::Alarm alarm;
+  };
+
+  const std::vector<absl::Duration> offsets_;
+  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<Event>> events_;
+  std::vector<absl::Duration> cpu_;  // only the loop thread touches it
+};
+
+absl::Duration Ms(int64_t ms) { return absl::Milliseconds(ms); }
+
+// Without polling the loop sleeps between events: almost no CPU.
+TEST(RunCompletionQueueTest, SleepsBetweenEventsByDefault) {
+  TimedEvents events({Ms(20), Ms(35), Ms(50), Ms(65)});
+  for (absl::Duration cpu : events.Run(LoopPolling{})) {
+    EXPECT_LT(cpu, Ms(5));
+  }
+}
+
+// With a 30 ms window the loop polls after an event that came within the
+// window of the one before (close traffic), and only for the window; after
+// a longer gap it sleeps at once (sparse traffic costs no polling).
+// Lower bounds allow for a busy machine (the poll yields its core).
+TEST(RunCompletionQueueTest, PollsOnlyWhileEventsComeWithinTheWindow) {
+  TimedEvents events({Ms(60), Ms(160), Ms(175), Ms(190), Ms(290)});
+  const std::vector<absl::Duration> cpu =
+      events.Run(LoopPolling{Ms(30), nullptr});
+  ASSERT_EQ(cpu.size(), 4u);
+  EXPECT_LT(cpu[0], Ms(8)) << "after a 60 ms gap the loop must sleep";
+  EXPECT_LT(cpu[1], Ms(8)) << "after a 100 ms gap the loop must sleep";
+  EXPECT_GE(cpu[2], Ms(4)) << "after a 15 ms gap the loop must poll";
+  EXPECT_GE(cpu[3], Ms(8)) << "it polls up to the window";
+  EXPECT_LT(cpu[3], Ms(60)) << "then sleeps (the next event is 100 ms off)";
+}
+
+// While the owner awaits a completion (a batch in flight), the loop polls
+// even after a long gap.
+TEST(RunCompletionQueueTest, PollsAfterALongGapWhileAwaiting) {
+  std::atomic<bool> awaiting{true};
+  TimedEvents events({Ms(60), Ms(160), Ms(260)});
+  LoopPolling polling{Ms(30), [&awaiting] { return awaiting.load(); }};
+  const std::vector<absl::Duration> cpu = events.Run(polling);
+  ASSERT_EQ(cpu.size(), 2u);
+  for (absl::Duration c : cpu) {
+    EXPECT_GE(c, Ms(8));
+    EXPECT_LT(c, Ms(60));
+  }
+}
+
+}  // namespace
+}  // namespace tessera

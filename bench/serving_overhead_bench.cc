@@ -11,7 +11,9 @@
 //  * the CPU time and thread switches each process (echo server, frontend,
 //    backend, proxy) spends per request;
 //  * the same model run in this process with the proxy's own runner
-//    (TorchModelRunner) on the same core, to compare execution.
+//    (TorchModelRunner) on the same core, to compare execution: back to
+//    back, paced, after an echo call each, and alternating request by
+//    request with the end-to-end calls (both then see the same machine).
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -277,6 +279,58 @@ inference::ModelInferRequest RandomRequest(const ModelConfig& config) {
   return request;
 }
 
+// The proxy's runner for one model in this process, on a batch-1 request
+// like the benchmark's.
+class InProcessModel {
+ public:
+  static std::unique_ptr<InProcessModel> Create(const ModelRepository& repo,
+                                                const std::string& model,
+                                                int threads) {
+    const ModelConfig& config = repo.Find(model)->config;
+    TorchModelRunner::Options options;
+    options.num_threads = std::max(1, threads);
+    auto runner = TorchModelRunner::Create({{model, repo.ModelPath(model, 1)}},
+                                           {{model, config}}, options);
+    if (!runner.ok()) {
+      std::fprintf(stderr, "%s\n", runner.status().ToString().c_str());
+      return nullptr;
+    }
+    std::unique_ptr<InProcessModel> m(new InProcessModel());
+    m->runner_ = std::move(*runner);
+    m->model_ = model;
+    m->request_ = RandomRequest(config);
+    for (int i = 0; i < config.input_size(); ++i) {
+      TensorView v;
+      v.name = config.input(i).name();
+      v.data_type = config.input(i).data_type();
+      v.shape.assign(m->request_.inputs(i).shape().begin(),
+                     m->request_.inputs(i).shape().end());
+      v.data = reinterpret_cast<uint8_t*>(
+          m->request_.mutable_raw_input_contents(i)->data());
+      v.size_bytes = m->request_.raw_input_contents(i).size();
+      m->inputs_.push_back(v);
+    }
+    m->out_.resize(1 << 20);
+    return m;
+  }
+
+  // One run: its execution time (us) as the proxy measures it, or -1.
+  double Run() {
+    absl::Duration exec;
+    auto outputs =
+        runner_->Run(model_, inputs_, out_.data(), out_.size(), &exec);
+    return outputs.ok() ? absl::ToDoubleMicroseconds(exec) : -1;
+  }
+
+ private:
+  InProcessModel() = default;
+  std::unique_ptr<TorchModelRunner> runner_;
+  std::string model_;
+  inference::ModelInferRequest request_;  // inputs_ point into it
+  std::vector<TensorView> inputs_;
+  std::vector<uint8_t> out_;
+};
+
 struct Timed {
   Samples total;
   std::map<std::string, Samples> params;
@@ -511,6 +565,10 @@ int Run() {
   options.extra_frontend_flags = {
       absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us))};
   std::map<std::string, Timed> floor, e2e;
+  struct ExecPair {
+    Samples proxy, in_process;
+  };
+  std::map<std::string, ExecPair> exec_alt;
   std::map<std::string, std::vector<int>> cores;
   // Per model and process: CPU time and switches per request.
   std::map<std::string, std::map<std::string, ProcessCounters>> cost;
@@ -572,6 +630,30 @@ int Run() {
                      m.c_str());
         return 1;
       }
+      // The proxy's exec against the same runner in this process, request
+      // by request: an end-to-end call, then one in-process run on the
+      // proxy's cores (the proxy idles meanwhile), so that both see the
+      // same minute of a machine whose speed drifts.
+      std::fprintf(stderr, "end-to-end and in-process %s, alternating...\n",
+                   m.c_str());
+      const auto home = GetCpuAffinity(0);
+      auto model = InProcessModel::Create(**repo, m, cores[m].size());
+      if (model == nullptr || !home.ok()) return 1;
+      for (int i = 0; i < warmup + iterations; ++i) {
+        double us = 0;
+        inference::ModelInferResponse response;
+        if (!Call(stub.get(), request, &us, &response)) continue;
+        if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
+        const double exec = model->Run();
+        (void)SetCpuAffinity(*home);
+        auto it = response.parameters().find("tessera.exec_us");
+        if (i < warmup || exec < 0 || it == response.parameters().end()) {
+          continue;
+        }
+        exec_alt[m].proxy.push_back(
+            static_cast<double>(it->second.int64_param()));
+        exec_alt[m].in_process.push_back(exec);
+      }
     }
   }
   // 3. In-process execution with the proxy's runner on the same core:
@@ -582,27 +664,10 @@ int Run() {
   // backend's threads run on the proxy's core between its requests).
   std::map<std::string, Samples> inproc, paced, with_echo;
   for (const auto& m : models) {
-    const ModelConfig& config = (*repo)->Find(m)->config;
     if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
-    TorchModelRunner::Options ro;
-    ro.num_threads = std::max<int>(1, cores[m].size());
-    auto runner = TorchModelRunner::Create({{m, (*repo)->ModelPath(m, 1)}},
-                                           {{m, config}}, ro);
-    if (!runner.ok()) return 1;
-    auto request = RandomRequest(config);
-    std::vector<TensorView> inputs;
-    for (int i = 0; i < config.input_size(); ++i) {
-      TensorView v;
-      v.name = config.input(i).name();
-      v.data_type = config.input(i).data_type();
-      v.shape.assign(request.inputs(i).shape().begin(),
-                     request.inputs(i).shape().end());
-      v.data = reinterpret_cast<uint8_t*>(
-          request.mutable_raw_input_contents(i)->data());
-      v.size_bytes = request.raw_input_contents(i).size();
-      inputs.push_back(v);
-    }
-    std::vector<uint8_t> out(1 << 20);
+    auto model = InProcessModel::Create(**repo, m, cores[m].size());
+    if (model == nullptr) return 1;
+    const auto request = RandomRequest((*repo)->Find(m)->config);
     const absl::Duration gap =
         absl::Microseconds(Percentile(e2e[m].total, .5) -
                            Percentile(e2e[m].params.at("tessera.exec_us"), .5));
@@ -614,11 +679,8 @@ int Run() {
           inference::ModelInferResponse response;
           (void)Call(echo_stub.get(), request, &us, &response);
         }
-        absl::Duration exec;
-        auto outputs = (*runner)->Run(m, inputs, out.data(), out.size(), &exec);
-        if (outputs.ok() && i >= warmup) {
-          (*samples)[m].push_back(absl::ToDoubleMicroseconds(exec));
-        }
+        const double exec = model->Run();
+        if (exec >= 0 && i >= warmup) (*samples)[m].push_back(exec);
       }
     }
   }
@@ -665,6 +727,19 @@ int Run() {
       "idle between runs for the measured overhead; w/ echo: one echo call "
       "between runs (gRPC work on the machine's cores between runs, as "
       "between the proxy's requests).\n");
+  std::printf(
+      "\nProxy exec against in-process, alternating request by request "
+      "(an end-to-end call, then one in-process run on the proxy's cores; "
+      "microseconds, p50 / p99)\n\n");
+  std::printf("%-10s %15s %15s %10s\n", "model", "proxy exec", "in-proc exec",
+              "exec/inp");
+  for (const auto& m : models) {
+    const ExecPair& x = exec_alt[m];
+    if (x.proxy.empty()) continue;
+    std::printf("%-10s %15s %15s %10.3f\n", m.c_str(), pair(x.proxy).c_str(),
+                pair(x.in_process).c_str(),
+                Percentile(x.proxy, .5) / Percentile(x.in_process, .5));
+  }
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
   std::printf("%-10s %12s %14s %13s %14s %12s %13s %10s\n", "model",
               "client<->fe", "fe queue+disp", "fe<->backend", "be<->proxy ch",

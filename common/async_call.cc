@@ -18,7 +18,7 @@ void RunCompletionQueue(grpc::CompletionQueue* cq, const LoopPolling& polling) {
     while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
     return;
   }
-  const gpr_timespec now = gpr_time_0(GPR_CLOCK_MONOTONIC);
+  const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // don't block
   const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
   // The first wait polls; then only after a short idle gap or while a
   // completion is awaited.
@@ -29,7 +29,7 @@ void RunCompletionQueue(grpc::CompletionQueue* cq, const LoopPolling& polling) {
     if (last_idle <= polling.poll_for ||
         (polling.awaiting && polling.awaiting())) {
       const absl::Time poll_until = waiting + polling.poll_for;
-      while ((next = cq->AsyncNext(&tag, &ok, now)) ==
+      while ((next = cq->AsyncNext(&tag, &ok, past)) ==
                  grpc::CompletionQueue::TIMEOUT &&
              absl::Now() < poll_until) {
         sched_yield();  // another runnable thread on this core goes first

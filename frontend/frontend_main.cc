@@ -57,7 +57,7 @@ ABSL_FLAG(int, event_loops, 1,
           "polling its own completion queue. 1 gives the lowest latency (no "
           "event is handed between threads); more use more cores.");
 
-ABSL_FLAG(int, poll_us, 0,
+ABSL_FLAG(int64_t, poll_us, 0,
           "Low-latency mode: each event loop polls for its next event this "
           "many microseconds before it sleeps, while calls come within this "
           "window of each other or a batch is in flight, saving the wake-up "

@@ -4,6 +4,9 @@
 # proxies serve every shipped model -- and makes a sample inference call
 # for each model with the CLI client. Keeps serving until Ctrl-C, unless
 # --demo-only is given (then it stops the cluster after the calls).
+# --low-latency: the frontend's and backend's event loops and the proxies
+# poll 2 ms before they sleep (--poll_us, --proxy_poll_us; costs busy
+# cores, see docs/benchmarks.md).
 # Frontend: 127.0.0.1:${TESSERA_PORT:-8100}; logs in $TESSERA_LOG_DIR
 # (default: build/logs).
 set -euo pipefail
@@ -14,10 +17,12 @@ LOG_DIR="${TESSERA_LOG_DIR:-$BUILD_DIR/logs}"
 PORT="${TESSERA_PORT:-8100}"
 BACKEND_PORT="${TESSERA_BACKEND_PORT:-8101}"
 DEMO_ONLY=0
+POLL_US=0
 for arg in "$@"; do
   case "$arg" in
     --demo-only) DEMO_ONLY=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --low-latency) POLL_US=2000 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run_local.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -38,11 +43,13 @@ trap cleanup EXIT INT TERM
 
 echo "==> starting backend on 127.0.0.1:$BACKEND_PORT (log: $LOG_DIR/backend.log)"
 "$BIN/tessera_backend" --listen="127.0.0.1:$BACKEND_PORT" \
-  --model_repository="$ROOT/models" > "$LOG_DIR/backend.log" 2>&1 &
+  --model_repository="$ROOT/models" --poll_us="$POLL_US" \
+  --proxy_poll_us="$POLL_US" > "$LOG_DIR/backend.log" 2>&1 &
 PIDS+=($!)
 echo "==> starting frontend on 127.0.0.1:$PORT (log: $LOG_DIR/frontend.log)"
 (cd "$ROOT" && exec "$BIN/tessera_frontend" --config="$CONFIG" \
-  --listen="127.0.0.1:$PORT" --model_repository="$ROOT/models") \
+  --listen="127.0.0.1:$PORT" --model_repository="$ROOT/models" \
+  --poll_us="$POLL_US") \
   > "$LOG_DIR/frontend.log" 2>&1 &
 PIDS+=($!)
 

@@ -205,11 +205,9 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
            &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
-  LoopPolling polling;
-  polling.poll_for = options.poll_for;
-  server->loop_ = std::thread([cq, polling] {
+  server->loop_ = std::thread([cq, poll_for = options.poll_for] {
     NameThisThread("be-loop");
-    RunCompletionQueue(cq, polling);
+    RunCompletionQueue(cq, poll_for);
   });
   return server;
 }

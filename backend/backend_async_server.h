@@ -31,8 +31,8 @@ class BackendAsyncServer {
     std::string listen;  // host:port; port 0 picks one
     int max_message_bytes = 64 << 20;
     // The loop polls its queue this long before it sleeps, while events
-    // come within this window of each other (LoopPolling); 0: it sleeps at
-    // once.
+    // come within this window of each other (RunCompletionQueue); 0: it
+    // sleeps at once.
     absl::Duration poll_for = absl::ZeroDuration();
   };
 

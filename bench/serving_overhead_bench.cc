@@ -180,7 +180,7 @@ class AsyncEcho {
 
   void Run(absl::Duration poll_for) {
     new Call(service_, cq_);
-    RunCompletionQueue(cq_, LoopPolling{poll_for, nullptr});
+    RunCompletionQueue(cq_, poll_for);
   }
 
  private:

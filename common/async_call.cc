@@ -11,24 +11,22 @@
 
 namespace tessera {
 
-void RunCompletionQueue(grpc::CompletionQueue* cq, const LoopPolling& polling) {
+void RunCompletionQueue(grpc::CompletionQueue* cq, absl::Duration poll_for) {
   void* tag = nullptr;
   bool ok = false;
-  if (polling.poll_for <= absl::ZeroDuration()) {
+  if (poll_for <= absl::ZeroDuration()) {
     while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
     return;
   }
   const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // don't block
   const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
-  // The first wait polls; then only after a short idle gap or while a
-  // completion is awaited.
+  // The first wait polls; then only after a short idle gap.
   absl::Duration last_idle = absl::ZeroDuration();
   while (true) {
     const absl::Time waiting = absl::Now();
     grpc::CompletionQueue::NextStatus next = grpc::CompletionQueue::TIMEOUT;
-    if (last_idle <= polling.poll_for ||
-        (polling.awaiting && polling.awaiting())) {
-      const absl::Time poll_until = waiting + polling.poll_for;
+    if (last_idle <= poll_for) {
+      const absl::Time poll_until = waiting + poll_for;
       while ((next = cq->AsyncNext(&tag, &ok, past)) ==
                  grpc::CompletionQueue::TIMEOUT &&
              absl::Now() < poll_until) {

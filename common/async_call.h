@@ -35,23 +35,18 @@ class AsyncOp final : public AsyncTag {
   void (Owner::*const fn_)(bool);
 };
 
-// How an event loop waits for its next completion. By default it sleeps
-// in the queue at once; with `poll_for` > 0 it first polls the queue
-// without blocking (yielding the core between tries) for up to that long,
-// which saves the wake-up of a sleeping thread (on a VM, an idle core's
-// exit from the hypervisor's halt: about 100 us here, docs/benchmarks.md).
-// Polling is adaptive, so that sparse traffic costs no CPU: the loop polls
-// only while events come within `poll_for` of each other, or while
-// `awaiting` (optional) says that a completion is due (a batch in flight).
-struct LoopPolling {
-  absl::Duration poll_for = absl::ZeroDuration();
-  std::function<bool()> awaiting;
-};
-
 // Polls `cq` and runs each completion until the queue is shut down and
-// drained.
+// drained. By default it sleeps in the queue at once; with `poll_for` > 0
+// it first polls the queue without blocking (yielding the core between
+// tries) for up to that long, which saves the wake-up of a sleeping thread
+// (on a VM, an idle core's exit from the hypervisor's halt: about 100 us
+// here, docs/benchmarks.md). Polling is adaptive, so that sparse traffic
+// costs little CPU: the loop polls only while events come within
+// `poll_for` of each other. (A batch in flight needs no rule of its own:
+// its write completes on the queue right after it is sent, so the loop
+// polls for the result.)
 void RunCompletionQueue(grpc::CompletionQueue* cq,
-                        const LoopPolling& polling = {});
+                        absl::Duration poll_for = absl::ZeroDuration());
 
 // True when gRPC polls with epoll1 (the default on Linux, unless the
 // GRPC_POLL_STRATEGY environment variable names another first): one epoll

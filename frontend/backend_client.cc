@@ -223,7 +223,6 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
       stream = stream_;
       id = next_id_++;
       pending_[id] = std::move(done);
-      in_flight_->store(pending_.size(), std::memory_order_relaxed);
     }
   }
   if (stream == nullptr) {
@@ -243,7 +242,6 @@ void BackendClient::Send(BatchRequest batch, Callback done) {
     if (it == pending_.end()) return;
     failed = std::move(it->second);
     pending_.erase(it);
-    in_flight_->store(pending_.size(), std::memory_order_relaxed);
   }
   failed(absl::UnavailableError(
              absl::StrCat("stream to backend '", id_, "' broke while sending")),
@@ -258,7 +256,6 @@ void BackendClient::Deliver(BatchResponse response) {
     if (it == pending_.end()) return;
     cb = std::move(it->second);
     pending_.erase(it);
-    in_flight_->store(pending_.size(), std::memory_order_relaxed);
   }
   absl::Status status = FromStatusProto(response.status());
   cb(std::move(status), std::move(response));
@@ -311,7 +308,6 @@ void BackendClient::FailPending(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     pending.swap(pending_);
-    in_flight_->store(0, std::memory_order_relaxed);
   }
   for (auto& [id, cb] : pending) cb(status, BatchResponse());
 }

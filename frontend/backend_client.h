@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -54,11 +53,6 @@ class BackendClient {
   // called exactly once, possibly before Send returns, on the thread that
   // polls the queue or the caller's. Never blocks on the network.
   void Send(BatchRequest batch, Callback done) ABSL_LOCKS_EXCLUDED(mu_);
-  // Batches sent and not yet answered, read lock-free by an event loop
-  // deciding whether to poll for their results. Shared, so that a loop
-  // left running at shutdown never reads a destroyed client.
-  using InFlight = std::shared_ptr<const std::atomic<size_t>>;
-  InFlight in_flight() const { return in_flight_; }
   // Fails pending batches and stops reconnecting.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -90,9 +84,6 @@ class BackendClient {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Callback> pending_ ABSL_GUARDED_BY(mu_);
-  // pending_.size(), written under mu_.
-  const std::shared_ptr<std::atomic<size_t>> in_flight_ =
-      std::make_shared<std::atomic<size_t>>(0);
   std::thread thread_;
 };
 

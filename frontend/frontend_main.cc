@@ -60,7 +60,7 @@ ABSL_FLAG(int, event_loops, 1,
 ABSL_FLAG(int64_t, poll_us, 0,
           "Low-latency mode: each event loop polls for its next event this "
           "many microseconds before it sleeps, while calls come within this "
-          "window of each other or a batch is in flight, saving the wake-up "
+          "window of each other (a batch in flight included), saving the wake-up "
           "of a sleeping core (about 100 us on a VM) at the cost of a busy "
           "core while it polls. 0: loops sleep at once. See "
           "docs/benchmarks.md.");

@@ -142,22 +142,9 @@ absl::Status FrontendServer::Start() {
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
-    LoopPolling polling;
-    polling.poll_for = options_.poll_for;
-    // Results of batches in flight are due on this loop: poll for them.
-    std::vector<BackendClient::InFlight> streams;
-    for (size_t b = i; b < backends_.size(); b += cqs_.size()) {
-      streams.push_back(backends_[b]->in_flight());
-    }
-    polling.awaiting = [streams] {
-      for (const auto& in_flight : streams) {
-        if (in_flight->load(std::memory_order_relaxed) > 0) return true;
-      }
-      return false;
-    };
-    loops_.emplace_back([cq, i, polling] {
+    loops_.emplace_back([cq, i, poll_for = options_.poll_for] {
       NameThisThread(absl::StrCat("fe-loop-", i));
-      RunCompletionQueue(cq, polling);
+      RunCompletionQueue(cq, poll_for);
     });
   }
   spdlog::info(

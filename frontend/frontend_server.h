@@ -69,8 +69,8 @@ class FrontendServer : public ModelControl {
     // the frontend use more cores.
     int event_loops = 1;
     // Each event loop polls its queue this long before it sleeps, while
-    // calls come within this window of each other or a batch of its
-    // backends is in flight (LoopPolling); 0: it sleeps at once.
+    // events come within this window of each other (RunCompletionQueue);
+    // 0: it sleeps at once.
     absl::Duration poll_for = absl::ZeroDuration();
   };
 

@@ -2,7 +2,6 @@
 
 #include <time.h>
 
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -33,14 +32,14 @@ class TimedEvents {
 
   // Runs the loop with `polling` until every event ran; returns the loop's
   // CPU time between consecutive events (size offsets - 1).
-  std::vector<absl::Duration> Run(const LoopPolling& polling) {
+  std::vector<absl::Duration> Run(absl::Duration poll_for) {
     const absl::Time start = absl::Now();
     for (absl::Duration offset : offsets_) {
       events_.push_back(std::make_unique<Event>(this));
       events_.back()->alarm.Set(&cq_, absl::ToChronoTime(start + offset),
                                 events_.back().get());
     }
-    std::thread loop([this, &polling] { RunCompletionQueue(&cq_, polling); });
+    std::thread loop([this, poll_for] { RunCompletionQueue(&cq_, poll_for); });
     loop.join();  // returns once the last event shut the queue down
     std::vector<absl::Duration> between;
     for (size_t i = 1; i < cpu_.size(); ++i) {
@@ -72,7 +71,7 @@ absl::Duration Ms(int64_t ms) { return absl::Milliseconds(ms); }
 // Without polling the loop sleeps between events: almost no CPU.
 TEST(RunCompletionQueueTest, SleepsBetweenEventsByDefault) {
   TimedEvents events({Ms(20), Ms(35), Ms(50), Ms(65)});
-  for (absl::Duration cpu : events.Run(LoopPolling{})) {
+  for (absl::Duration cpu : events.Run(absl::ZeroDuration())) {
     EXPECT_LT(cpu, Ms(5));
   }
 }
@@ -83,28 +82,13 @@ TEST(RunCompletionQueueTest, SleepsBetweenEventsByDefault) {
 // Lower bounds allow for a busy machine (the poll yields its core).
 TEST(RunCompletionQueueTest, PollsOnlyWhileEventsComeWithinTheWindow) {
   TimedEvents events({Ms(60), Ms(160), Ms(175), Ms(190), Ms(290)});
-  const std::vector<absl::Duration> cpu =
-      events.Run(LoopPolling{Ms(30), nullptr});
+  const std::vector<absl::Duration> cpu = events.Run(Ms(30));
   ASSERT_EQ(cpu.size(), 4u);
   EXPECT_LT(cpu[0], Ms(8)) << "after a 60 ms gap the loop must sleep";
   EXPECT_LT(cpu[1], Ms(8)) << "after a 100 ms gap the loop must sleep";
   EXPECT_GE(cpu[2], Ms(4)) << "after a 15 ms gap the loop must poll";
   EXPECT_GE(cpu[3], Ms(8)) << "it polls up to the window";
   EXPECT_LT(cpu[3], Ms(60)) << "then sleeps (the next event is 100 ms off)";
-}
-
-// While the owner awaits a completion (a batch in flight), the loop polls
-// even after a long gap.
-TEST(RunCompletionQueueTest, PollsAfterALongGapWhileAwaiting) {
-  std::atomic<bool> awaiting{true};
-  TimedEvents events({Ms(60), Ms(160), Ms(260)});
-  LoopPolling polling{Ms(30), [&awaiting] { return awaiting.load(); }};
-  const std::vector<absl::Duration> cpu = events.Run(polling);
-  ASSERT_EQ(cpu.size(), 2u);
-  for (absl::Duration c : cpu) {
-    EXPECT_GE(c, Ms(8));
-    EXPECT_LT(c, Ms(60));
-  }
 }
 
 }  // namespace

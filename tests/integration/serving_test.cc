@@ -593,18 +593,20 @@ TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
 INSTANTIATE_TEST_SUITE_P(Strategies, PollStrategyTest,
                          ::testing::Values("default", "poll"));
 
-// A one-gpulet lenet cluster whose backend runs --proxy_poll_us=<poll_us>,
-// its proxy's pid, and a call that sends one lenet request.
-class ProxyPollCluster : public ::testing::Test {
+// A one-gpulet lenet cluster whose frontend and backend get `frontend_flags`
+// and `backend_flags`, its proxy's pid, and a call that sends one lenet
+// request.
+class PollCluster : public ::testing::Test {
  protected:
-  void StartCluster(int64_t poll_us) {
-    dir_ = absl::StrCat(::testing::TempDir(), "/tessera_proxy_poll_", getpid(),
-                        "_", poll_us);
+  void StartCluster(const std::string& name,
+                    std::vector<std::string> frontend_flags,
+                    std::vector<std::string> backend_flags) {
+    dir_ = absl::StrCat(::testing::TempDir(), "/tessera_", name, "_", getpid());
     auto setup = OneGpuletCluster("lenet", dir_);
     ASSERT_TRUE(setup.ok()) << setup.status();
     setup_ = std::make_unique<OneGpulet>(std::move(*setup));
-    setup_->options.extra_backend_flags = {
-        absl::StrCat("--proxy_poll_us=", poll_us)};
+    setup_->options.extra_frontend_flags = std::move(frontend_flags);
+    setup_->options.extra_backend_flags = std::move(backend_flags);
     auto cluster = LocalCluster::Start(setup_->options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
@@ -614,8 +616,6 @@ class ProxyPollCluster : public ::testing::Test {
       }
     }
     ASSERT_GT(proxy_, 0);
-    EXPECT_THAT(CommandLine(proxy_),
-                HasSubstr(absl::StrCat("--poll_us=", poll_us)));
     stub_ = cluster_->NewStub();
   }
   void TearDown() override {
@@ -638,6 +638,18 @@ class ProxyPollCluster : public ::testing::Test {
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   pid_t proxy_ = -1;
+};
+
+// PollCluster whose backend runs --proxy_poll_us=<poll_us>.
+class ProxyPollCluster : public PollCluster {
+ protected:
+  void StartCluster(int64_t poll_us) {
+    ASSERT_NO_FATAL_FAILURE(
+        PollCluster::StartCluster(absl::StrCat("proxy_poll_", poll_us), {},
+                                  {absl::StrCat("--proxy_poll_us=", poll_us)}));
+    EXPECT_THAT(CommandLine(proxy_),
+                HasSubstr(absl::StrCat("--poll_us=", poll_us)));
+  }
 };
 
 class ProxyPollTest : public ProxyPollCluster,
@@ -695,29 +707,23 @@ INSTANTIATE_TEST_SUITE_P(PollWindows, ProxyPollTest,
 // The frontend's and the backend's event loops with --poll_us: a loop that
 // polls serves back-to-back requests without going to sleep between them;
 // one that does not sleeps at least once per request. Outputs stay right.
-class LoopPollTest : public ::testing::TestWithParam<int64_t> {};
+class LoopPollTest : public PollCluster,
+                     public ::testing::WithParamInterface<int64_t> {};
 
 TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
   const int64_t poll_us = GetParam();
-  const std::string dir = absl::StrCat(
-      ::testing::TempDir(), "/tessera_loop_poll_", getpid(), "_", poll_us);
-  auto setup = OneGpuletCluster("lenet", dir);
-  ASSERT_TRUE(setup.ok()) << setup.status();
   const std::string flag = absl::StrCat("--poll_us=", poll_us);
-  setup->options.extra_frontend_flags = {flag};
-  setup->options.extra_backend_flags = {flag};
-  auto cluster = LocalCluster::Start(setup->options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  auto stub = (*cluster)->NewStub();
-  const ModelConfig& lenet = setup->config("lenet");
+  ASSERT_NO_FATAL_FAILURE(
+      StartCluster(absl::StrCat("loop_poll_", poll_us), {flag}, {flag}));
+  const ModelConfig& lenet = setup_->config("lenet");
   auto model =
-      ReferenceModel::Load(setup->repository->ModelPath("lenet", 1), 1);
+      ReferenceModel::Load(setup_->repository->ModelPath("lenet", 1), 1);
   ASSERT_TRUE(model.ok()) << model.status();
   int seed = 11;
   auto infer = [&](bool check) {
     const auto inputs = RandomInputs(lenet, 1, seed++);
     inference::ModelInferResponse response;
-    grpc::Status s = Infer(stub.get(), MakeRequest(lenet, inputs, false),
+    grpc::Status s = Infer(stub_.get(), MakeRequest(lenet, inputs, false),
                            &response, absl::Seconds(20));
     ASSERT_TRUE(s.ok()) << s.error_message();
     if (!check) return;
@@ -737,8 +743,8 @@ TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
     int64_t before = 0;
   };
   std::map<std::string, Loop> loops = {
-      {"fe-loop-0", {(*cluster)->frontend()->pid()}},
-      {"be-loop", {(*cluster)->backend(0)->pid()}}};
+      {"fe-loop-0", {cluster_->frontend()->pid()}},
+      {"be-loop", {cluster_->backend(0)->pid()}}};
   for (auto& [name, loop] : loops) {
     for (const auto& [tid, thread] : ThreadNames(loop.pid)) {
       if (thread == name) loop.tid = tid;
@@ -765,10 +771,6 @@ TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
       EXPECT_LT(slept, kRequests / 2) << name;
     }
   }
-  stub.reset();
-  cluster->reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 // 0: sleep at once; 10 s: a window far longer than the client's turn.

@@ -205,9 +205,9 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
            &BackendServiceImpl::CommitPlan, /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
-  server->loop_ = std::thread([cq, poll_for = options.poll_for] {
+  server->loop_ = std::thread([cq, poll = options.poll] {
     NameThisThread("be-loop");
-    RunCompletionQueue(cq, poll_for);
+    RunCompletionQueue(cq, poll);
   });
   return server;
 }

@@ -11,6 +11,7 @@
 #include "backend.grpc.pb.h"
 #include "backend/backend_service.h"
 #include "common/async_call.h"
+#include "common/poll_governor.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tessera {
@@ -30,10 +31,9 @@ class BackendAsyncServer {
   struct Options {
     std::string listen;  // host:port; port 0 picks one
     int max_message_bytes = 64 << 20;
-    // The loop polls its queue this long before it sleeps, while events
-    // come within this window of each other (RunCompletionQueue); 0: it
-    // sleeps at once.
-    absl::Duration poll_for = absl::ZeroDuration();
+    // How the loop polls its queue before it sleeps (RunCompletionQueue);
+    // by default it sleeps at once.
+    PollOptions poll;
   };
 
   // Listens and starts the loop. `service` must outlive the server.

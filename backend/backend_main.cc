@@ -16,6 +16,7 @@
 #include "backend/backend_service.h"
 #include "common/allocator_tuning.h"
 #include "common/http_endpoint.h"
+#include "common/poll_governor.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
@@ -50,22 +51,25 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
-ABSL_FLAG(int64_t, poll_us, 0,
-          "Low-latency mode: the event loop polls for its next event (a "
-          "batch from the frontend) this many microseconds before it "
-          "sleeps, while events come within this window of each other, "
-          "saving the wake-up of a sleeping core (about 100 us on a VM) at "
+ABSL_FLAG(int64_t, poll_us, 2000,
+          "The event loop polls for its next event (a batch from the "
+          "frontend, a result to send) up to this many microseconds before "
+          "it sleeps, while events come within this window of each other: "
+          "it saves the wake-up of a sleeping core (about 100 us on a VM) at "
           "the cost of a busy core while it polls. 0: it sleeps at once. "
           "See docs/benchmarks.md.");
-ABSL_FLAG(int64_t, proxy_poll_us, 0,
-          "cpu and cuda proxies poll for their next batch this long "
-          "(microseconds) before they sleep. A batch that comes within it "
+ABSL_FLAG(int64_t, proxy_poll_us, 2000,
+          "cpu and cuda proxies poll for their next batch up to this long "
+          "(microseconds) before they sleep, while batches come within this "
+          "window of the last result. A batch that comes while it polls "
           "skips a wake-up (tens of microseconds on VMs, where an idle core "
           "sleeps in the hypervisor), but the partition's cores stay busy "
-          "meanwhile: use it when the partitions' cores are the proxies' "
-          "own. A proxy polls only while batches come within N us of the "
-          "last result; after a longer gap it sleeps at once. 0: never "
-          "poll.");
+          "meanwhile. 0: never poll.");
+ABSL_FLAG(double, poll_idle_percent, 5,
+          "Polls that find nothing may take at most this percent of the "
+          "wall time per second of the event loop and of each proxy; then "
+          "it sleeps at once until the next second (bounds the polling's "
+          "cost when traffic is sparse). 100: no bound.");
 ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
           "CUDA devices: root of each GPU's MPS pipe and log directories "
           "(<mps_dir>/gpu<i>/{pipe,log}).");
@@ -152,11 +156,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
-  if (absl::GetFlag(FLAGS_proxy_poll_us) < 0) {
-    spdlog::error("--proxy_poll_us must be >= 0");
-    return 2;
+  auto proxy_poll = tessera::MakePollOptions(
+      absl::GetFlag(FLAGS_proxy_poll_us),
+      absl::GetFlag(FLAGS_poll_idle_percent), "proxy_");
+  auto loop_poll = tessera::MakePollOptions(
+      absl::GetFlag(FLAGS_poll_us), absl::GetFlag(FLAGS_poll_idle_percent));
+  for (const auto* poll : {&proxy_poll, &loop_poll}) {
+    if (!poll->ok()) {
+      spdlog::error("{}", std::string(poll->status().message()));
+      return 2;
+    }
   }
-  options.proxy_poll = absl::Microseconds(absl::GetFlag(FLAGS_proxy_poll_us));
+  options.proxy_poll = *proxy_poll;
   options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
   options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {
@@ -173,11 +184,7 @@ int main(int argc, char** argv) {
   server_options.listen = absl::GetFlag(FLAGS_listen);
   server_options.max_message_bytes =
       absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
-  if (absl::GetFlag(FLAGS_poll_us) < 0) {
-    spdlog::error("--poll_us must be >= 0");
-    return 2;
-  }
-  server_options.poll_for = absl::Microseconds(absl::GetFlag(FLAGS_poll_us));
+  server_options.poll = *loop_poll;
   auto server =
       tessera::BackendAsyncServer::Start(server_options, service->get());
   if (!server.ok()) {

@@ -197,7 +197,7 @@ absl::StatusOr<std::shared_ptr<ProxyHandle>> BackendServiceImpl::StartProxy(
   po.gpulet_id = g.plan.gpulet_id();
   po.device_id = g.device_id;
   po.num_slots = options_.proxy_slots;
-  if (device->kind() != DEVICE_KIND_EMULATED) po.poll_for = options_.proxy_poll;
+  if (device->kind() != DEVICE_KIND_EMULATED) po.poll = options_.proxy_poll;
   po.startup_timeout = options_.proxy_startup_timeout;
   if (device->kind() == DEVICE_KIND_EMULATED) {
     po.device_kind = "emulated";

@@ -15,6 +15,7 @@
 #include "backend/proxy_handle.h"
 #include "common/metrics.h"
 #include "common/model_repository.h"
+#include "common/poll_governor.h"
 #include "config.pb.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
@@ -46,9 +47,9 @@ class BackendServiceImpl final {
     std::string emulated_proxy_binary;
     std::string model_repository;
     int proxy_slots = 4;
-    // cpu and cuda proxies poll for the next batch this long before they
-    // sleep (emulated proxies never poll: they share cores by design).
-    absl::Duration proxy_poll = absl::ZeroDuration();
+    // How cpu and cuda proxies poll for the next batch before they sleep
+    // (emulated proxies never poll: they share cores by design).
+    PollOptions proxy_poll;
     absl::Duration proxy_startup_timeout = absl::Seconds(120);
     absl::Duration drain_timeout = absl::Seconds(30);
     // CUDA devices: MPS control daemons (see MpsDaemonManager).

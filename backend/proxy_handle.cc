@@ -95,7 +95,9 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
       "--cores=" + FormatCoreList(options.cpu_cores),
       absl::StrCat("--threads=", options.threads),
       "--gpulet_id=" + options.gpulet_id,
-      absl::StrCat("--poll_us=", absl::ToInt64Microseconds(options.poll_for))};
+      absl::StrCat("--poll_us=",
+                   absl::ToInt64Microseconds(options.poll.window)),
+      absl::StrCat("--poll_idle_percent=", options.poll.idle_budget * 100)};
   if (options.device_kind == "emulated") {
     spawn.argv.push_back("--profile_dir=" + options.profile_dir);
     spawn.argv.push_back(

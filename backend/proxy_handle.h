@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.pb.h"
+#include "common/poll_governor.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
 #include "common/subprocess.h"
@@ -39,8 +40,9 @@ class ProxyHandle {
     int threads = 1;
     // Batches that may sit in the proxy at once (each needs a slot).
     int num_slots = 4;
-    // The proxy polls its channel this long before it sleeps (its --poll_us).
-    absl::Duration poll_for = absl::ZeroDuration();
+    // How the proxy polls its channel before it sleeps (its --poll_us and
+    // --poll_idle_percent).
+    PollOptions poll;
     absl::Duration startup_timeout = absl::Seconds(120);
     std::map<std::string, std::string> extra_env;
     // Emulated devices (device_kind "emulated").

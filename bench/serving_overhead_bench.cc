@@ -65,14 +65,16 @@ ABSL_FLAG(bool, echo_async, false,
           "backend serve).");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
-ABSL_FLAG(int64_t, proxy_poll_us, 0,
+ABSL_FLAG(int64_t, proxy_poll_us, 2000,
           "The backend's --proxy_poll_us: the proxies poll for their next "
-          "batch this long before they sleep (0: they sleep at once, the "
-          "backend's default).");
-ABSL_FLAG(int64_t, poll_us, 0,
+          "batch up to this long before they sleep (0: they sleep at once).");
+ABSL_FLAG(int64_t, poll_us, 2000,
           "The frontend's and the backend's --poll_us: their event loops "
-          "poll for their next event this long before they sleep (0: they "
-          "sleep at once, the default).");
+          "poll for their next event up to this long before they sleep (0: "
+          "they sleep at once).");
+ABSL_FLAG(double, poll_idle_percent, 5,
+          "The frontend's and the backend's --poll_idle_percent (and the "
+          "echo server's, with --echo_poll_us).");
 ABSL_FLAG(int64_t, echo_poll_us, 0,
           "Diagnostic, with --echo_async: the echo server's loop polls for "
           "its next call this long before it sleeps, as the serving loops "
@@ -178,9 +180,9 @@ class AsyncEcho {
             grpc::ServerCompletionQueue* cq)
       : service_(service), cq_(cq) {}
 
-  void Run(absl::Duration poll_for) {
+  void Run(const PollOptions& poll) {
     new Call(service_, cq_);
-    RunCompletionQueue(cq_, poll_for);
+    RunCompletionQueue(cq_, poll);
   }
 
  private:
@@ -245,7 +247,8 @@ int ServeEcho(const std::string& port_file) {
   if (async) {
     loop = std::thread([&] {
       AsyncEcho(&async_echo, cq.get())
-          .Run(absl::Microseconds(absl::GetFlag(FLAGS_echo_poll_us)));
+          .Run(*MakePollOptions(absl::GetFlag(FLAGS_echo_poll_us),
+                                absl::GetFlag(FLAGS_poll_idle_percent)));
     });
   }
   std::ofstream(port_file + ".tmp") << port << "\n";
@@ -444,9 +447,11 @@ int Run() {
   std::printf(
       "Proxies poll for their next batch for %lld us before they sleep "
       "(--proxy_poll_us); the frontend's and the backend's event loops for "
-      "%lld us (--poll_us)%s.\n",
+      "%lld us (--poll_us), polls finding nothing at most %g%% of the time "
+      "(--poll_idle_percent)%s.\n",
       static_cast<long long>(absl::GetFlag(FLAGS_proxy_poll_us)),
       static_cast<long long>(absl::GetFlag(FLAGS_poll_us)),
+      absl::GetFlag(FLAGS_poll_idle_percent),
       absl::GetFlag(FLAGS_echo_poll_us) > 0
           ? absl::StrFormat(
                 "; the echo server's loop for %lld us",
@@ -458,7 +463,9 @@ int Run() {
   // runs on them, the backend's cpu device on the rest.
   std::vector<std::string> backend_flags = {
       absl::StrCat("--proxy_poll_us=", absl::GetFlag(FLAGS_proxy_poll_us)),
-      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us))};
+      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us)),
+      absl::StrCat("--poll_idle_percent=",
+                   absl::GetFlag(FLAGS_poll_idle_percent))};
   const std::string backend_config =
       absl::StrCat("/tmp/tessera_bench_backend_", getpid(), ".pbtxt");
   absl::Cleanup remove_backend_config = [&backend_config] {
@@ -510,7 +517,9 @@ int Run() {
       absl::StrCat("--echo_handoff=", absl::GetFlag(FLAGS_echo_handoff)),
       absl::StrCat("--echo_sync=", absl::GetFlag(FLAGS_echo_sync)),
       absl::StrCat("--echo_async=", absl::GetFlag(FLAGS_echo_async)),
-      absl::StrCat("--echo_poll_us=", absl::GetFlag(FLAGS_echo_poll_us))};
+      absl::StrCat("--echo_poll_us=", absl::GetFlag(FLAGS_echo_poll_us)),
+      absl::StrCat("--poll_idle_percent=",
+                   absl::GetFlag(FLAGS_poll_idle_percent))};
   auto echo_process = Subprocess::Spawn(echo_options);
   if (!echo_process.ok()) return 1;
   int echo_port = 0;
@@ -563,7 +572,9 @@ int Run() {
   options.static_plan = plan;
   options.extra_backend_flags = backend_flags;
   options.extra_frontend_flags = {
-      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us))};
+      absl::StrCat("--poll_us=", absl::GetFlag(FLAGS_poll_us)),
+      absl::StrCat("--poll_idle_percent=",
+                   absl::GetFlag(FLAGS_poll_idle_percent))};
   std::map<std::string, Timed> floor, e2e;
   struct ExecPair {
     Samples proxy, in_process;
@@ -820,10 +831,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--echo_poll_us needs --echo_async and >= 0\n");
     return 2;
   }
-  if (absl::GetFlag(FLAGS_poll_us) < 0 ||
-      absl::GetFlag(FLAGS_proxy_poll_us) < 0) {
-    std::fprintf(stderr, "--poll_us and --proxy_poll_us must be >= 0\n");
-    return 2;
+  for (int64_t window_us :
+       {absl::GetFlag(FLAGS_poll_us), absl::GetFlag(FLAGS_proxy_poll_us)}) {
+    auto poll = tessera::MakePollOptions(
+        window_us, absl::GetFlag(FLAGS_poll_idle_percent));
+    if (!poll.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(poll.status().message()).c_str());
+      return 2;
+    }
   }
   if (!absl::GetFlag(FLAGS_serve_echo).empty()) {
     return tessera::ServeEcho(absl::GetFlag(FLAGS_serve_echo));

@@ -11,33 +11,30 @@
 
 namespace tessera {
 
-void RunCompletionQueue(grpc::CompletionQueue* cq, absl::Duration poll_for) {
+void RunCompletionQueue(grpc::CompletionQueue* cq, const PollOptions& poll) {
   void* tag = nullptr;
   bool ok = false;
-  if (poll_for <= absl::ZeroDuration()) {
+  if (poll.window <= absl::ZeroDuration()) {
     while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
     return;
   }
   const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // don't block
   const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
-  // The first wait polls; then only after a short idle gap.
-  absl::Duration last_idle = absl::ZeroDuration();
+  PollGovernor governor(poll);
   while (true) {
     const absl::Time waiting = absl::Now();
-    grpc::CompletionQueue::NextStatus next = grpc::CompletionQueue::TIMEOUT;
-    if (last_idle <= poll_for) {
-      const absl::Time poll_until = waiting + poll_for;
-      while ((next = cq->AsyncNext(&tag, &ok, past)) ==
-                 grpc::CompletionQueue::TIMEOUT &&
-             absl::Now() < poll_until) {
-        sched_yield();  // another runnable thread on this core goes first
-      }
+    const absl::Time poll_until = waiting + governor.StartWait(waiting);
+    grpc::CompletionQueue::NextStatus next;
+    while ((next = cq->AsyncNext(&tag, &ok, past)) ==
+               grpc::CompletionQueue::TIMEOUT &&
+           absl::Now() < poll_until) {
+      sched_yield();  // another runnable thread on this core goes first
     }
     if (next == grpc::CompletionQueue::TIMEOUT) {
       next = cq->AsyncNext(&tag, &ok, never);
     }
     if (next == grpc::CompletionQueue::SHUTDOWN) return;
-    last_idle = absl::Now() - waiting;
+    governor.EndWait(absl::Now() - waiting);
     static_cast<AsyncTag*>(tag)->Proceed(ok);
   }
 }

@@ -6,6 +6,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/poll_governor.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tessera {
@@ -36,17 +37,15 @@ class AsyncOp final : public AsyncTag {
 };
 
 // Polls `cq` and runs each completion until the queue is shut down and
-// drained. By default it sleeps in the queue at once; with `poll_for` > 0
+// drained. By default it sleeps in the queue at once; with a poll window
 // it first polls the queue without blocking (yielding the core between
-// tries) for up to that long, which saves the wake-up of a sleeping thread
-// (on a VM, an idle core's exit from the hypervisor's halt: about 100 us
-// here, docs/benchmarks.md). Polling is adaptive, so that sparse traffic
-// costs little CPU: the loop polls only while events come within
-// `poll_for` of each other. (A batch in flight needs no rule of its own:
-// its write completes on the queue right after it is sent, so the loop
-// polls for the result.)
+// tries), as `PollGovernor` allows, which saves the wake-up of a sleeping
+// thread (on a VM, an idle core's exit from the hypervisor's halt: about
+// 100 us here, docs/benchmarks.md). A batch in flight needs no rule of its
+// own: its write completes on the queue right after it is sent, so the
+// loop polls for the result.
 void RunCompletionQueue(grpc::CompletionQueue* cq,
-                        absl::Duration poll_for = absl::ZeroDuration());
+                        const PollOptions& poll = PollOptions());
 
 // True when gRPC polls with epoll1 (the default on Linux, unless the
 // GRPC_POLL_STRATEGY environment variable names another first): one epoll

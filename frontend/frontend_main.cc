@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/allocator_tuning.h"
+#include "common/poll_governor.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
@@ -57,13 +58,17 @@ ABSL_FLAG(int, event_loops, 1,
           "polling its own completion queue. 1 gives the lowest latency (no "
           "event is handed between threads); more use more cores.");
 
-ABSL_FLAG(int64_t, poll_us, 0,
-          "Low-latency mode: each event loop polls for its next event this "
-          "many microseconds before it sleeps, while calls come within this "
-          "window of each other (a batch in flight included), saving the wake-up "
-          "of a sleeping core (about 100 us on a VM) at the cost of a busy "
-          "core while it polls. 0: loops sleep at once. See "
-          "docs/benchmarks.md.");
+ABSL_FLAG(int64_t, poll_us, 2000,
+          "Each event loop polls for its next event up to this many "
+          "microseconds before it sleeps, while events come within this "
+          "window of each other: it saves the wake-up of a sleeping core "
+          "(about 100 us on a VM) at the cost of a busy core while it polls. "
+          "0: loops sleep at once. See docs/benchmarks.md.");
+ABSL_FLAG(double, poll_idle_percent, 5,
+          "Polls that find nothing may take at most this percent of a "
+          "loop's wall time per second; then it sleeps at once until the "
+          "next second (bounds the polling's cost when traffic is sparse). "
+          "100: no bound.");
 
 int main(int argc, char** argv) {
   tessera::TuneAllocatorForLargeMessages();
@@ -134,12 +139,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  if (absl::GetFlag(FLAGS_poll_us) < 0) {
-    spdlog::error("--poll_us must be at least 0, not {}",
-                  absl::GetFlag(FLAGS_poll_us));
+  auto poll = tessera::MakePollOptions(absl::GetFlag(FLAGS_poll_us),
+                                       absl::GetFlag(FLAGS_poll_idle_percent));
+  if (!poll.ok()) {
+    spdlog::error("{}", std::string(poll.status().message()));
     return 2;
   }
-  options.poll_for = absl::Microseconds(absl::GetFlag(FLAGS_poll_us));
+  options.poll = *poll;
 
   auto server = tessera::FrontendServer::Create(options);
   if (!server.ok()) {

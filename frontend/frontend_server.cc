@@ -142,17 +142,18 @@ absl::Status FrontendServer::Start() {
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
-    loops_.emplace_back([cq, i, poll_for = options_.poll_for] {
+    loops_.emplace_back([cq, i, poll = options_.poll] {
       NameThisThread(absl::StrCat("fe-loop-", i));
-      RunCompletionQueue(cq, poll_for);
+      RunCompletionQueue(cq, poll);
     });
   }
   spdlog::info(
       "frontend listening on port {} (policy '{}', time scale {}, re-plan "
-      "check every {} s, event loops poll {} us)",
+      "check every {} s, event loops poll {} us, {}% idle)",
       port_, options_.config.policy(), options_.config.time_scale(),
       options_.config.replan_period_s(),
-      absl::ToInt64Microseconds(options_.poll_for));
+      absl::ToInt64Microseconds(options_.poll.window),
+      options_.poll.idle_budget * 100);
   if (options_.http_port >= 0) {
     const std::string host =
         options_.listen.substr(0, options_.listen.rfind(':'));

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/http_endpoint.h"
 #include "common/model_repository.h"
+#include "common/poll_governor.h"
 #include "config.pb.h"
 #include "frontend/backend_client.h"
 #include "frontend/frontend_metrics.h"
@@ -68,10 +69,9 @@ class FrontendServer : public ModelControl {
     // the lowest latency (no event is handed between threads); more let
     // the frontend use more cores.
     int event_loops = 1;
-    // Each event loop polls its queue this long before it sleeps, while
-    // events come within this window of each other (RunCompletionQueue);
-    // 0: it sleeps at once.
-    absl::Duration poll_for = absl::ZeroDuration();
+    // How each event loop polls its queue before it sleeps
+    // (RunCompletionQueue); by default it sleeps at once.
+    PollOptions poll;
   };
 
   // What the frontend has done so far (for tests, metrics and logs).

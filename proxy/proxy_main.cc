@@ -16,6 +16,7 @@
 #include "common/cpu_affinity.h"
 #include "common/grpc_status_util.h"
 #include "common/model_repository.h"
+#include "common/poll_governor.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
 #include "common/text_proto.h"
@@ -47,13 +48,17 @@ ABSL_FLAG(std::string, cores, "",
 ABSL_FLAG(int, threads, 0, "Intra-op threads; 0 = one per pinned core.");
 ABSL_FLAG(int, warmup_runs, 3, "Timed warm-up runs per batch size.");
 ABSL_FLAG(std::string, gpulet_id, "", "Gpulet this proxy serves (for logs).");
-ABSL_FLAG(int64_t, poll_us, 0,
-          "Before sleeping for the next batch, poll the control channel this "
-          "long (microseconds): a batch that comes within it is taken without "
-          "a wake-up, at the price of keeping the partition's cores busy "
-          "meanwhile. Polls only while batches come within that time of the "
-          "last result; after a longer gap it sleeps at once. 0: never "
-          "poll.");
+ABSL_FLAG(int64_t, poll_us, 2000,
+          "Before sleeping for the next batch, poll the control channel up "
+          "to this long (microseconds): a batch that comes within it is "
+          "taken without a wake-up, at the price of keeping the partition's "
+          "cores busy meanwhile. Polls only while batches come within that "
+          "time of the last result; after a longer gap it sleeps at once. "
+          "0: never poll.");
+ABSL_FLAG(double, poll_idle_percent, 5,
+          "Polls that find nothing may take at most this percent of the "
+          "wall time per second; then the proxy sleeps at once until the "
+          "next second. 100: no bound.");
 
 namespace tessera {
 namespace {
@@ -68,7 +73,7 @@ struct ProxyOptions {
   int threads;
   int warmup_runs;
   std::string gpulet_id;
-  absl::Duration poll_for;
+  PollOptions poll;
   std::string profile_dir;
   double share_percent;
   double time_scale;
@@ -185,10 +190,12 @@ int Run(const ProxyOptions& options) {
   }
   if (!channel.Send(ready).ok()) return 1;
   spdlog::info(
-      "proxy {} ready: {} {} model(s), {} thread(s), cores '{}', polls {} us",
+      "proxy {} ready: {} {} model(s), {} thread(s), cores '{}', polls {} us, "
+      "{}% idle",
       options.gpulet_id, configs.size(), options.device, threads, options.cores,
-      absl::ToInt64Microseconds(options.poll_for));
-  absl::Status served = server.Serve(options.poll_for);
+      absl::ToInt64Microseconds(options.poll.window),
+      options.poll.idle_budget * 100);
+  absl::Status served = server.Serve(options.poll);
   if (!served.ok()) {
     spdlog::error("proxy {} stopped: {}", options.gpulet_id, served.ToString());
     return 1;
@@ -223,7 +230,13 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.warmup_runs = absl::GetFlag(FLAGS_warmup_runs);
   options.gpulet_id = absl::GetFlag(FLAGS_gpulet_id);
-  options.poll_for = absl::Microseconds(absl::GetFlag(FLAGS_poll_us));
+  auto poll = tessera::MakePollOptions(absl::GetFlag(FLAGS_poll_us),
+                                       absl::GetFlag(FLAGS_poll_idle_percent));
+  if (!poll.ok()) {
+    spdlog::error("{}", std::string(poll.status().message()));
+    return 2;
+  }
+  options.poll = *poll;
   options.profile_dir = absl::GetFlag(FLAGS_profile_dir);
   options.share_percent = absl::GetFlag(FLAGS_share_percent);
   options.time_scale = absl::GetFlag(FLAGS_time_scale);

@@ -67,24 +67,20 @@ absl::StatusOr<std::vector<MeasuredLatency>> ProxyServer::Warmup(
   return measured;
 }
 
-absl::Status ProxyServer::Serve(absl::Duration poll_for) {
-  // Polls only while batches come within the window: after an idle gap
-  // longer than `poll_for` the next wait sleeps at once, so a sparse
-  // stream costs no polling. The first wait polls.
-  absl::Duration last_idle = absl::ZeroDuration();
+absl::Status ProxyServer::Serve(const PollOptions& poll) {
+  PollGovernor governor(poll);
   while (true) {
     ProxyCommand command;
     const absl::Time waiting = absl::Now();
-    absl::Status status = channel_->Receive(
-        &command, absl::InfiniteDuration(),
-        last_idle <= poll_for ? poll_for : absl::ZeroDuration());
+    absl::Status status = channel_->Receive(&command, absl::InfiniteDuration(),
+                                            governor.StartWait(waiting));
     if (absl::IsUnavailable(status)) return absl::OkStatus();  // peer gone
     if (!status.ok()) return status;
+    const absl::Time received = absl::Now();
+    governor.EndWait(received - waiting);
     if (command.has_shutdown()) return absl::OkStatus();
     if (!command.has_execute()) continue;
     const ExecuteCommand& cmd = command.execute();
-    const absl::Time received = absl::Now();
-    last_idle = received - waiting;
 
     ProxyEvent event;
     ExecuteResult* result = event.mutable_result();

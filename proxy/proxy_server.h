@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "backend.pb.h"
+#include "common/poll_governor.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
 #include "proxy/model_runner.h"
@@ -34,12 +35,10 @@ class ProxyServer {
 
   // Serves until a shutdown command or the backend closes the channel
   // (both OK), or the channel fails. Before it sleeps for the next command
-  // it polls the channel for `poll_for` (see SeqPacketChannel::Receive): a
-  // command that comes within that time is taken without a wake-up. It
-  // polls only while commands keep coming within `poll_for` of the last
-  // one's result: after a longer idle gap it sleeps at once, until a
-  // command comes within the window again.
-  absl::Status Serve(absl::Duration poll_for = absl::ZeroDuration());
+  // it may poll the channel (see SeqPacketChannel::Receive), as a
+  // `PollGovernor` with `poll` allows: a command that comes while it polls
+  // is taken without a wake-up.
+  absl::Status Serve(const PollOptions& poll = PollOptions());
 
  private:
   absl::StatusOr<absl::Duration> RunZeros(const ModelConfig& config,

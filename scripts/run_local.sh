@@ -4,9 +4,10 @@
 # proxies serve every shipped model -- and makes a sample inference call
 # for each model with the CLI client. Keeps serving until Ctrl-C, unless
 # --demo-only is given (then it stops the cluster after the calls).
-# --low-latency: the frontend's and backend's event loops and the proxies
-# poll 2 ms before they sleep (--poll_us, --proxy_poll_us; costs busy
-# cores, see docs/benchmarks.md).
+# --no-poll: the frontend's and backend's event loops and the proxies
+# sleep at once instead of polling up to 2 ms first (--poll_us=0,
+# --proxy_poll_us=0: for a machine whose cores are shared; see
+# docs/benchmarks.md).
 # Frontend: 127.0.0.1:${TESSERA_PORT:-8100}; logs in $TESSERA_LOG_DIR
 # (default: build/logs).
 set -euo pipefail
@@ -17,12 +18,12 @@ LOG_DIR="${TESSERA_LOG_DIR:-$BUILD_DIR/logs}"
 PORT="${TESSERA_PORT:-8100}"
 BACKEND_PORT="${TESSERA_BACKEND_PORT:-8101}"
 DEMO_ONLY=0
-POLL_US=0
+POLL_US=2000
 for arg in "$@"; do
   case "$arg" in
     --demo-only) DEMO_ONLY=1 ;;
-    --low-latency) POLL_US=2000 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --no-poll) POLL_US=0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "run_local.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done

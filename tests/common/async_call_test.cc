@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <iostream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -30,16 +31,16 @@ class TimedEvents {
   explicit TimedEvents(std::vector<absl::Duration> offsets)
       : offsets_(std::move(offsets)) {}
 
-  // Runs the loop with `polling` until every event ran; returns the loop's
+  // Runs the loop with `poll` until every event ran; returns the loop's
   // CPU time between consecutive events (size offsets - 1).
-  std::vector<absl::Duration> Run(absl::Duration poll_for) {
+  std::vector<absl::Duration> Run(const PollOptions& poll) {
     const absl::Time start = absl::Now();
     for (absl::Duration offset : offsets_) {
       events_.push_back(std::make_unique<Event>(this));
       events_.back()->alarm.Set(&cq_, absl::ToChronoTime(start + offset),
                                 events_.back().get());
     }
-    std::thread loop([this, poll_for] { RunCompletionQueue(&cq_, poll_for); });
+    std::thread loop([this, poll] { RunCompletionQueue(&cq_, poll); });
     loop.join();  // returns once the last event shut the queue down
     std::vector<absl::Duration> between;
     for (size_t i = 1; i < cpu_.size(); ++i) {
@@ -68,10 +69,23 @@ class TimedEvents {
 
 absl::Duration Ms(int64_t ms) { return absl::Milliseconds(ms); }
 
+PollOptions Window(absl::Duration window, double idle_budget = 1) {
+  PollOptions poll;
+  poll.window = window;
+  poll.idle_budget = idle_budget;
+  return poll;
+}
+
+absl::Duration Sum(const std::vector<absl::Duration>& durations) {
+  absl::Duration sum;
+  for (absl::Duration d : durations) sum += d;
+  return sum;
+}
+
 // Without polling the loop sleeps between events: almost no CPU.
 TEST(RunCompletionQueueTest, SleepsBetweenEventsByDefault) {
   TimedEvents events({Ms(20), Ms(35), Ms(50), Ms(65)});
-  for (absl::Duration cpu : events.Run(absl::ZeroDuration())) {
+  for (absl::Duration cpu : events.Run(PollOptions())) {
     EXPECT_LT(cpu, Ms(5));
   }
 }
@@ -82,13 +96,37 @@ TEST(RunCompletionQueueTest, SleepsBetweenEventsByDefault) {
 // Lower bounds allow for a busy machine (the poll yields its core).
 TEST(RunCompletionQueueTest, PollsOnlyWhileEventsComeWithinTheWindow) {
   TimedEvents events({Ms(60), Ms(160), Ms(175), Ms(190), Ms(290)});
-  const std::vector<absl::Duration> cpu = events.Run(Ms(30));
+  const std::vector<absl::Duration> cpu = events.Run(Window(Ms(30)));
   ASSERT_EQ(cpu.size(), 4u);
   EXPECT_LT(cpu[0], Ms(8)) << "after a 60 ms gap the loop must sleep";
   EXPECT_LT(cpu[1], Ms(8)) << "after a 100 ms gap the loop must sleep";
   EXPECT_GE(cpu[2], Ms(4)) << "after a 15 ms gap the loop must poll";
   EXPECT_GE(cpu[3], Ms(8)) << "it polls up to the window";
   EXPECT_LT(cpu[3], Ms(60)) << "then sleeps (the next event is 100 ms off)";
+}
+
+// Pairs of events 1 ms apart, 40 ms between pairs: after the second event
+// of a pair the loop polls its whole 30 ms window for nothing. Without a
+// bound that is about 30 of every 40 ms; with a 10 % idle budget per
+// 200 ms period, the polls that find nothing stop at 20 ms per period.
+TEST(RunCompletionQueueTest, PollsThatFindNothingStayWithinTheIdleBudget) {
+  std::vector<absl::Duration> offsets;
+  for (int pair = 0; pair < 30; ++pair) {
+    offsets.push_back(Ms(20 + 40 * pair));
+    offsets.push_back(Ms(21 + 40 * pair));
+  }
+  PollOptions bounded = Window(Ms(30), 0.1);
+  bounded.period = Ms(200);
+  const absl::Duration unbounded_cpu =
+      Sum(TimedEvents(offsets).Run(Window(Ms(30))));
+  const absl::Duration bounded_cpu = Sum(TimedEvents(offsets).Run(bounded));
+  std::cout << "[ info ] loop CPU over 1.2 s: " << unbounded_cpu
+            << " without a bound, " << bounded_cpu << " with 10 %\n";
+  // At most 7 periods x 20 ms of idle polls, plus the 30 polls that found
+  // their event within 1 ms. (The unbounded bound allows for a busy
+  // machine: the poll yields its core.)
+  EXPECT_LT(bounded_cpu, Ms(250));
+  EXPECT_GT(unbounded_cpu, Ms(350));
 }
 
 }  // namespace

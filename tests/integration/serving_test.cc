@@ -640,13 +640,15 @@ class PollCluster : public ::testing::Test {
   pid_t proxy_ = -1;
 };
 
-// PollCluster whose backend runs --proxy_poll_us=<poll_us>.
+// PollCluster whose backend runs --proxy_poll_us=<poll_us>, with no bound
+// on idle polls (the window's own rules are under test).
 class ProxyPollCluster : public PollCluster {
  protected:
   void StartCluster(int64_t poll_us) {
     ASSERT_NO_FATAL_FAILURE(
         PollCluster::StartCluster(absl::StrCat("proxy_poll_", poll_us), {},
-                                  {absl::StrCat("--proxy_poll_us=", poll_us)}));
+                                  {absl::StrCat("--proxy_poll_us=", poll_us),
+                                   "--poll_idle_percent=100"}));
     EXPECT_THAT(CommandLine(proxy_),
                 HasSubstr(absl::StrCat("--poll_us=", poll_us)));
   }
@@ -711,10 +713,15 @@ class LoopPollTest : public PollCluster,
                      public ::testing::WithParamInterface<int64_t> {};
 
 TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
-  const int64_t poll_us = GetParam();
-  const std::string flag = absl::StrCat("--poll_us=", poll_us);
+  const int64_t poll_us = GetParam();  // -1: the binaries' default
+  std::vector<std::string> flags;
+  if (poll_us >= 0) {
+    // No idle bound: a 10 s window would spend the default 5 % of a
+    // second on the first idle gap.
+    flags = {absl::StrCat("--poll_us=", poll_us), "--poll_idle_percent=100"};
+  }
   ASSERT_NO_FATAL_FAILURE(
-      StartCluster(absl::StrCat("loop_poll_", poll_us), {flag}, {flag}));
+      StartCluster(absl::StrCat("loop_poll_", poll_us), flags, flags));
   const ModelConfig& lenet = setup_->config("lenet");
   auto model =
       ReferenceModel::Load(setup_->repository->ModelPath("lenet", 1), 1);
@@ -773,9 +780,10 @@ TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
   }
 }
 
-// 0: sleep at once; 10 s: a window far longer than the client's turn.
+// 0: sleep at once; 10 s: a window far longer than the client's turn; -1:
+// the default window (2 ms), longer than the client's turn here too.
 INSTANTIATE_TEST_SUITE_P(PollWindows, LoopPollTest,
-                         ::testing::Values(0, 10000000));
+                         ::testing::Values(0, 10000000, -1));
 
 // A backend killed under load: calls in flight get UNAVAILABLE, none hang,
 // later calls get UNAVAILABLE, the frontend stays up.

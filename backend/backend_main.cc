@@ -69,7 +69,7 @@ ABSL_FLAG(double, poll_idle_percent, 5,
           "Polls that find nothing may take at most this percent of the "
           "wall time per second of the event loop and of each proxy; then "
           "it sleeps at once until the next second (bounds the polling's "
-          "cost when traffic is sparse). 100: no bound.");
+          "cost when traffic is sparse). 100: no bound; 0: no polling.");
 ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
           "CUDA devices: root of each GPU's MPS pipe and log directories "
           "(<mps_dir>/gpu<i>/{pipe,log}).");

@@ -16,8 +16,7 @@ absl::StatusOr<PollOptions> MakePollOptions(int64_t window_us,
   }
   if (!(idle_percent >= 0 && idle_percent <= 100)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag_prefix, "poll_idle_percent must be in [0, 100], not ",
-        idle_percent));
+        "--poll_idle_percent must be in [0, 100], not ", idle_percent));
   }
   PollOptions options;
   options.window = absl::Microseconds(window_us);

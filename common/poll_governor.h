@@ -20,8 +20,10 @@ struct PollOptions {
   absl::Duration period = absl::Seconds(1);
 };
 
-// Options from the binaries' --poll_us and --poll_idle_percent flags;
-// INVALID_ARGUMENT (naming `flag_prefix`poll_us, ...) when out of range.
+// Options from the binaries' --poll_us (or --<flag_prefix>poll_us, such as
+// the backend's --proxy_poll_us) and --poll_idle_percent flags;
+// INVALID_ARGUMENT naming the flag when one is out of range. An idle
+// percent of 0 means no polling at all.
 absl::StatusOr<PollOptions> MakePollOptions(int64_t window_us,
                                             double idle_percent,
                                             absl::string_view flag_prefix = "");

@@ -68,7 +68,7 @@ ABSL_FLAG(double, poll_idle_percent, 5,
           "Polls that find nothing may take at most this percent of a "
           "loop's wall time per second; then it sleeps at once until the "
           "next second (bounds the polling's cost when traffic is sparse). "
-          "100: no bound.");
+          "100: no bound; 0: no polling.");
 
 int main(int argc, char** argv) {
   tessera::TuneAllocatorForLargeMessages();

@@ -58,7 +58,7 @@ ABSL_FLAG(int64_t, poll_us, 2000,
 ABSL_FLAG(double, poll_idle_percent, 5,
           "Polls that find nothing may take at most this percent of the "
           "wall time per second; then the proxy sleeps at once until the "
-          "next second. 100: no bound.");
+          "next second. 100: no bound; 0: no polling.");
 
 namespace tessera {
 namespace {

@@ -69,6 +69,12 @@ TEST(PollGovernorTest, OnlyPollsThatFindNothingSpendTheBudget) {
   EXPECT_EQ(waits.Wait(Us(100)), absl::ZeroDuration());
 }
 
+TEST(PollGovernorTest, NoIdleBudgetNeverPolls) {
+  Waits waits(Options(2000, 0));
+  EXPECT_EQ(waits.Wait(Us(10)), absl::ZeroDuration());
+  EXPECT_EQ(waits.Wait(Us(10)), absl::ZeroDuration());
+}
+
 TEST(PollGovernorTest, TheLastPollOfAPeriodGetsWhatIsLeft) {
   Waits waits(Options(2000, 0.003));  // 3 ms per second
   EXPECT_EQ(waits.Wait(Us(2000)), Us(2000));
@@ -95,9 +101,10 @@ TEST(PollGovernorTest, MakePollOptionsChecksTheFlags) {
   auto negative = MakePollOptions(-1, 5, "proxy_");
   EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(negative.status().message(), HasSubstr("--proxy_poll_us"));
-  auto percent = MakePollOptions(2000, 101);
+  auto percent = MakePollOptions(2000, 101, "proxy_");
   EXPECT_EQ(percent.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(percent.status().message(), HasSubstr("--poll_idle_percent"));
+  EXPECT_THAT(percent.status().message(),
+              HasSubstr("--poll_idle_percent must be"));
 }
 
 }  // namespace

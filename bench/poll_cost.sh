@@ -6,6 +6,7 @@
 # process used per second of load (from /proc/<pid>/stat, 10 ms ticks).
 #
 # Usage: bench/poll_cost.sh [--rates="10 100 400 1500"] [--duration_s=10]
+# A rate "cN" is a closed loop with N requests outstanding instead.
 # Settings: "off" (--poll_us=0 --proxy_poll_us=0), "default" (the
 # binaries' defaults: 2 ms windows, polls finding nothing at most 5 % of
 # each second) and "unbounded" (--poll_idle_percent=100).
@@ -20,7 +21,7 @@ for arg in "$@"; do
   case "$arg" in
     --rates=*) RATES="${arg#--rates=}" ;;
     --duration_s=*) DURATION="${arg#--duration_s=}" ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "poll_cost.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -92,7 +93,12 @@ for setting in off default unbounded; do
   sleep 2  # the proxies' first waits and the start-up settle
   for rate in $RATES; do
     fe0=$(ticks "$FE"); be0=$(ticks "$BE"); px0=$(ticks "${PROXIES[@]}")
-    "$BIN/tessera_loadgen" --server="$SERVER" --load="lenet:$rate" \
+    if [[ "$rate" == c* ]]; then  # closed loop, ${rate#c} outstanding
+      LOAD=(--load=lenet --concurrency="${rate#c}")
+    else
+      LOAD=(--load="lenet:$rate")
+    fi
+    "$BIN/tessera_loadgen" --server="$SERVER" "${LOAD[@]}" \
       --duration_s="$DURATION" --warmup_s=0 --csv="$WORK/load.csv" \
       > "$WORK/loadgen.log" 2>&1
     fe1=$(ticks "$FE"); be1=$(ticks "$BE"); px1=$(ticks "${PROXIES[@]}")
@@ -108,4 +114,4 @@ for setting in off default unbounded; do
 done
 echo "CPU per second of load: frontend, backend, and its proxies summed" \
   "(two proxies: lenet's and an idle one). Open-loop Poisson lenet" \
-  "requests for ${DURATION} s at each rate."
+  "requests for ${DURATION} s at each rate (cN: a closed loop, N outstanding)."

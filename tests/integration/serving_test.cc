@@ -702,6 +702,35 @@ TEST_F(ProxyPollCluster, SparseBatchesCostNoPolling) {
   EXPECT_LT(on_cpu, kBatches * window / 3);
 }
 
+// The proxy's idle budget (--poll_idle_percent): pairs of batches, 80 ms
+// between pairs, with a 50 ms window. After the second batch of each pair
+// the proxy polls its whole window for nothing: about 50 of every 80 ms
+// without a bound. With 10 %, those polls stop at 100 ms per second.
+TEST_F(PollCluster, ProxyPollsThatFindNothingStayWithinTheIdleBudget) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartCluster("proxy_idle_budget", {},
+                   {"--proxy_poll_us=50000", "--poll_idle_percent=10"}));
+  Infer1();
+  const int kPairs = 12;
+  const int64_t before = ReadThreadCounters(proxy_, proxy_).on_cpu_ns;
+  ASSERT_GE(before, 0);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kPairs; ++i) {
+    absl::SleepFor(absl::Milliseconds(80));
+    Infer1();
+    Infer1();
+  }
+  const absl::Duration elapsed = absl::Now() - start;
+  const absl::Duration on_cpu =
+      absl::Nanoseconds(ReadThreadCounters(proxy_, proxy_).on_cpu_ns - before);
+  std::cout << "[ info ] proxy on a CPU for " << on_cpu << " over " << elapsed
+            << " of pairs 80 ms apart (50 ms window, 10 % idle budget)\n";
+  // At most 10 % of each second started, plus the pairs' own work (a few
+  // ms); without the budget it is about kPairs * 50 ms = 600 ms.
+  const int64_t periods = absl::ToInt64Seconds(elapsed) + 2;
+  EXPECT_LT(on_cpu, periods * absl::Milliseconds(100) + absl::Milliseconds(60));
+}
+
 // 0: sleep at once; 10 s: a window far longer than the client's turn.
 INSTANTIATE_TEST_SUITE_P(PollWindows, ProxyPollTest,
                          ::testing::Values(0, 10000000));

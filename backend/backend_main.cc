@@ -51,21 +51,21 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
-ABSL_FLAG(int64_t, poll_us, 2000,
+ABSL_FLAG(int64_t, poll_us, tessera::kDefaultPollWindowUs,
           "The event loop polls for its next event (a batch from the "
           "frontend, a result to send) up to this many microseconds before "
           "it sleeps, while events come within this window of each other: "
           "it saves the wake-up of a sleeping core (about 100 us on a VM) at "
           "the cost of a busy core while it polls. 0: it sleeps at once. "
           "See docs/benchmarks.md.");
-ABSL_FLAG(int64_t, proxy_poll_us, 2000,
+ABSL_FLAG(int64_t, proxy_poll_us, tessera::kDefaultPollWindowUs,
           "cpu and cuda proxies poll for their next batch up to this long "
           "(microseconds) before they sleep, while batches come within this "
           "window of the last result. A batch that comes while it polls "
           "skips a wake-up (tens of microseconds on VMs, where an idle core "
           "sleeps in the hypervisor), but the partition's cores stay busy "
           "meanwhile. 0: never poll.");
-ABSL_FLAG(double, poll_idle_percent, 5,
+ABSL_FLAG(double, poll_idle_percent, tessera::kDefaultPollIdlePercent,
           "Polls that find nothing may take at most this percent of the "
           "wall time per second of the event loop and of each proxy; then "
           "it sleeps at once until the next second (bounds the polling's "

@@ -43,6 +43,7 @@
 #include "common/data_type.h"
 #include "common/grpc_tuning.h"
 #include "common/model_repository.h"
+#include "common/poll_governor.h"
 #include "common/subprocess.h"
 #include "common/termination_signals.h"
 #include "common/usage.h"
@@ -65,14 +66,14 @@ ABSL_FLAG(bool, echo_async, false,
           "backend serve).");
 ABSL_FLAG(bool, echo_handoff, false,
           "Diagnostic: the echo server finishes calls from another thread.");
-ABSL_FLAG(int64_t, proxy_poll_us, 2000,
+ABSL_FLAG(int64_t, proxy_poll_us, tessera::kDefaultPollWindowUs,
           "The backend's --proxy_poll_us: the proxies poll for their next "
           "batch up to this long before they sleep (0: they sleep at once).");
-ABSL_FLAG(int64_t, poll_us, 2000,
+ABSL_FLAG(int64_t, poll_us, tessera::kDefaultPollWindowUs,
           "The frontend's and the backend's --poll_us: their event loops "
           "poll for their next event up to this long before they sleep (0: "
           "they sleep at once).");
-ABSL_FLAG(double, poll_idle_percent, 5,
+ABSL_FLAG(double, poll_idle_percent, tessera::kDefaultPollIdlePercent,
           "The frontend's and the backend's --poll_idle_percent (and the "
           "echo server's, with --echo_poll_us).");
 ABSL_FLAG(int64_t, echo_poll_us, 0,

@@ -8,6 +8,11 @@
 
 namespace tessera {
 
+// The binaries' defaults: --poll_us (and the backend's --proxy_poll_us)
+// and --poll_idle_percent (docs/benchmarks.md, session 10).
+inline constexpr int64_t kDefaultPollWindowUs = 2000;
+inline constexpr double kDefaultPollIdlePercent = 5;
+
 // How a thread that waits for events (an event loop, a proxy) polls before
 // it sleeps.
 struct PollOptions {
@@ -16,7 +21,7 @@ struct PollOptions {
   // The share of wall time, per `period`, that polls finding nothing may
   // take (the poll's cost when traffic is too sparse to pay for it);
   // once it is spent, waits sleep at once until the next period.
-  double idle_budget = 0.05;
+  double idle_budget = kDefaultPollIdlePercent / 100;
   absl::Duration period = absl::Seconds(1);
 };
 

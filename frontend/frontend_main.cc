@@ -58,13 +58,13 @@ ABSL_FLAG(int, event_loops, 1,
           "polling its own completion queue. 1 gives the lowest latency (no "
           "event is handed between threads); more use more cores.");
 
-ABSL_FLAG(int64_t, poll_us, 2000,
+ABSL_FLAG(int64_t, poll_us, tessera::kDefaultPollWindowUs,
           "Each event loop polls for its next event up to this many "
           "microseconds before it sleeps, while events come within this "
           "window of each other: it saves the wake-up of a sleeping core "
           "(about 100 us on a VM) at the cost of a busy core while it polls. "
           "0: loops sleep at once. See docs/benchmarks.md.");
-ABSL_FLAG(double, poll_idle_percent, 5,
+ABSL_FLAG(double, poll_idle_percent, tessera::kDefaultPollIdlePercent,
           "Polls that find nothing may take at most this percent of a "
           "loop's wall time per second; then it sleeps at once until the "
           "next second (bounds the polling's cost when traffic is sparse). "

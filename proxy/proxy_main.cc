@@ -48,14 +48,14 @@ ABSL_FLAG(std::string, cores, "",
 ABSL_FLAG(int, threads, 0, "Intra-op threads; 0 = one per pinned core.");
 ABSL_FLAG(int, warmup_runs, 3, "Timed warm-up runs per batch size.");
 ABSL_FLAG(std::string, gpulet_id, "", "Gpulet this proxy serves (for logs).");
-ABSL_FLAG(int64_t, poll_us, 2000,
+ABSL_FLAG(int64_t, poll_us, tessera::kDefaultPollWindowUs,
           "Before sleeping for the next batch, poll the control channel up "
           "to this long (microseconds): a batch that comes within it is "
           "taken without a wake-up, at the price of keeping the partition's "
           "cores busy meanwhile. Polls only while batches come within that "
           "time of the last result; after a longer gap it sleeps at once. "
           "0: never poll.");
-ABSL_FLAG(double, poll_idle_percent, 5,
+ABSL_FLAG(double, poll_idle_percent, tessera::kDefaultPollIdlePercent,
           "Polls that find nothing may take at most this percent of the "
           "wall time per second; then the proxy sleeps at once until the "
           "next second. 100: no bound; 0: no polling.");

@@ -33,6 +33,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -85,6 +86,14 @@ ABSL_FLAG(std::string, serving_cores, "",
           "frontend, backend), e.g. \"0\"; the backend's cpu device gets the "
           "others. Empty: every process may use every core (the default, as "
           "on a machine without reserved cores).");
+ABSL_FLAG(std::string, client_core, "last",
+          "Where the benchmark's client runs: a core number, \"last\" (the "
+          "last core this process may use) or \"none\". The echo server, "
+          "the frontend and the backend then start on the other cores, so "
+          "that the echo and the client -> frontend hop both cross cores, as "
+          "between machines (proxies keep their gpulets' cores). \"none\": "
+          "no pinning; the scheduler then puts each hop on one core or across "
+          "two, differently from run to run, and the ratios swing with it.");
 ABSL_FLAG(std::string, serve_echo, "",
           "Internal: serve the echo service and write its port to this file "
           "(the benchmark runs itself this way so the one-hop floor crosses "
@@ -315,6 +324,31 @@ class InProcessModel {
       m->inputs_.push_back(v);
     }
     m->out_.resize(1 << 20);
+    // Warm up as the proxy does (ProxyServer::Warmup: batch 1, then the
+    // largest batch, four runs each), so that TorchScript's profiling
+    // executor has seen the same shapes in both before it is timed.
+    std::vector<int> sizes = {1};
+    if (config.max_batch_size() > 1) sizes.push_back(config.max_batch_size());
+    for (int b : sizes) {
+      std::vector<std::vector<uint8_t>> buffers;
+      std::vector<TensorView> zeros;
+      for (const TensorConfig& t : config.input()) {
+        TensorView v;
+        v.name = t.name();
+        v.data_type = t.data_type();
+        v.shape.assign(t.dims().begin(), t.dims().end());
+        v.shape[0] = b;
+        v.size_bytes = ElementCount(v.shape) * DataTypeSize(t.data_type());
+        buffers.emplace_back(v.size_bytes, 0);
+        v.data = buffers.back().data();
+        zeros.push_back(std::move(v));
+      }
+      std::vector<uint8_t> out(64 << 20);
+      for (int i = 0; i < 4; ++i) {
+        absl::Duration exec;
+        (void)m->runner_->Run(model, zeros, out.data(), out.size(), &exec);
+      }
+    }
     return m;
   }
 
@@ -421,6 +455,28 @@ double WakeRoundTripUs(int client_core, int server_core) {
   return rtt.empty() ? -1 : Percentile(rtt, .5);
 }
 
+// The core --client_core names among `cores` (this process's), or -1 for
+// no pinning ("none", or "last" on a single core).
+absl::StatusOr<int> ClientCore(const std::string& flag,
+                               const std::vector<int>& cores) {
+  if (flag == "none") return -1;
+  if (flag == "last") return cores.size() < 2 ? -1 : cores.back();
+  int core = -1;
+  if (!absl::SimpleAtoi(flag, &core)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", flag, "' is not a core number, \"last\" or \"none\""));
+  }
+  if (std::find(cores.begin(), cores.end(), core) == cores.end() ||
+      cores.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("core ", core, " is not one of this process's cores (",
+                     FormatCoreList(cores),
+                     ") or leaves no other core for the servers; \"none\" runs "
+                     "unpinned"));
+  }
+  return core;
+}
+
 int Run() {
   const int iterations = absl::GetFlag(FLAGS_iterations);
   const int warmup = absl::GetFlag(FLAGS_warmup);
@@ -493,8 +549,11 @@ int Run() {
       ++device_cores;
     }
     device += " }";
-    if (device_cores == 0) {
-      std::fprintf(stderr, "--serving_cores leaves no core for the device\n");
+    if (device_cores < static_cast<int>(models.size())) {
+      std::fprintf(stderr,
+                   "--serving_cores leaves %d core(s) for the device, fewer "
+                   "than the %zu gpulets (one per model) need\n",
+                   device_cores, models.size());
       return 1;
     }
     absl::Status pinned = SetCpuAffinity(*serving);
@@ -507,6 +566,48 @@ int Run() {
     std::printf("Serving processes on cores %s, the cpu device on the rest\n",
                 absl::GetFlag(FLAGS_serving_cores).c_str());
   }
+
+  // A pinned client: the servers start on the other cores (children
+  // inherit the affinity of the thread that starts them).
+  auto mine = GetCpuAffinity(0);
+  auto chosen = ClientCore(absl::GetFlag(FLAGS_client_core),
+                           mine.ok() ? *mine : std::vector<int>{});
+  if (!chosen.ok()) {
+    std::fprintf(stderr, "--client_core: %s\n",
+                 std::string(chosen.status().message()).c_str());
+    return 1;
+  }
+  const int client_core = *chosen;
+  std::vector<int> server_cores;
+  if (client_core >= 0) {
+    for (int c : *mine) {
+      if (c != client_core) server_cores.push_back(c);
+    }
+    std::printf(
+        "Client on core %d, echo server, frontend and backend on "
+        "cores %s\n",
+        client_core, FormatCoreList(server_cores).c_str());
+    // The backend's cpu device keeps this process's cores (it would take
+    // only the servers' cores it inherits).
+    if (absl::GetFlag(FLAGS_serving_cores).empty()) {
+      std::string device =
+          "id: \"backend0\" devices { id: \"cpu0\" kind: DEVICE_KIND_CPU";
+      for (int c : *mine) absl::StrAppend(&device, " cpu_cores: ", c);
+      device += " }";
+      std::ofstream(backend_config) << device;
+      backend_flags.push_back("--config=" + backend_config);
+    }
+  } else if (absl::GetFlag(FLAGS_client_core) != "none") {
+    std::printf("One core: the client is not pinned\n");
+  }
+  // Runs `start` with this thread on the servers' cores, then pins it back
+  // to the client's core.
+  auto on_server_cores = [&](auto start) {
+    if (client_core >= 0) (void)SetCpuAffinity(server_cores);
+    auto result = start();
+    if (client_core >= 0) (void)SetCpuAffinity({client_core});
+    return result;
+  };
 
   // 1. One-hop floor: an echo server in another process.
   const std::string echo_port_file =
@@ -521,7 +622,8 @@ int Run() {
       absl::StrCat("--echo_poll_us=", absl::GetFlag(FLAGS_echo_poll_us)),
       absl::StrCat("--poll_idle_percent=",
                    absl::GetFlag(FLAGS_poll_idle_percent))};
-  auto echo_process = Subprocess::Spawn(echo_options);
+  auto echo_process =
+      on_server_cores([&] { return Subprocess::Spawn(echo_options); });
   if (!echo_process.ok()) return 1;
   int echo_port = 0;
   for (int i = 0; i < 500 && echo_port == 0; ++i) {
@@ -578,14 +680,18 @@ int Run() {
                    absl::GetFlag(FLAGS_poll_idle_percent))};
   std::map<std::string, Timed> floor, e2e;
   struct ExecPair {
-    Samples proxy, in_process;
+    // `copy`: a second in-process copy of the model, run after every other
+    // request instead of the first: how far two copies of the same weights
+    // differ.
+    Samples proxy, in_process, copy;
   };
   std::map<std::string, ExecPair> exec_alt;
   std::map<std::string, std::vector<int>> cores;
   // Per model and process: CPU time and switches per request.
   std::map<std::string, std::map<std::string, ProcessCounters>> cost;
   {
-    auto cluster = testing::LocalCluster::Start(options);
+    auto cluster =
+        on_server_cores([&] { return testing::LocalCluster::Start(options); });
     if (!cluster.ok()) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 1;
@@ -650,16 +756,23 @@ int Run() {
                    m.c_str());
       const auto home = GetCpuAffinity(0);
       auto model = InProcessModel::Create(**repo, m, cores[m].size());
-      if (model == nullptr || !home.ok()) return 1;
+      auto copy = InProcessModel::Create(**repo, m, cores[m].size());
+      if (model == nullptr || copy == nullptr || !home.ok()) return 1;
       for (int i = 0; i < warmup + iterations; ++i) {
         double us = 0;
         inference::ModelInferResponse response;
         if (!Call(stub.get(), request, &us, &response)) continue;
         if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
-        const double exec = model->Run();
+        // Every other request the second copy runs instead.
+        const bool use_copy = i % 2 == 1;
+        const double exec = use_copy ? copy->Run() : model->Run();
         (void)SetCpuAffinity(*home);
         auto it = response.parameters().find("tessera.exec_us");
         if (i < warmup || exec < 0 || it == response.parameters().end()) {
+          continue;
+        }
+        if (use_copy) {
+          exec_alt[m].copy.push_back(exec);
           continue;
         }
         exec_alt[m].proxy.push_back(
@@ -743,15 +856,23 @@ int Run() {
       "\nProxy exec against in-process, alternating request by request "
       "(an end-to-end call, then one in-process run on the proxy's cores; "
       "microseconds, p50 / p99)\n\n");
-  std::printf("%-10s %15s %15s %10s\n", "model", "proxy exec", "in-proc exec",
-              "exec/inp");
+  std::printf("%-10s %15s %15s %10s %15s %10s\n", "model", "proxy exec",
+              "in-proc exec", "exec/inp", "in-proc copy", "copy/inp");
   for (const auto& m : models) {
     const ExecPair& x = exec_alt[m];
     if (x.proxy.empty()) continue;
-    std::printf("%-10s %15s %15s %10.3f\n", m.c_str(), pair(x.proxy).c_str(),
-                pair(x.in_process).c_str(),
-                Percentile(x.proxy, .5) / Percentile(x.in_process, .5));
+    const double reference = Percentile(x.in_process, .5);
+    std::printf("%-10s %15s %15s %10.3f %15s %10.3f\n", m.c_str(),
+                pair(x.proxy).c_str(), pair(x.in_process).c_str(),
+                Percentile(x.proxy, .5) / reference, pair(x.copy).c_str(),
+                Percentile(x.copy, .5) / reference);
   }
+  std::printf(
+      "\nin-proc copy: a second copy of the model in this process, run "
+      "after every other end-to-end call instead of the first (which runs "
+      "after the others); copy/inp is how far two copies of the same "
+      "weights differ under the same conditions: the noise floor of "
+      "exec/inp.\n");
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
   std::printf("%-10s %12s %14s %13s %14s %12s %13s %10s\n", "model",
               "client<->fe", "fe queue+disp", "fe<->backend", "be<->proxy ch",

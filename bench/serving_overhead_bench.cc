@@ -325,8 +325,8 @@ class InProcessModel {
     }
     m->out_.resize(1 << 20);
     // Warm up as the proxy does (ProxyServer::Warmup: batch 1, then the
-    // largest batch, four runs each), so that TorchScript's profiling
-    // executor has seen the same shapes in both before it is timed.
+    // largest batch, four runs each), so that both start timing from the
+    // same history (allocator state, the shapes TorchScript has seen).
     std::vector<int> sizes = {1};
     if (config.max_batch_size() > 1) sizes.push_back(config.max_batch_size());
     for (int b : sizes) {

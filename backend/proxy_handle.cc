@@ -168,6 +168,9 @@ void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {
 }
 
 void ProxyHandle::Launch(Pending p, int slot) {
+  // Queueing ends here: the copy into the slot below is the handoff's
+  // work, not waiting for the device (~60 us per 600 KB image here).
+  const absl::Time launched = absl::Now();
   absl::Status status;
   ProxyCommand command;
   ExecuteCommand* cmd = command.mutable_execute();
@@ -222,7 +225,7 @@ void ProxyHandle::Launch(Pending p, int slot) {
     auto fit = interference_.find(p.batch.model());
     if (fit != interference_.end()) cmd->set_interference_factor(fit->second);
     running_[id] = Running{std::move(p.done), slot, p.received,
-                           p.batch.batch_id(), absl::Now()};
+                           p.batch.batch_id(), launched};
   }
   if (status.ok()) {
     status = channel_->Send(command);

@@ -867,6 +867,17 @@ int Run() {
                 Percentile(x.proxy, .5) / reference, pair(x.copy).c_str(),
                 Percentile(x.copy, .5) / reference);
   }
+  for (const auto& m : models) {
+    if (cores[m].size() > 1) {
+      std::printf(
+          "\nWarning: %s's gpulet has %zu cores, so the proxy and this "
+          "process each run an OpenMP team of %zu threads on them; the "
+          "proxy's idle team spins and slows this process's runs (20-fold "
+          "with lenet on two cores), so exec/inp means little. Measure with "
+          "one core per model (as many models as cores).\n",
+          m.c_str(), cores[m].size(), cores[m].size());
+    }
+  }
   std::printf(
       "\nin-proc copy: a second copy of the model in this process, run "
       "after every other end-to-end call instead of the first (which runs "

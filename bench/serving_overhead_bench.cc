@@ -49,6 +49,7 @@
 #include "common/termination_signals.h"
 #include "common/usage.h"
 #include "grpcpp/grpcpp.h"
+#include "proxy/tensor_layout.h"
 #include "proxy/torch_model_runner.h"
 #include "tests/integration/local_cluster.h"
 
@@ -330,23 +331,13 @@ class InProcessModel {
     std::vector<int> sizes = {1};
     if (config.max_batch_size() > 1) sizes.push_back(config.max_batch_size());
     for (int b : sizes) {
-      std::vector<std::vector<uint8_t>> buffers;
-      std::vector<TensorView> zeros;
-      for (const TensorConfig& t : config.input()) {
-        TensorView v;
-        v.name = t.name();
-        v.data_type = t.data_type();
-        v.shape.assign(t.dims().begin(), t.dims().end());
-        v.shape[0] = b;
-        v.size_bytes = ElementCount(v.shape) * DataTypeSize(t.data_type());
-        buffers.emplace_back(v.size_bytes, 0);
-        v.data = buffers.back().data();
-        zeros.push_back(std::move(v));
-      }
+      std::vector<uint8_t> in(TensorLayoutBytes(config.input(), b), 0);
+      auto zeros = LayOutTensors(config.input(), b, in.data(), in.size());
+      if (!zeros.ok()) return nullptr;
       std::vector<uint8_t> out(64 << 20);
       for (int i = 0; i < 4; ++i) {
         absl::Duration exec;
-        (void)m->runner_->Run(model, zeros, out.data(), out.size(), &exec);
+        (void)m->runner_->Run(model, *zeros, out.data(), out.size(), &exec);
       }
     }
     return m;
@@ -528,6 +519,15 @@ int Run() {
   absl::Cleanup remove_backend_config = [&backend_config] {
     std::remove(backend_config.c_str());
   };
+  // Gives the backend a config whose cpu device has `cores`.
+  auto use_device_cores = [&](const std::vector<int>& cores) {
+    std::string device =
+        "id: \"backend0\" devices { id: \"cpu0\" kind: DEVICE_KIND_CPU";
+    for (int c : cores) absl::StrAppend(&device, " cpu_cores: ", c);
+    device += " }";
+    std::ofstream(backend_config) << device;
+    backend_flags.push_back("--config=" + backend_config);
+  };
   if (!absl::GetFlag(FLAGS_serving_cores).empty()) {
     auto serving = ParseCoreList(absl::GetFlag(FLAGS_serving_cores));
     if (!serving.ok() || !allowed.ok()) {
@@ -537,23 +537,17 @@ int Run() {
                        .c_str());
       return 1;
     }
-    std::string device =
-        "id: \"backend0\" devices { id: \"cpu0\" kind: "
-        "DEVICE_KIND_CPU";
-    int device_cores = 0;
+    std::vector<int> device_cores;
     for (int c : *allowed) {
-      if (std::find(serving->begin(), serving->end(), c) != serving->end()) {
-        continue;
+      if (std::find(serving->begin(), serving->end(), c) == serving->end()) {
+        device_cores.push_back(c);
       }
-      absl::StrAppend(&device, " cpu_cores: ", c);
-      ++device_cores;
     }
-    device += " }";
-    if (device_cores < static_cast<int>(models.size())) {
+    if (device_cores.size() < models.size()) {
       std::fprintf(stderr,
                    "--serving_cores leaves %d core(s) for the device, fewer "
                    "than the %zu gpulets (one per model) need\n",
-                   device_cores, models.size());
+                   static_cast<int>(device_cores.size()), models.size());
       return 1;
     }
     absl::Status pinned = SetCpuAffinity(*serving);
@@ -561,8 +555,7 @@ int Run() {
       std::fprintf(stderr, "--serving_cores: %s\n", pinned.ToString().c_str());
       return 1;
     }
-    std::ofstream(backend_config) << device;
-    backend_flags.push_back("--config=" + backend_config);
+    use_device_cores(device_cores);
     std::printf("Serving processes on cores %s, the cpu device on the rest\n",
                 absl::GetFlag(FLAGS_serving_cores).c_str());
   }
@@ -589,14 +582,7 @@ int Run() {
         client_core, FormatCoreList(server_cores).c_str());
     // The backend's cpu device keeps this process's cores (it would take
     // only the servers' cores it inherits).
-    if (absl::GetFlag(FLAGS_serving_cores).empty()) {
-      std::string device =
-          "id: \"backend0\" devices { id: \"cpu0\" kind: DEVICE_KIND_CPU";
-      for (int c : *mine) absl::StrAppend(&device, " cpu_cores: ", c);
-      device += " }";
-      std::ofstream(backend_config) << device;
-      backend_flags.push_back("--config=" + backend_config);
-    }
+    if (absl::GetFlag(FLAGS_serving_cores).empty()) use_device_cores(*mine);
   } else if (absl::GetFlag(FLAGS_client_core) != "none") {
     std::printf("One core: the client is not pinned\n");
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/data_type.h"
+#include "proxy/tensor_layout.h"
 
 namespace tessera {
 
@@ -95,23 +96,16 @@ absl::StatusOr<std::vector<TensorView>> EmulatedModelRunner::Run(
       row_sum[r] = h;
     }
   }
-  std::vector<TensorView> outputs;
-  size_t offset = 0;
-  for (const TensorConfig& t : config.output()) {
-    TensorView view;
-    view.name = t.name();
-    view.data_type = t.data_type();
-    view.shape.assign(t.dims().begin(), t.dims().end());
-    view.shape[0] = batch;
+  auto laid_out = LayOutTensors(config.output(), batch, out, out_capacity);
+  if (!laid_out.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the proxy's output area is too small: ", laid_out.status().message()));
+  }
+  std::vector<TensorView> outputs = std::move(*laid_out);
+  for (int o = 0; o < config.output_size(); ++o) {
+    const TensorConfig& t = config.output(o);
+    const TensorView& view = outputs[o];
     const size_t elem = DataTypeSize(t.data_type());
-    view.size_bytes = ElementCount(view.shape) * elem;
-    offset = AlignUp64(offset);
-    if (offset + view.size_bytes > out_capacity) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "output '", t.name(), "' does not fit the proxy's output area"));
-    }
-    view.data = out + offset;
-    offset += view.size_bytes;
     const size_t per_row = ElementCount(view.shape) / batch;
     for (int64_t r = 0; r < batch; ++r) {
       for (size_t i = 0; i < per_row; ++i) {
@@ -127,7 +121,6 @@ absl::StatusOr<std::vector<TensorView>> EmulatedModelRunner::Run(
         }
       }
     }
-    outputs.push_back(std::move(view));
   }
   // Completes `latency` after it started, however long filling took.
   const absl::Duration left = start + latency - absl::Now();

@@ -8,33 +8,26 @@
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
 #include "proxy.pb.h"
+#include "proxy/tensor_layout.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
 
 absl::StatusOr<absl::Duration> ProxyServer::RunZeros(const ModelConfig& config,
                                                      int batch_size) {
-  std::vector<TensorView> inputs;
   size_t offset = 0;
-  for (const TensorConfig& t : config.input()) {
-    TensorView view;
-    view.name = t.name();
-    view.data_type = t.data_type();
-    view.shape.assign(t.dims().begin(), t.dims().end());
-    view.shape[0] = batch_size;
-    view.size_bytes = ElementCount(view.shape) * DataTypeSize(t.data_type());
-    offset = AlignUp64(offset);
-    if (offset + view.size_bytes > region_->size()) {
-      return absl::ResourceExhaustedError("shared region too small to warm up");
-    }
-    view.data = region_->data() + offset;
-    std::memset(view.data, 0, view.size_bytes);
-    offset += view.size_bytes;
-    inputs.push_back(std::move(view));
+  auto inputs = LayOutTensors(config.input(), batch_size, region_->data(),
+                              region_->size(), &offset);
+  if (!inputs.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared region too small to warm up: ", inputs.status().message()));
   }
-  offset = AlignUp64(offset);
+  for (const TensorView& view : *inputs) {
+    std::memset(view.data, 0, view.size_bytes);
+  }
+  if (offset > region_->size()) offset = region_->size();
   absl::Duration exec;
-  auto outputs = runner_->Run(config.name(), inputs, region_->data() + offset,
+  auto outputs = runner_->Run(config.name(), *inputs, region_->data() + offset,
                               region_->size() - offset, &exec);
   if (!outputs.ok()) return outputs.status();
   return exec;

@@ -1,11 +1,13 @@
 #include "backend/proxy_handle.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
+#include "common/tensor_layout.h"
 #include "common/thread_name.h"
 #include "proxy.pb.h"
 #include "spdlog/spdlog.h"
@@ -16,32 +18,14 @@ namespace {
 constexpr int kChildControlFd = 3;
 constexpr int kChildShmFd = 4;
 
-size_t AlignUp64(size_t n) { return (n + 63) & ~size_t{63}; }
-
-size_t TensorBytesAtBatch(const TensorConfig& t, int batch) {
-  int64_t n = DataTypeSize(t.data_type()) * batch;
-  for (int i = 1; i < t.dims_size(); ++i) n *= t.dims(i);
-  return static_cast<size_t>(n);
-}
-
-size_t InputBytes(const ModelConfig& config, int batch) {
-  size_t n = 0;
-  for (const TensorConfig& t : config.input()) {
-    n = AlignUp64(n) + TensorBytesAtBatch(t, batch);
-  }
-  return AlignUp64(n);
-}
-
 }  // namespace
 
 size_t SlotBytesFor(const std::vector<ModelConfig>& models) {
   size_t slot = 4096;
   for (const ModelConfig& m : models) {
-    size_t n = InputBytes(m, m.max_batch_size());
-    for (const TensorConfig& t : m.output()) {
-      n = AlignUp64(n) + TensorBytesAtBatch(t, m.max_batch_size());
-    }
-    slot = std::max(slot, AlignUp64(n) + 64);
+    slot = std::max(slot,
+                    TensorLayoutBytes(m.input(), m.max_batch_size()) +
+                        TensorLayoutBytes(m.output(), m.max_batch_size()) + 64);
   }
   return AlignUp64(slot);
 }

@@ -13,7 +13,10 @@
 //  * the same model run in this process with the proxy's own runner
 //    (TorchModelRunner) on the same core, to compare execution: back to
 //    back, paced, after an echo call each, and alternating request by
-//    request with the end-to-end calls (both then see the same machine).
+//    request with the end-to-end calls (both then see the same machine);
+//    alternating too, on a second proxy process the benchmark starts
+//    itself, so a gap any separate process shows is told from the serving
+//    path's.
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +41,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "backend/proxy_handle.h"
 #include "common/allocator_tuning.h"
 #include "common/async_call.h"
 #include "common/cpu_affinity.h"
@@ -49,7 +54,7 @@
 #include "common/termination_signals.h"
 #include "common/usage.h"
 #include "grpcpp/grpcpp.h"
-#include "proxy/tensor_layout.h"
+#include "common/tensor_layout.h"
 #include "proxy/torch_model_runner.h"
 #include "tests/integration/local_cluster.h"
 
@@ -95,6 +100,13 @@ ABSL_FLAG(std::string, client_core, "last",
           "between machines (proxies keep their gpulets' cores). \"none\": "
           "no pinning; the scheduler then puts each hop on one core or across "
           "two, differently from run to run, and the ratios swing with it.");
+ABSL_FLAG(bool, reference_proxy, true,
+          "In the alternating exec comparison, also run each model on a "
+          "second proxy process that this benchmark starts itself (the same "
+          "binary, cores, threads, polling and warm-up as the cluster's "
+          "proxy, no backend daemon in between), every third request: it "
+          "tells a gap that any separate process shows from one the serving "
+          "path causes.");
 ABSL_FLAG(std::string, serve_echo, "",
           "Internal: serve the echo service and write its port to this file "
           "(the benchmark runs itself this way so the one-hop floor crosses "
@@ -359,6 +371,38 @@ class InProcessModel {
   std::vector<TensorView> inputs_;
   std::vector<uint8_t> out_;
 };
+
+// `request`'s inputs as a batch for a proxy.
+BatchRequest ToBatchRequest(const std::string& model,
+                            const inference::ModelInferRequest& request) {
+  BatchRequest batch;
+  batch.set_model(model);
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    Tensor* t = batch.add_inputs();
+    t->set_name(request.inputs(i).name());
+    t->set_data_type(*DataTypeFromWireName(request.inputs(i).datatype()));
+    *t->mutable_shape() = request.inputs(i).shape();
+    t->set_data(request.raw_input_contents(i));
+  }
+  return batch;
+}
+
+// Runs `batch` on `proxy` and waits; the proxy's exec time (us), or -1.
+double RunOn(ProxyHandle* proxy, BatchRequest batch) {
+  absl::Notification done;
+  BatchResponse response;
+  proxy->Execute(std::move(batch), [&](BatchResponse r) {
+    response = std::move(r);
+    done.Notify();
+  });
+  if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+    std::fprintf(stderr, "the second proxy did not answer in 60 s\n");
+    std::exit(1);
+  }
+  return response.status().code() == 0
+             ? static_cast<double>(response.exec_time_us())
+             : -1;
+}
 
 struct Timed {
   Samples total;
@@ -666,10 +710,10 @@ int Run() {
                    absl::GetFlag(FLAGS_poll_idle_percent))};
   std::map<std::string, Timed> floor, e2e;
   struct ExecPair {
-    // `copy`: a second in-process copy of the model, run after every other
-    // request instead of the first: how far two copies of the same weights
-    // differ.
-    Samples proxy, in_process, copy;
+    // `copy`: a second in-process copy of the model, run in turn with the
+    // first: how far two copies of the same weights differ. `second`: the
+    // same model on a proxy process of its own (--reference_proxy).
+    Samples proxy, in_process, copy, second;
   };
   std::map<std::string, ExecPair> exec_alt;
   std::map<std::string, std::vector<int>> cores;
@@ -744,26 +788,55 @@ int Run() {
       auto model = InProcessModel::Create(**repo, m, cores[m].size());
       auto copy = InProcessModel::Create(**repo, m, cores[m].size());
       if (model == nullptr || copy == nullptr || !home.ok()) return 1;
+      std::unique_ptr<ProxyHandle> second;
+      if (absl::GetFlag(FLAGS_reference_proxy)) {
+        ProxyHandle::Options po;
+        po.proxy_binary = absl::GetFlag(FLAGS_bin_dir) + "/tessera_proxy";
+        po.model_repository = *subset;
+        po.gpulet_id = absl::StrCat("bench-reference-", getpid(), "-", m);
+        po.device_id = "reference";
+        po.models = {(*repo)->Find(m)->config};
+        po.cpu_cores = cores[m];
+        po.threads = std::max<int>(1, cores[m].size());
+        po.poll = *MakePollOptions(absl::GetFlag(FLAGS_proxy_poll_us),
+                                   absl::GetFlag(FLAGS_poll_idle_percent));
+        auto started = ProxyHandle::Start(po);
+        if (!started.ok()) {
+          std::fprintf(stderr, "second proxy for %s: %s\n", m.c_str(),
+                       started.status().ToString().c_str());
+          return 1;
+        }
+        second = std::move(*started);
+      }
+      const BatchRequest second_batch = ToBatchRequest(m, request);
+      const int turns = second != nullptr ? 3 : 2;
       for (int i = 0; i < warmup + iterations; ++i) {
         double us = 0;
         inference::ModelInferResponse response;
         if (!Call(stub.get(), request, &us, &response)) continue;
-        if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
-        // Every other request the second copy runs instead.
-        const bool use_copy = i % 2 == 1;
-        const double exec = use_copy ? copy->Run() : model->Run();
-        (void)SetCpuAffinity(*home);
+        // In turn: the first copy, the second copy, the second proxy.
+        const int turn = i % turns;
+        double exec = -1;
+        if (turn == 2) {
+          exec = RunOn(second.get(), second_batch);
+        } else {
+          if (!cores[m].empty()) (void)SetCpuAffinity(cores[m]);
+          exec = turn == 1 ? copy->Run() : model->Run();
+          (void)SetCpuAffinity(*home);
+        }
         auto it = response.parameters().find("tessera.exec_us");
         if (i < warmup || exec < 0 || it == response.parameters().end()) {
           continue;
         }
-        if (use_copy) {
+        if (turn == 1) {
           exec_alt[m].copy.push_back(exec);
-          continue;
+        } else if (turn == 2) {
+          exec_alt[m].second.push_back(exec);
+        } else {
+          exec_alt[m].proxy.push_back(
+              static_cast<double>(it->second.int64_param()));
+          exec_alt[m].in_process.push_back(exec);
         }
-        exec_alt[m].proxy.push_back(
-            static_cast<double>(it->second.int64_param()));
-        exec_alt[m].in_process.push_back(exec);
       }
     }
   }
@@ -842,16 +915,26 @@ int Run() {
       "\nProxy exec against in-process, alternating request by request "
       "(an end-to-end call, then one in-process run on the proxy's cores; "
       "microseconds, p50 / p99)\n\n");
-  std::printf("%-10s %15s %15s %10s %15s %10s\n", "model", "proxy exec",
-              "in-proc exec", "exec/inp", "in-proc copy", "copy/inp");
+  std::printf("%-10s %15s %15s %10s %15s %10s %15s %10s %10s\n", "model",
+              "proxy exec", "in-proc exec", "exec/inp", "in-proc copy",
+              "copy/inp", "2nd proxy", "2nd/inp", "exec/2nd");
   for (const auto& m : models) {
     const ExecPair& x = exec_alt[m];
     if (x.proxy.empty()) continue;
     const double reference = Percentile(x.in_process, .5);
-    std::printf("%-10s %15s %15s %10.3f %15s %10.3f\n", m.c_str(),
-                pair(x.proxy).c_str(), pair(x.in_process).c_str(),
+    std::string second = "-", second_ratio = "-", exec_to_second = "-";
+    if (!x.second.empty()) {
+      second = pair(x.second);
+      second_ratio =
+          absl::StrFormat("%.3f", Percentile(x.second, .5) / reference);
+      exec_to_second = absl::StrFormat(
+          "%.3f", Percentile(x.proxy, .5) / Percentile(x.second, .5));
+    }
+    std::printf("%-10s %15s %15s %10.3f %15s %10.3f %15s %10s %10s\n",
+                m.c_str(), pair(x.proxy).c_str(), pair(x.in_process).c_str(),
                 Percentile(x.proxy, .5) / reference, pair(x.copy).c_str(),
-                Percentile(x.copy, .5) / reference);
+                Percentile(x.copy, .5) / reference, second.c_str(),
+                second_ratio.c_str(), exec_to_second.c_str());
   }
   for (const auto& m : models) {
     if (cores[m].size() > 1) {
@@ -865,11 +948,13 @@ int Run() {
     }
   }
   std::printf(
-      "\nin-proc copy: a second copy of the model in this process, run "
-      "after every other end-to-end call instead of the first (which runs "
-      "after the others); copy/inp is how far two copies of the same "
-      "weights differ under the same conditions: the noise floor of "
-      "exec/inp.\n");
+      "\nAfter each end-to-end call one reference runs, in turn: the "
+      "in-process runner (paired with that call's proxy exec), a second "
+      "in-process copy of the model, and (--reference_proxy) a second proxy "
+      "process this benchmark starts on the same cores. copy/inp is how far "
+      "two copies of the same weights in one process differ: the noise "
+      "floor of exec/inp. 2nd/inp and exec/2nd tell a gap any separate "
+      "proxy process shows from one the serving path causes.\n");
   std::printf("\nPer-hop breakdown, p50 of each part (microseconds)\n\n");
   std::printf("%-10s %12s %14s %13s %14s %12s %13s %10s\n", "model",
               "client<->fe", "fe queue+disp", "fe<->backend", "be<->proxy ch",

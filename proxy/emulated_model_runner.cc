@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/data_type.h"
-#include "proxy/tensor_layout.h"
+#include "common/tensor_layout.h"
 
 namespace tessera {
 

@@ -6,18 +6,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tensor_layout.h"
 #include "model_config.pb.h"
 
 namespace tessera {
-
-// A tensor in caller-owned memory (for the proxy: the shared region).
-struct TensorView {
-  std::string name;
-  DataType data_type = TYPE_INVALID;
-  std::vector<int64_t> shape;
-  uint8_t* data = nullptr;
-  size_t size_bytes = 0;
-};
 
 // Executes the models of one gpulet. Implementations: TorchModelRunner
 // (LibTorch on CPU, or CUDA where built for it) and, later, the emulated
@@ -40,8 +32,5 @@ class ModelRunner {
   // only the emulated device uses it.
   virtual void SetInterferenceFactor(double /*factor*/) {}
 };
-
-// Rounds up to the alignment outputs are written at.
-inline size_t AlignUp64(size_t n) { return (n + 63) & ~size_t{63}; }
 
 }  // namespace tessera

@@ -8,7 +8,7 @@
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
 #include "proxy.pb.h"
-#include "proxy/tensor_layout.h"
+#include "common/tensor_layout.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {

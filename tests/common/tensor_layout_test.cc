@@ -1,4 +1,4 @@
-#include "proxy/tensor_layout.h"
+#include "common/tensor_layout.h"
 
 #include <vector>
 

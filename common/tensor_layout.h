@@ -2,14 +2,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "model_config.pb.h"
-#include "proxy/model_runner.h"
 
 namespace tessera {
+
+// A tensor in caller-owned memory (for the proxy: the shared region).
+struct TensorView {
+  std::string name;
+  DataType data_type = TYPE_INVALID;
+  std::vector<int64_t> shape;
+  uint8_t* data = nullptr;
+  size_t size_bytes = 0;
+};
+
+// Rounds up to the alignment tensors are laid out at in a proxy's slot.
+inline size_t AlignUp64(size_t n) { return (n + 63) & ~size_t{63}; }
 
 // Views of `tensors` (a model config's inputs or outputs) at batch size
 // `batch`, laid out one after the other at 64-byte aligned offsets from

@@ -1,4 +1,4 @@
-#include "proxy/tensor_layout.h"
+#include "common/tensor_layout.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"

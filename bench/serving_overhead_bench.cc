@@ -51,10 +51,10 @@
 #include "common/model_repository.h"
 #include "common/poll_governor.h"
 #include "common/subprocess.h"
+#include "common/tensor_layout.h"
 #include "common/termination_signals.h"
 #include "common/usage.h"
 #include "grpcpp/grpcpp.h"
-#include "common/tensor_layout.h"
 #include "proxy/torch_model_runner.h"
 #include "tests/integration/local_cluster.h"
 

@@ -7,8 +7,8 @@
 #include "absl/time/clock.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
-#include "proxy.pb.h"
 #include "common/tensor_layout.h"
+#include "proxy.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {

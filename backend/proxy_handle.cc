@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
@@ -149,6 +150,26 @@ void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {
     return;
   }
   Launch(std::move(p), slot);
+}
+
+absl::StatusOr<BatchResponse> ProxyHandle::ExecuteAndWait(
+    BatchRequest batch, absl::Duration timeout) {
+  // Shared with the callback, which may outlive this call on a timeout.
+  struct Result {
+    absl::Notification done;
+    BatchResponse response;
+  };
+  auto result = std::make_shared<Result>();
+  Execute(std::move(batch), [result](BatchResponse r) {
+    result->response = std::move(r);
+    result->done.Notify();
+  });
+  if (!result->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("gpulet '", options_.gpulet_id, "': no response within ",
+                     absl::FormatDuration(timeout)));
+  }
+  return std::move(result->response);
 }
 
 void ProxyHandle::Launch(Pending p, int slot) {

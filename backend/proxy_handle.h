@@ -66,6 +66,13 @@ class ProxyHandle {
   // by move: an image batch is hundreds of kilobytes.
   void Execute(BatchRequest batch, DoneCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Execute() for callers that run one batch at a time (the profiler, the
+  // benchmarks): waits up to `timeout` for the response. DEADLINE_EXCEEDED
+  // after that (the batch still completes, unobserved).
+  absl::StatusOr<BatchResponse> ExecuteAndWait(BatchRequest batch,
+                                               absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Waits up to `timeout` for in-flight and queued batches to finish.
   bool Drain(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // Asks the proxy to exit, then kills it if it has not after `grace`;

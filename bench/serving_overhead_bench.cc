@@ -41,7 +41,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "backend/proxy_handle.h"
 #include "common/allocator_tuning.h"
 #include "common/async_call.h"
@@ -389,18 +388,14 @@ BatchRequest ToBatchRequest(const std::string& model,
 
 // Runs `batch` on `proxy` and waits; the proxy's exec time (us), or -1.
 double RunOn(ProxyHandle* proxy, BatchRequest batch) {
-  absl::Notification done;
-  BatchResponse response;
-  proxy->Execute(std::move(batch), [&](BatchResponse r) {
-    response = std::move(r);
-    done.Notify();
-  });
-  if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
-    std::fprintf(stderr, "the second proxy did not answer in 60 s\n");
+  auto response = proxy->ExecuteAndWait(std::move(batch), absl::Seconds(60));
+  if (!response.ok()) {
+    std::fprintf(stderr, "second proxy: %s\n",
+                 response.status().ToString().c_str());
     std::exit(1);
   }
-  return response.status().code() == 0
-             ? static_cast<double>(response.exec_time_us())
+  return response->status().code() == 0
+             ? static_cast<double>(response->exec_time_us())
              : -1;
 }
 
@@ -814,7 +809,7 @@ int Run() {
         double us = 0;
         inference::ModelInferResponse response;
         if (!Call(stub.get(), request, &us, &response)) continue;
-        // In turn: the first copy, the second copy, the second proxy.
+        // In turn: the in-process runner, its copy, the second proxy.
         const int turn = i % turns;
         double exec = -1;
         if (turn == 2) {

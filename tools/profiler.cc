@@ -14,7 +14,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/notification.h"
 #include "backend/proxy_handle.h"
 #include "common/grpc_status_util.h"
 #include "common/model_repository.h"
@@ -41,18 +40,11 @@ BatchRequest ZerosBatch(const ModelConfig& config, int batch) {
 
 // Runs one batch and returns the proxy's execution time (ms).
 absl::StatusOr<double> RunBatch(ProxyHandle* proxy, const BatchRequest& batch) {
-  absl::Notification done;
-  BatchResponse response;
-  proxy->Execute(batch, [&](BatchResponse r) {
-    response = std::move(r);
-    done.Notify();
-  });
-  if (!done.WaitForNotificationWithTimeout(absl::Seconds(300))) {
-    return absl::DeadlineExceededError("batch did not finish in 300 s");
-  }
-  absl::Status status = FromStatusProto(response.status());
+  auto response = proxy->ExecuteAndWait(batch, absl::Seconds(300));
+  if (!response.ok()) return response.status();
+  absl::Status status = FromStatusProto(response->status());
   if (!status.ok()) return status;
-  return response.exec_time_us() / 1000.0;
+  return response->exec_time_us() / 1000.0;
 }
 
 int64_t ResidentBytes(pid_t pid) {

@@ -1,0 +1,64 @@
+// ProxyHandle against a real emulated proxy process: the synchronous
+// ExecuteAndWait the profiler and the benchmarks use.
+#include "backend/proxy_handle.h"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/text_proto.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+const std::string kBin = TESSERA_BIN_DIR;
+const std::string kRoot = TESSERA_SOURCE_DIR;
+
+// vgg16 at batch 1 takes 7 ms on a whole emulated V100; time_scale 40
+// makes it 280 ms, far longer than the short timeout below.
+TEST(ProxyHandleTest, ExecuteAndWaitAnswersOrTimesOut) {
+  ModelConfig config;
+  ASSERT_TRUE(
+      ReadTextProto(kRoot + "/configs/emulated/models/vgg16/config.pbtxt",
+                    &config)
+          .ok());
+  ProxyHandle::Options options;
+  options.proxy_binary = kBin + "/tessera_emulated_proxy";
+  options.model_repository = kRoot + "/configs/emulated/models";
+  options.gpulet_id = absl::StrCat("handle-test-", getpid());
+  options.device_id = "gpu0";
+  options.device_kind = "emulated";
+  options.models = {config};
+  options.profile_dir = kRoot + "/profiles";
+  options.time_scale = 40;
+  options.startup_timeout = absl::Seconds(30);
+  auto handle = ProxyHandle::Start(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+
+  BatchRequest batch;
+  batch.set_model("vgg16");
+  batch.set_shape_only(true);
+  for (const TensorConfig& t : config.input()) {
+    Tensor* in = batch.add_inputs();
+    in->set_name(t.name());
+    in->set_data_type(t.data_type());
+    in->add_shape(1);
+    for (int d = 1; d < t.dims_size(); ++d) in->add_shape(t.dims(d));
+  }
+
+  auto answered = (*handle)->ExecuteAndWait(batch, absl::Seconds(60));
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_EQ(answered->status().code(), 0) << answered->status().message();
+  EXPECT_GE(answered->exec_time_us(), 100000);  // 7 ms x 40, less noise
+
+  auto late = (*handle)->ExecuteAndWait(batch, absl::Milliseconds(5));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << late.status();
+  // The batch that was not waited for still completes.
+  EXPECT_TRUE((*handle)->Drain(absl::Seconds(60)));
+}
+
+}  // namespace
+}  // namespace tessera

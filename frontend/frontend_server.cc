@@ -70,6 +70,9 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   policy_options.standby_shadows = options.config.standby_shadows();
   policy_options.inss_checkpoint = options.config.inss_checkpoint_path();
   policy_options.inss_fallback = options.config.inss_fallback_policy();
+  auto rules = ResolvePlanningRules(options.config.rules());
+  if (!rules.ok()) return rules.status();
+  policy_options.rules = *rules;
   if (!options.config.interference_profile().empty()) {
     InterferenceProfile ip;
     absl::Status read =

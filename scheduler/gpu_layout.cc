@@ -29,40 +29,47 @@ bool GpuLayout::Resolve(const InterferenceModel* interference) {
     // neighbours, hence the next round's input, as they were: done.
     bool changed = false;
     for (size_t i = 0; i < slots_.size(); ++i) {
-      Slot& slot = slots_[i];
-      if (slot.free()) continue;
-      SliceLatencyFn latency = SoloLatency;
-      // The neighbours are fixed while this slot is solved: list them once
-      // (SolveTimeShare evaluates each (model, batch) once).
-      std::vector<Placement> neighbours;
-      if (interference != nullptr) {
-        for (size_t k = 0; k < slots_.size(); ++k) {
-          const Slot& other = slots_[k];
-          if (k == i || other.free()) continue;
-          for (size_t j = 0; j < other.slices.size(); ++j) {
-            const int nb = j < other.schedule.batches.size()
-                               ? other.schedule.batches[j]
-                               : 1;
-            neighbours.push_back(Placement{other.slices[j].demand->latency, nb,
-                                           other.share_percent});
-          }
-        }
-        if (!neighbours.empty()) {
-          latency = [interference, &neighbours](const Slice& s, int b,
-                                                double share) {
-            return interference->LatencyMs(
-                       Placement{s.demand->latency, b, share}, neighbours) *
-                   s.demand->latency_scale;
-          };
-        }
-      }
-      auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
-      if (!schedule) return false;
-      changed = changed || schedule->batches != slot.schedule.batches;
-      slot.schedule = *schedule;
+      if (slots_[i].free()) continue;
+      const std::vector<int> before = slots_[i].schedule.batches;
+      if (!ResolveSlot(i, interference)) return false;
+      changed = changed || slots_[i].schedule.batches != before;
     }
     if (!changed) break;
   }
+  return true;
+}
+
+bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
+  Slot& slot = slots_[i];
+  if (slot.free()) return true;
+  SliceLatencyFn latency = SoloLatency;
+  // The neighbours are fixed while this slot is solved: list them once
+  // (SolveTimeShare evaluates each (model, batch) once).
+  std::vector<Placement> neighbours;
+  if (interference != nullptr) {
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const Slot& other = slots_[k];
+      if (k == i || other.free()) continue;
+      for (size_t j = 0; j < other.slices.size(); ++j) {
+        const int nb = j < other.schedule.batches.size()
+                           ? other.schedule.batches[j]
+                           : 1;
+        neighbours.push_back(Placement{other.slices[j].demand->latency, nb,
+                                       other.share_percent});
+      }
+    }
+    if (!neighbours.empty()) {
+      latency = [interference, &neighbours](const Slice& s, int b,
+                                            double share) {
+        return interference->LatencyMs(Placement{s.demand->latency, b, share},
+                                       neighbours) *
+               s.demand->latency_scale;
+      };
+    }
+  }
+  auto schedule = SolveTimeShare(slot.slices, slot.share_percent, latency);
+  if (!schedule) return false;
+  slot.schedule = *schedule;
   return true;
 }
 
@@ -90,9 +97,12 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     if (m.rate_rps <= 0) continue;  // nothing to serve
     ModelDemand d;
     d.name = m.config.name();
-    d.rate_rps = m.rate_rps * options.rate_headroom;
-    d.latency_scale = options.latency_headroom;
-    d.queueing_check = options.queueing_check;
+    const SharedRules& rules = options.rules.shared();
+    d.rate_rps = m.rate_rps * rules.rate_headroom();
+    d.latency_scale = rules.latency_headroom();
+    d.queueing_check = rules.queueing_check();
+    d.queueing_tail = rules.queueing_tail();
+    d.burst_caps = rules.burst_caps();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = inputs->models_.at(d.name);
     d.max_batch =

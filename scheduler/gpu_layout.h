@@ -30,6 +30,12 @@ class GpuLayout {
   explicit GpuLayout(const DeviceSnapshot* device) : device_(device) {
     slots_.push_back(Slot{});
   }
+  // A GPU already partitioned into free slots of these shares (percent,
+  // summing to <= 100), e.g. {40, 60}.
+  GpuLayout(const DeviceSnapshot* device, const std::vector<double>& shares)
+      : device_(device) {
+    for (double s : shares) slots_.push_back(Slot{s, {}, {}});
+  }
 
   const DeviceSnapshot* device() const { return device_; }
   std::vector<Slot>& slots() { return slots_; }
@@ -45,6 +51,11 @@ class GpuLayout {
   // sizes), a few rounds until batch sizes settle. False if some slot has
   // no feasible schedule. With a null model, slots are solved solo.
   bool Resolve(const InterferenceModel* interference);
+  // Solves slot `i` alone, its latencies inflated by the interference of
+  // the other slots' slices at their current batch sizes (solo with a null
+  // model); the other slots keep their schedules. False (and slot `i`
+  // unchanged) if it has no feasible schedule. A free slot is feasible.
+  bool ResolveSlot(size_t i, const InterferenceModel* interference);
 
  private:
   const DeviceSnapshot* device_;

@@ -149,12 +149,16 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
   }
   std::vector<IgniterRequest> requests;
   for (size_t i = 0; i < demands.size(); ++i) {
+    const IgniterRules& rules = options_.rules.igniter();
     IgniterRequest q{&workloads[i], demands[i].slo_ms, demands[i].rate_rps,
-                     demands[i].max_batch, demands[i].queueing_check};
+                     demands[i].max_batch, rules.queueing_check()};
     const ModelDemand& d = demands[i];
-    q.solo_floor_ms = [&d](int batch, double share) {
-      return d.latency->LatencyMs(batch, share) * d.latency_scale;
-    };
+    if (rules.latency_floor()) {
+      q.solo_floor_ms = [&d](int batch, double share) {
+        return d.latency->LatencyMs(batch, share) * d.latency_scale;
+      };
+    }
+    q.replicas = rules.replicas();
     requests.push_back(std::move(q));
   }
   auto provision =

@@ -116,6 +116,13 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
           "more than half its %.1f ms SLO",
           w.model, q.slo_ms));
     }
+    if (!q.replicas) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "model '%s' (%.1f req/s) is unschedulable: one GPU cannot carry it "
+          "and the paper's iGniter places a workload on one GPU "
+          "(igniter.replicas is off)",
+          w.model, q.rate_rps));
+    }
     double per_replica = 0.9 * best_h;
     if (q.queueing_check) {
       // The busiest replica whose M/D/1 tail still fits the SLO

@@ -15,7 +15,7 @@ struct IgniterRequest {
   double slo_ms = 0;
   double rate_rps = 0;
   int max_batch = 32;
-  // Tessera's addition (PolicyOptions::queueing_check; off = the paper):
+  // Tessera's addition (IgniterRules.queueing_check; off = the paper):
   // the paper's half-SLO rule assumes evenly spaced arrivals (pitfall
   // P11); under Poisson arrivals a request also waits behind batches in
   // service. ALLOC then also grows a share until t_inf + W <= SLO, with
@@ -28,6 +28,10 @@ struct IgniterRequest {
   // to profiles undershoots at small shares and batches (docs/
   // scheduling.md), exactly where light loads are planned.
   std::function<double(int batch, double share_percent)> solo_floor_ms;
+  // The authors' code (IgniterRules.replicas): a workload no one GPU can
+  // carry gets whole-GPU replicas plus a residue. Off (the paper): such a
+  // workload is unschedulable.
+  bool replicas = true;
 };
 
 // One workload (or replica) placed on a GPU.

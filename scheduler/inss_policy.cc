@@ -161,10 +161,12 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
   InssProvisioning p =
       InssProvisioning::FromAction(*cluster, gpu, level, active);
   InssBatchResult bda = InssBatching::Decide(*cluster, p, rates, backlog, {});
-  // BDA-guided repair: a model BDA cannot serve gets the top share level
-  // (its device is split again in proportion), once per model.
+  // BDA-guided repair (InssRules.bda_repair, a Tessera addition): a model
+  // BDA cannot serve gets the top share level (its device is split again
+  // in proportion), once per model.
   std::vector<bool> raised(n, false);
-  while (!bda.ok && !raised[bda.failed_slot] && level[bda.failed_slot] < u) {
+  while (options_.rules.inss().bda_repair() && !bda.ok &&
+         !raised[bda.failed_slot] && level[bda.failed_slot] < u) {
     raised[bda.failed_slot] = true;
     level[bda.failed_slot] = u;
     p = InssProvisioning::FromAction(*cluster, gpu, level, active);

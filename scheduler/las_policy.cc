@@ -37,8 +37,9 @@ class Planner {
           const std::vector<LasCoefficients>& coefficients,
           const std::vector<double>& shares,
           const std::vector<const DeviceSnapshot*>& gpus,
-          const InterferenceModel* interference)
-      : demands_(demands),
+          const InterferenceModel* interference, const LasRules& rules)
+      : rules_(rules),
+        demands_(demands),
         coefficients_(coefficients),
         shares_(shares),
         gpus_(gpus),
@@ -62,18 +63,23 @@ class Planner {
     if (p < min_share_[s.demand]) {
       return std::numeric_limits<double>::infinity();
     }
-    const double proc =
-        LasModel::ProcMs(coefficients_[s.demand], b, p) * (1 + overhead);
-    double queue = LasModel::QueueMs(s.rate_rps, b, proc);
-    // queueing_check: the p99.5 wait of whole batches (FixedBatchWaitMs;
-    // the batch is also the dispatcher's cap) instead of the mean:
-    // the SLO is a tail target, the paper's T a mean (the digest's "mean vs
-    // tail").
-    if (m.queueing_check && std::isfinite(queue)) {
-      queue = FixedBatchWaitMs(s.rate_rps * proc / (1000.0 * b), proc, b);
+    const double solo = LasModel::ProcMs(coefficients_[s.demand], b, p);
+    const double proc = solo * (1 + overhead);
+    // Eq. 6 (the M/D/1 mean) on t_proc; LasRules.interfered_queue: on the
+    // interfered time.
+    const double served = rules_.interfered_queue() ? proc : solo;
+    double queue = LasModel::QueueMs(s.rate_rps, b, served);
+    // LasRules.tail_wait: the planning-tail wait of whole batches
+    // (FixedBatchWaitMs; the batch is also the dispatcher's cap) instead of
+    // the mean: the SLO is a tail target, the paper's T a mean (the
+    // digest's "mean vs tail").
+    if (rules_.tail_wait() && std::isfinite(queue)) {
+      queue = FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
+                               m.queueing_tail);
     }
     const double t = queue + proc;
-    const double collect = (b - 1) * 1000.0 / s.rate_rps;
+    const double collect =
+        rules_.collection_time() ? (b - 1) * 1000.0 / s.rate_rps : 0;
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
     if (1000.0 * b / t < s.rate_rps) {
       return std::numeric_limits<double>::infinity();
@@ -236,6 +242,7 @@ class Planner {
   }
 
  private:
+  const LasRules rules_;
   const std::vector<ModelDemand>& demands_;
   const std::vector<LasCoefficients>& coefficients_;
   const std::vector<double>& shares_;
@@ -292,13 +299,17 @@ absl::StatusOr<Plan> LasPolicy::Schedule(
     coefficients.push_back(*c);
   }
   const Planner planner(demands, coefficients, shares, gpus,
-                        options_.interference.get());
+                        options_.interference.get(), options_.rules.las());
   std::vector<Service> services;
   for (size_t i = 0; i < demands.size(); ++i) {
     if (demands[i].rate_rps <= 0) continue;
     // The fewest equal replicas one of which is feasible alone.
+    // Without LasRules.replicas (the paper) one service per model.
     bool done = false;
-    for (int k = 1; k <= 64 * static_cast<int>(gpus.size()) && !done; ++k) {
+    const int max_replicas =
+        options_.rules.las().replicas() ? 64 * static_cast<int>(gpus.size())
+                                        : 1;
+    for (int k = 1; k <= max_replicas && !done; ++k) {
       Service s{static_cast<int>(i), demands[i].rate_rps / k, {}, -1};
       s.config = planner.Best(s, -1, {}, -1, 100);
       if (s.config.batch > 0) {

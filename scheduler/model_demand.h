@@ -18,8 +18,12 @@ struct ModelDemand {
   const LatencyModel* latency = nullptr;
   // Multiplies every latency of this model while planning (headroom).
   double latency_scale = 1.0;
-  // Apply SolveTimeShare's queueing bound (PolicyOptions::queueing_check).
+  // Apply SolveTimeShare's queueing bound (SharedRules.queueing_check) at
+  // this tail (SharedRules.queueing_tail).
   bool queueing_check = true;
+  double queueing_tail = 0.005;
+  // The dispatcher's cap may exceed the nominal batch (SharedRules.burst_caps).
+  bool burst_caps = true;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()

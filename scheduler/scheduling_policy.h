@@ -11,6 +11,7 @@
 #include "model_config.pb.h"
 #include "plan.pb.h"
 #include "profile.pb.h"
+#include "scheduler/planning_rules.h"
 
 namespace tessera {
 
@@ -72,16 +73,9 @@ struct PolicyOptions {
   // Interference model interference-aware policies plan with (e.g.
   // "gpulet"); nullptr: none. Shared, immutable.
   std::shared_ptr<const InterferenceModel> interference;
-  // Headroom every profile-based policy plans with, as gpulet's artifact
-  // does ("Latency Ratio" 1.1, target rates above measured ones): the
-  // duty-cycle rules assume evenly spaced arrivals, and real (Poisson)
-  // arrivals come in bursts. Latencies are multiplied by
-  // latency_headroom and rates by rate_headroom while planning.
-  double latency_headroom = 1.1;
-  double rate_headroom = 1.1;
-  // Also require the M/D/1 queueing bound of SolveTimeShare (see
-  // time_share_solver.h); off = the papers' deterministic rules only.
-  bool queueing_check = true;
+  // The planning rules (proto/policy_rules.proto), resolved: every field
+  // set (ResolvePlanningRules). Default: the "tessera" preset.
+  PlanningRules rules = PresetRules(RULES_PRESET_TESSERA);
   // "inss": the actor checkpoint (path of its .pt; the .pbtxt beside it
   // says what it was trained for), and the policy that plans a snapshot
   // the checkpoint does not match (empty: refuse with

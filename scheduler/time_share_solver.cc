@@ -142,7 +142,9 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
   // stays at its batch (the next batch size breaks its SLO, see add_caps
   // in SolveTimeShare) is a fixed-batch server instead (FixedBatchWaitMs:
   // at batch 1 requests queue one by one, an exact M/D/1).
-  double wait = RoundWaitMs(load, sum);
+  double tail = slices.front().demand->queueing_tail;
+  for (const Slice& s : slices) tail = std::min(tail, s.demand->queueing_tail);
+  double wait = RoundWaitMs(load, sum, tail);
   // FixedBatchWaitMs differs from RoundWaitMs only at batch 1: check the
   // cap only there (each check may cost an interfered latency).
   if (slices.size() == 1 && out->batches[0] == 1) {
@@ -151,7 +153,9 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
     const bool cap_can_grow =
         b < m.max_batch && (d + latency(0, b + 1) <= m.slo_ms ||
                             2 * latency(0, b + 1) <= m.slo_ms);
-    if (!cap_can_grow) wait = FixedBatchWaitMs(load, sum, b);
+    if (!cap_can_grow || !m.burst_caps) {
+      wait = FixedBatchWaitMs(load, sum, b, tail);
+    }
   }
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
@@ -215,6 +219,10 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
     g->caps.assign(slices.size(), 0);
     for (size_t j = 0; j < slices.size(); ++j) {
       int cap = g->batches[j];
+      if (!slices[j].demand->burst_caps) {  // SharedRules.burst_caps off
+        g->caps[j] = cap;
+        continue;
+      }
       for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
         const double round = sum - g->exec_ms[j] + table(j, b);
         if (g->duty_cycle_ms + round > min_slo) break;

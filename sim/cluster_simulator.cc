@@ -184,18 +184,17 @@ SimResult ClusterSimulator::RunTrace(
     Dispatcher::Decision decision = g.dispatcher->Poll();
     for (const DispatchRequest& r : decision.expired) finish(r.id, now, true);
     for (FormedBatch& b : decision.batches) {
-      // The neighbour running on the same GPU right now, if any.
-      const std::string* other = nullptr;
-      int other_batch = 0;
+      // Every neighbour running on the same GPU right now.
+      std::vector<GroundTruth::Corunner> corunners;
       for (int ni : device_gpulets[g.device]) {
         if (ni != gi && gpulets[ni].busy) {
-          other = &gpulets[ni].running_model;
-          other_batch = gpulets[ni].running_batch;
+          corunners.push_back(
+              {&gpulets[ni].running_model, gpulets[ni].running_batch});
         }
       }
       const std::string& model = g.models[b.model];
       const double exec_ms =
-          truth_->LatencyMs(model, b.items, g.share, other, other_batch, &rng);
+          truth_->LatencyMs(model, b.items, g.share, corunners, &rng);
       g.busy = true;
       g.running_model = model;
       g.running_batch = b.items;

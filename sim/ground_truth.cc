@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera {
 
 GroundTruth::GroundTruth(std::map<std::string, LatencyModel> models,
@@ -106,13 +108,50 @@ double GroundTruth::Factor(const std::string& model_name, int batch,
   return 1.0;
 }
 
+absl::StatusOr<GroundTruth::CorunnerRule> GroundTruth::ParseCorunnerRule(
+    absl::string_view s) {
+  if (s == "sum") return CorunnerRule::kSumOfExcess;
+  if (s == "product") return CorunnerRule::kProduct;
+  if (s == "max") return CorunnerRule::kMax;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown co-runner rule '", s, "' (expected sum, product or max)"));
+}
+
+double GroundTruth::CombinedFactor(
+    const std::string& model, int batch, double share,
+    const std::vector<Corunner>& corunners) const {
+  double sum = 1, product = 1, worst = 1;
+  for (const Corunner& c : corunners) {
+    const double f = Factor(model, batch, share, *c.model, c.batch);
+    sum += f - 1;
+    product *= f;
+    worst = std::max(worst, f);
+  }
+  switch (corunner_rule_) {
+    case CorunnerRule::kProduct:
+      return product;
+    case CorunnerRule::kMax:
+      return worst;
+    default:
+      return sum;
+  }
+}
+
 double GroundTruth::LatencyMs(const std::string& model, int batch, double share,
                               const std::string* other, int other_batch,
                               std::mt19937_64* rng) const {
+  std::vector<Corunner> corunners;
+  if (other != nullptr) corunners.push_back({other, other_batch});
+  return LatencyMs(model, batch, share, corunners, rng);
+}
+
+double GroundTruth::LatencyMs(const std::string& model, int batch, double share,
+                              const std::vector<Corunner>& corunners,
+                              std::mt19937_64* rng) const {
   const LatencyModel* m = this->model(model);
   double latency = m->LatencyMs(batch, share);
-  if (other != nullptr) {
-    latency *= Factor(model, batch, share, *other, other_batch);
+  if (!corunners.empty()) {
+    latency *= CombinedFactor(model, batch, share, corunners);
   }
   if (noise_sigma_ > 0 && rng != nullptr) {
     std::lognormal_distribution<double> noise(-noise_sigma_ * noise_sigma_ / 2,

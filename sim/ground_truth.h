@@ -7,6 +7,8 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
@@ -26,10 +28,28 @@ namespace tessera {
 //  * a pair never measured together (e.g. the same model twice): the mean
 //    factor of the slowed model over its measured partners in that cell;
 //    a model with no measurement at all: no slowdown.
-// GPUs hold at most two gpulets here, so at most one neighbour runs.
+// Several busy neighbours (three or more partitions on a GPU, as iGniter
+// and LAS plan): the measured pairwise slowdowns f_k of the model beside
+// each neighbour k combine by CorunnerRule, by default kSumOfExcess:
+// factor = 1 + sum_k (f_k - 1) (every co-runner adds its own contention,
+// the rule of LAS's I(X) and InSS's t_inf). The public V100 data measures
+// pairs only, so the rule's error beyond two co-runners cannot be checked
+// against measurements; the experiments report the comparison with at most
+// two partitions per GPU as well (docs/scheduling.md).
 // Optional multiplicative noise (log-normal, relative sigma).
 class GroundTruth {
  public:
+  enum class CorunnerRule {
+    kSumOfExcess,  // 1 + sum (f_k - 1)
+    kProduct,      // prod f_k
+    kMax,          // max f_k (gpulet's "worst neighbour dominates")
+  };
+  // A gpulet running beside the model, at the moment its batch starts.
+  struct Corunner {
+    const std::string* model = nullptr;
+    int batch = 1;
+  };
+
   GroundTruth(std::map<std::string, LatencyModel> models,
               const std::vector<IgniterCoLocationRow>& rows,
               double noise_sigma = 0);
@@ -40,6 +60,11 @@ class GroundTruth {
               std::shared_ptr<const InterferenceModel> interference,
               double noise_sigma = 0);
 
+  // "sum" (kSumOfExcess), "product" or "max"; INVALID_ARGUMENT otherwise.
+  static absl::StatusOr<CorunnerRule> ParseCorunnerRule(absl::string_view s);
+  void set_corunner_rule(CorunnerRule rule) { corunner_rule_ = rule; }
+  CorunnerRule corunner_rule() const { return corunner_rule_; }
+
   const LatencyModel* model(const std::string& name) const;
   // Latency of `model` at (batch, share) while `other` (nullptr: nothing)
   // runs at batch `other_batch` on the other partition of the same GPU
@@ -47,6 +72,13 @@ class GroundTruth {
   double LatencyMs(const std::string& model, int batch, double share,
                    const std::string* other, int other_batch,
                    std::mt19937_64* rng) const;
+  // The same beside any number of busy co-runners (CorunnerRule).
+  double LatencyMs(const std::string& model, int batch, double share,
+                   const std::vector<Corunner>& corunners,
+                   std::mt19937_64* rng) const;
+  // The combined slowdown factor beside `corunners` (1 for none).
+  double CombinedFactor(const std::string& model, int batch, double share,
+                        const std::vector<Corunner>& corunners) const;
   // The measured slowdown factor used above (>= some value near 1).
   double Factor(const std::string& model, int batch, double share,
                 const std::string& other, int other_batch) const;
@@ -63,6 +95,7 @@ class GroundTruth {
   std::vector<int> shares_;
   std::shared_ptr<const InterferenceModel> interference_;
   double noise_sigma_;
+  CorunnerRule corunner_rule_ = CorunnerRule::kSumOfExcess;
 };
 
 }  // namespace tessera

@@ -59,6 +59,22 @@ ABSL_FLAG(std::string, model_repository, "configs/emulated/models",
           "--setup=emulated: model configs (SLOs, max batch).");
 ABSL_FLAG(std::string, profile_dir, "profiles",
           "--setup=emulated: directory with emulated/<model>.pbtxt.");
+ABSL_FLAG(std::string, rules, "tessera",
+          "Planning rules preset: tessera (calibrated defaults) or paper "
+          "(each policy exactly as its paper; docs/scheduling.md).");
+ABSL_FLAG(std::string, rules_override, "",
+          "PlanningRules text overriding single fields of --rules, e.g. "
+          "'gpulet { interference_check: GPULET_INTERFERENCE_CHECK_STRICT }' "
+          "(proto/policy_rules.proto).");
+ABSL_FLAG(double, min_requests, 1000,
+          "--search: simulate long enough that every model sees at least "
+          "this many requests (MEASURES.md: one violation < 0.1 %).");
+ABSL_FLAG(std::string, corunner_rule, "sum",
+          "Ground truth beside several busy partitions: sum (1 + sum of the "
+          "pairwise excesses), product or max.");
+ABSL_FLAG(bool, efficiency, false,
+          "--search: also measure the planner efficiency at the limit "
+          "(MEASURES.md).");
 ABSL_FLAG(std::string, trace, "",
           "CSV with lines 'model,seconds' to replay instead of Poisson "
           "arrivals (the plan is made for the trace's average rates).");
@@ -154,16 +170,37 @@ int Run() {
                        .c_str());
     return 2;
   }
-  const ClusterSimulator simulator(
-      emulated ? emu->truth.get() : v100->truth.get(), Configs(snapshot));
+  auto corunner_rule =
+      GroundTruth::ParseCorunnerRule(absl::GetFlag(FLAGS_corunner_rule));
+  if (!corunner_rule.ok()) {
+    std::fprintf(stderr, "%s\n", corunner_rule.status().ToString().c_str());
+    return 2;
+  }
+  GroundTruth* truth = emulated ? emu->truth.get() : v100->truth.get();
+  truth->set_corunner_rule(*corunner_rule);
+  const ClusterSimulator simulator(truth, Configs(snapshot));
   SimOptions options;
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.min_requests = absl::GetFlag(FLAGS_min_requests);
 
   PolicyOptions policy_options;
+  auto rules = RulesFromFlags(absl::GetFlag(FLAGS_rules),
+                              absl::GetFlag(FLAGS_rules_override));
+  if (!rules.ok()) {
+    std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+    return 2;
+  }
+  policy_options.rules = *rules;
   policy_options.inss_checkpoint = absl::GetFlag(FLAGS_inss_checkpoint);
   policy_options.inss_fallback = absl::GetFlag(FLAGS_inss_fallback);
   const std::string intf = absl::GetFlag(FLAGS_interference);
+  if (intf != "none" && intf != "linear" && intf != "pairwise") {
+    std::fprintf(stderr,
+                 "--interference must be linear, pairwise or none, not '%s'\n",
+                 intf.c_str());
+    return 2;
+  }
   if (intf == "none") {
     policy_options.interference = std::make_shared<NoInterference>();
   } else if (emulated) {
@@ -192,6 +229,19 @@ int Run() {
           100 * r.best.sim.violation_fraction(), r.best.sim.gpus_used,
           r.best.sim.share_sum, 100 * r.best.planned_fraction,
           r.max_schedulable_scale, r.runs);
+      std::printf("%-13s limit: %s; worst model's violations %.2f%%\n", "",
+                  r.limit == SearchResult::Limit::kRefused    ? "refused"
+                  : r.limit == SearchResult::Limit::kViolated ? "plan broke"
+                                                              : "none",
+                  100 * r.best.sim.max_model_violation_fraction());
+      if (absl::GetFlag(FLAGS_efficiency)) {
+        double hold = 0;
+        const double e = PlannerEfficiency(r, snapshot, simulator, options,
+                                           0.01, &hold);
+        std::printf("%-13s planner efficiency %.3f (the plan at the limit "
+                    "holds up to %.2fx its load)\n",
+                    "", e, hold);
+      }
       continue;
     }
     auto plan = (*policy)->Schedule(snapshot);
@@ -247,6 +297,8 @@ int main(int argc, char** argv) {
       "Tessera cluster simulator: runs scheduling policies against iGniter's "
       "V100 measurements (solo profiles and co-location latencies as ground "
       "truth) with the serving path's Dispatcher.\nExample: "
+      "tessera_simulator --policy=gpulet,ideal-layout --rules=paper "
+      "--slo_factor=10 --search --efficiency\n"
       "tessera_simulator --policy=sbp,gpulet --rate=200 --search\n"
       "Emulated cluster prediction: tessera_simulator --setup=emulated "
       "--rates=resnet50:100,vgg16:40 --policy=sbp,gpulet --search");

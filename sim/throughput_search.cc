@@ -6,6 +6,23 @@
 
 namespace tessera {
 
+SimOptions RunOptions(const SimOptions& options,
+                      const std::map<std::string, double>& rates) {
+  double slowest = 0;
+  for (const auto& [name, r] : rates) {
+    if (r > 0 && (slowest == 0 || r < slowest)) slowest = r;
+  }
+  SimOptions run = options;
+  if (slowest > 0 && options.min_requests > 0) {
+    const double need_s =
+        options.min_requests / slowest + absl::ToDoubleSeconds(options.warmup);
+    if (need_s > absl::ToDoubleSeconds(options.duration)) {
+      run.duration = absl::Seconds(need_s);
+    }
+  }
+  return run;
+}
+
 ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
                            const ClusterSnapshot& base,
                            const ClusterSimulator& simulator,
@@ -37,14 +54,7 @@ ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,
   }
   out.schedulable = true;
   out.plan = *plan;
-  double total_rps = 0;
-  for (const auto& [name, r] : rates) total_rps += r;
-  SimOptions run = options;
-  if (total_rps > 0 && total_rps * absl::ToDoubleSeconds(options.duration) <
-                           options.min_requests) {
-    run.duration = absl::Seconds(options.min_requests / total_rps);
-  }
-  out.sim = simulator.Run(*plan, rates, run);
+  out.sim = simulator.Run(*plan, rates, RunOptions(options, rates));
   return out;
 }
 
@@ -82,6 +92,7 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
     if (!o.feasible(limit)) {
       hi = s;
       result.limit = limit_of(o);
+      result.failed = std::move(o);
       break;
     }
     lo = s;
@@ -100,6 +111,7 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
     } else {
       hi = mid;
       result.limit = limit_of(t);
+      result.failed = std::move(t);
     }
   }
   result.best = best;
@@ -107,6 +119,71 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
   for (const ModelSnapshot& m : base.models) total += m.rate_rps * lo;
   result.max_throughput_rps = total;
   return result;
+}
+
+namespace {
+
+// Simulates `plan` with the snapshot's rates times `scale`.
+bool PlanHolds(const Plan& plan, const ClusterSnapshot& base, double scale,
+               const ClusterSimulator& simulator, const SimOptions& options,
+               double limit) {
+  std::map<std::string, double> rates;
+  for (const ModelSnapshot& m : base.models) {
+    rates[m.config.name()] = m.rate_rps * scale;
+  }
+  return simulator.Run(plan, rates, RunOptions(options, rates))
+             .max_model_violation_fraction() <= limit;
+}
+
+}  // namespace
+
+double PlannerEfficiency(const SearchResult& search,
+                         const ClusterSnapshot& base,
+                         const ClusterSimulator& simulator,
+                         const SimOptions& options, double limit,
+                         double* hold_scale) {
+  const bool broken =
+      search.limit == SearchResult::Limit::kViolated && search.failed.schedulable;
+  const ScaleOutcome& at = broken ? search.failed : search.best;
+  if (!at.schedulable || search.limit == SearchResult::Limit::kNone) return 0;
+  const double accepted = at.scale;
+  // The largest multiple m of the accepted load the plan holds at: scan
+  // in 5 % steps from where it is known to hold (or down from a break),
+  // then bisect to 1 %.
+  double lo, hi;
+  if (!broken) {
+    lo = 1;
+    hi = 1;
+    while (hi < 64) {
+      hi *= 1.05;
+      if (!PlanHolds(at.plan, base, accepted * hi, simulator, options, limit)) {
+        break;
+      }
+      lo = hi;
+    }
+    if (hi >= 64) {
+      if (hold_scale != nullptr) *hold_scale = lo;
+      return 1 / lo;
+    }
+  } else {
+    hi = 1;
+    lo = 1;
+    while (lo > 1.0 / 64) {
+      lo /= 1.05;
+      if (PlanHolds(at.plan, base, accepted * lo, simulator, options, limit)) {
+        break;
+      }
+      hi = lo;
+    }
+  }
+  while (hi - lo > 0.01 * lo) {
+    const double mid = (lo + hi) / 2;
+    (PlanHolds(at.plan, base, accepted * mid, simulator, options, limit) ? lo
+                                                                          : hi) =
+        mid;
+  }
+  if (hold_scale != nullptr) *hold_scale = lo;
+  return 1 / lo;
 }
 
 }  // namespace tessera

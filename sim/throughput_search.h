@@ -20,8 +20,9 @@ struct ScaleOutcome {
   bool inconclusive = false;
   Plan plan;
   SimResult sim;  // valid when schedulable
+  // The plan holds: every model's violations <= limit (never pooled).
   bool feasible(double limit) const {
-    return schedulable && sim.violation_fraction() <= limit;
+    return schedulable && sim.max_model_violation_fraction() <= limit;
   }
 };
 
@@ -30,6 +31,9 @@ struct SearchResult {
   // simulation, and the total rate there.
   ScaleOutcome best;
   double max_throughput_rps = 0;
+  // The evaluation just above `best` that ended the search (refused or
+  // broken); unset (scale 0) when the scan reached its maximum.
+  ScaleOutcome failed;
   // Largest scale the scan saw the policy call schedulable (simulation
   // not consulted).
   double max_schedulable_scale = 0;
@@ -59,6 +63,25 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
                                  const ClusterSimulator& simulator,
                                  const SimOptions& options, double limit = 0.01,
                                  bool overload = false);
+
+// Planner efficiency (MEASURES.md) of a search's limit: the load the policy
+// accepted there / the largest load at which that accepted plan, with every
+// rate scaled up (or down) together, still holds in the ground truth. At a
+// refusal the plan is the one at the best load (<= 1: load refused that its
+// plan would hold); at a broken plan it is the broken one (> 1). 0 when
+// there is no limit to measure (nothing held, or the scan reached its
+// maximum). `hold_scale`, if given, receives the largest holding multiple
+// of the plan's load.
+double PlannerEfficiency(const SearchResult& search,
+                         const ClusterSnapshot& base,
+                         const ClusterSimulator& simulator,
+                         const SimOptions& options, double limit = 0.01,
+                         double* hold_scale = nullptr);
+
+// `options` with the duration stretched so that every model with a rate
+// sees options.min_requests arrivals after the warm-up.
+SimOptions RunOptions(const SimOptions& options,
+                      const std::map<std::string, double>& rates);
 
 // One scale: plan and simulate.
 ScaleOutcome EvaluateScale(const SchedulingPolicy& policy,

@@ -89,7 +89,7 @@ TEST_F(InssBatchingTest, CoRunnersInterferenceShrinksTheBatch) {
 
 TEST_F(InssBatchingTest, QueueingCheckAddsTheBatchQueueWait) {
   PolicyOptions options = PaperRules();
-  options.queueing_check = true;
+  options.rules.mutable_inss()->set_fill_wait(true);
   const InssCluster c = Make(200, options);
   const InssBatchResult r =
       InssBatching::Decide(c, Place({0, -1}, {100, 0}), {100, 0}, {0, 0}, {});

@@ -9,11 +9,7 @@ namespace tessera {
 namespace {
 
 std::unique_ptr<SchedulingPolicy> Greedy() {
-  PolicyOptions options;
-  options.latency_headroom = 1.0;
-  options.rate_headroom = 1.0;
-  options.queueing_check = false;
-  return *PolicyRegistry::Create("greedy", options);
+  return *PolicyRegistry::Create("greedy", testing::PaperRules());
 }
 
 TEST(ScheduleWithOverloadTest, FeasibleLoadIsPlannedWhole) {

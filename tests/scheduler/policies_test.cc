@@ -165,9 +165,9 @@ TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
   ClusterSnapshot s = Snapshot(1);
   AddModel(&s, LinearProfile("m", 2, 1), 100, 40);
   PolicyOptions options;
-  options.latency_headroom = 1.25;
-  options.rate_headroom = 1.5;
-  options.queueing_check = false;
+  options.rules.mutable_shared()->set_latency_headroom(1.25);
+  options.rules.mutable_shared()->set_rate_headroom(1.5);
+  options.rules.mutable_shared()->set_queueing_check(false);
   auto inputs = PolicyInputs::FromSnapshot(s, options);
   ASSERT_TRUE(inputs.ok()) << inputs.status();
   ASSERT_EQ((*inputs)->demands().size(), 1u);

@@ -37,14 +37,18 @@ inline ModelProfile LinearProfile(const std::string& model, double fixed_ms,
 }
 
 // Options for arithmetic checked by hand: the papers' deterministic rules,
-// no headroom and no queueing bound.
+// no headroom and no queueing bound (the other additions as "tessera").
 inline PolicyOptions PaperRules(
     std::shared_ptr<const InterferenceModel> interference = nullptr) {
   PolicyOptions options;
   options.interference = std::move(interference);
-  options.latency_headroom = 1.0;
-  options.rate_headroom = 1.0;
-  options.queueing_check = false;
+  SharedRules* shared = options.rules.mutable_shared();
+  shared->set_latency_headroom(1.0);
+  shared->set_rate_headroom(1.0);
+  shared->set_queueing_check(false);
+  options.rules.mutable_igniter()->set_queueing_check(false);
+  options.rules.mutable_las()->set_tail_wait(false);
+  options.rules.mutable_inss()->set_fill_wait(false);
   return options;
 }
 

@@ -1,0 +1,316 @@
+#include "scheduler/gpulet_placer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/time_share_solver.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kMaxModelsPerGpulet = 3;
+// A saturated newcomer shrunk to fit beside its neighbour keeps at least
+// this fraction of the rate it would serve alone.
+constexpr double kMinSaturatedFraction = 0.25;
+
+// The smallest allowed partition that serves `slice` alone; 0 if none.
+double MinRequiredPartition(const Slice& slice,
+                            const std::vector<double>& grid) {
+  for (double p : grid) {
+    if (SolveTimeShare({slice}, p, SoloLatency)) return p;
+  }
+  return 0;
+}
+
+bool Holds(const GpuLayout::Slot& slot, const ModelDemand* m) {
+  for (const Slice& s : slot.slices) {
+    if (s.demand == m) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<const ModelDemand*> GpuletPlacer::PaperOrder(
+    const std::vector<ModelDemand>& demands) {
+  std::vector<const ModelDemand*> order;
+  for (const ModelDemand& m : demands) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const ModelDemand* a, const ModelDemand* b) {
+                     return a->rate_rps * a->slo_ms < b->rate_rps * b->slo_ms;
+                   });
+  return order;
+}
+
+double GpuletPlacer::MaxEfficientPartition(const ModelDemand& m,
+                                           const std::vector<double>& grid) {
+  double best_score = 0, p_eff = 0;
+  for (size_t i = 0; i + 1 < grid.size(); ++i) {
+    const double pair[2] = {grid[i], grid[i + 1]};
+    if (pair[1] >= 100) break;
+    const double lo = SaturatedThroughput(m, pair[0]);
+    const double hi = SaturatedThroughput(m, pair[1]);
+    if (hi <= 0) continue;
+    if (lo > 0 && hi / lo < 1.05) continue;
+    const double score = (hi - lo) / (pair[1] - pair[0]);
+    if (score > best_score) {
+      best_score = score;
+      p_eff = pair[1];
+    }
+  }
+  if (p_eff == 0) {
+    for (double p : grid) {
+      if (SaturatedThroughput(m, p) > 0) return p;
+    }
+    return 100;
+  }
+  return p_eff;
+}
+
+bool GpuletPlacer::Check(GpuLayout* trial, size_t slot, const Context& ctx,
+                         Shortfalls* shortfalls) const {
+  if (interference_ == nullptr) return trial->ResolveSlot(slot, nullptr);
+  switch (rules_.interference_check()) {
+    case GPULET_INTERFERENCE_CHECK_STRICT:
+      return trial->Resolve(interference_);
+    case GPULET_INTERFERENCE_CHECK_ARTIFACT:
+      return CheckArtifact(trial, slot, ctx, shortfalls);
+    default:  // PAPER
+      return trial->ResolveSlot(slot, interference_);
+  }
+}
+
+bool GpuletPlacer::CheckArtifact(GpuLayout* trial, size_t slot,
+                                 const Context& ctx,
+                                 Shortfalls* shortfalls) const {
+  GpuLayout whole = *trial;
+  if (whole.Resolve(interference_)) {
+    *trial = std::move(whole);
+    return true;
+  }
+  // The newcomer first, beside the residents at their current batches.
+  if (!trial->ResolveSlot(slot, interference_)) return false;
+  const double min_fraction = rules_.artifact_min_rate_fraction();
+  Shortfalls moved;
+  for (size_t i = 0; i < trial->slots().size(); ++i) {
+    GpuLayout::Slot& resident = trial->slots()[i];
+    if (i == slot || resident.free()) continue;
+    if (trial->ResolveSlot(i, interference_)) continue;
+    // The resident breaks beside the newcomer: keep the largest fraction of
+    // its rate it sustains (each model shrunk at most once).
+    for (const Slice& s : resident.slices) {
+      if (ctx.shrunk.count(s.demand)) return false;
+    }
+    const std::vector<Slice> original = resident.slices;
+    auto feasible = [&](double f) {
+      for (size_t j = 0; j < original.size(); ++j) {
+        trial->slots()[i].slices[j].rate_rps = original[j].rate_rps * f;
+      }
+      return trial->ResolveSlot(i, interference_);
+    };
+    if (!feasible(min_fraction)) return false;
+    double lo = min_fraction, hi = 1;
+    for (int it = 0; it < 10; ++it) {
+      const double mid = (lo + hi) / 2;
+      (feasible(mid) ? lo : hi) = mid;
+    }
+    feasible(lo);
+    for (const Slice& s : original) {
+      moved[s.demand] += s.rate_rps * (1 - lo);
+    }
+  }
+  // The newcomer again, beside the residents' new batches.
+  if (!trial->ResolveSlot(slot, interference_)) return false;
+  for (const auto& [m, rate] : moved) (*shortfalls)[m] += rate;
+  return true;
+}
+
+bool GpuletPlacer::TryMerge(const Slice& slice, Context* ctx) const {
+  // Cheap necessary conditions first (the merged load stays below 1; the
+  // round, which only grows, stays within every SLO), then candidates
+  // fullest first, stopping at the first feasible merge.
+  struct Candidate {
+    double occupancy;
+    size_t gpu, slot;
+  };
+  std::vector<Candidate> candidates;
+  const ModelDemand& m = *slice.demand;
+  std::vector<GpuLayout>& layouts = *ctx->layouts;
+  for (size_t g = 0; g < layouts.size(); ++g) {
+    const auto& slots = layouts[g].slots();
+    for (size_t s = 0; s < slots.size(); ++s) {
+      const GpuLayout::Slot& slot = slots[s];
+      if (slot.free() ||
+          static_cast<int>(slot.slices.size()) >= kMaxModelsPerGpulet ||
+          slot.schedule.occupancy >= 1 || Holds(slot, &m)) {
+        continue;
+      }
+      const double p = slot.share_percent;
+      double load = 0, round = 0, min_slo = m.slo_ms;
+      for (size_t j = 0; j < slot.slices.size(); ++j) {
+        const int b = slot.schedule.batches[j];
+        load +=
+            slot.slices[j].rate_rps * slot.schedule.exec_ms[j] / (1000.0 * b);
+        round += slot.schedule.exec_ms[j];
+        min_slo = std::min(min_slo, slot.slices[j].demand->slo_ms);
+      }
+      const int mb = m.max_batch;
+      load += slice.rate_rps * PlannedLatency(m, mb, p) / (1000.0 * mb);
+      round += PlannedLatency(m, 1, p);
+      if (load >= 1 || 2 * round > min_slo) continue;
+      candidates.push_back({slot.schedule.occupancy, g, s});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.occupancy > b.occupancy;
+                   });
+  // GpuletRules.merge_attempts: with hundreds of gpulets, trying every
+  // one makes planning quadratic (the paper tries all: 0).
+  const size_t attempts = static_cast<size_t>(rules_.merge_attempts());
+  if (attempts > 0 && candidates.size() > attempts) {
+    candidates.resize(attempts);
+  }
+  for (const Candidate& c : candidates) {
+    GpuLayout trial = layouts[c.gpu];
+    trial.slots()[c.slot].slices.push_back(slice);
+    Shortfalls moved;
+    if (!Check(&trial, c.slot, *ctx, &moved)) continue;
+    layouts[c.gpu] = std::move(trial);
+    for (const auto& [d, rate] : moved) {
+      ctx->shortfalls[d] += rate;
+      ctx->shrunk[d] = true;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool GpuletPlacer::Place(Slice slice, double want, bool saturated,
+                         double remaining, Context* ctx,
+                         double* placed_rate) const {
+  *placed_rate = slice.rate_rps;
+  if (!saturated && TryMerge(slice, ctx)) return true;
+  // The best-fitting free slot, smallest first; whole GPUs are split
+  // unless the layouts are fixed.
+  struct Candidate {
+    double size;
+    size_t gpu, slot;
+  };
+  std::vector<Candidate> free;
+  std::vector<GpuLayout>& layouts = *ctx->layouts;
+  for (size_t g = 0; g < layouts.size(); ++g) {
+    const auto& slots = layouts[g].slots();
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (slots[s].free() && slots[s].share_percent >= want) {
+        free.push_back({slots[s].share_percent, g, s});
+      }
+    }
+  }
+  std::stable_sort(
+      free.begin(), free.end(),
+      [](const Candidate& a, const Candidate& b) { return a.size < b.size; });
+  for (const Candidate& c : free) {
+    GpuLayout base = layouts[c.gpu];
+    size_t slot = c.slot;
+    if (!ctx->fixed && c.size == 100 && want < 100 &&
+        base.slots().size() == 1) {
+      slot = base.Split(want);
+    }
+    Slice placed = slice;
+    const double slot_share = base.slots()[slot].share_percent;
+    if (saturated && slot_share > want) {
+      // A free slot larger than p_eff is used whole: let the saturated
+      // gpulet serve what the slot can, rather than waste the difference
+      // (the digest's pitfall 5).
+      placed.rate_rps =
+          std::min(remaining, SaturatedThroughput(*slice.demand, slot_share));
+    }
+    GpuLayout trial = base;
+    trial.slots()[slot].slices = {placed};
+    Shortfalls moved;
+    if (!Check(&trial, slot, *ctx, &moved)) {
+      if (!saturated || interference_ == nullptr) continue;
+      // Sized solo, the saturated gpulet is too slow beside its
+      // neighbour: serve the largest rate it sustains there.
+      double lo = 0, hi = placed.rate_rps;
+      for (int i = 0; i < 12; ++i) {
+        const double mid = (lo + hi) / 2;
+        GpuLayout t = base;
+        t.slots()[slot].slices = {Slice{slice.demand, mid}};
+        Shortfalls m;
+        (Check(&t, slot, *ctx, &m) ? lo : hi) = mid;
+      }
+      if (lo < kMinSaturatedFraction * placed.rate_rps) continue;
+      placed.rate_rps = lo;
+      trial = base;
+      trial.slots()[slot].slices = {placed};
+      moved.clear();
+      if (!Check(&trial, slot, *ctx, &moved)) continue;
+    }
+    layouts[c.gpu] = std::move(trial);
+    for (const auto& [d, rate] : moved) {
+      ctx->shortfalls[d] += rate;
+      ctx->shrunk[d] = true;
+    }
+    *placed_rate = placed.rate_rps;
+    return true;
+  }
+  return false;
+}
+
+absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
+                                     Context* ctx) const {
+  const double p_eff = MaxEfficientPartition(m, *ctx->grid);
+  // A model's first gpulet is always placed; after it, a remainder at or
+  // below the slack gets none (the artifact's TRP_SLACK).
+  bool has_gpulet = rate < m.rate_rps - 1e-9;
+  double remaining = rate;
+  while (remaining > 1e-9 &&
+         !(has_gpulet && remaining <= rules_.residue_slack_rps())) {
+    const double t = SaturatedThroughput(m, p_eff);
+    Slice slice{&m, remaining};
+    double want;
+    bool saturated = false;
+    if (t > 0 && remaining > t) {
+      slice.rate_rps = t;
+      want = p_eff;
+      saturated = true;
+    } else {
+      want = MinRequiredPartition(slice, *ctx->grid);
+      if (want == 0) return Unschedulable(m, "no partition meets its SLO");
+    }
+    double placed_rate = 0;
+    if (!Place(slice, want, saturated, remaining, ctx, &placed_rate)) {
+      return Unschedulable(
+          m, absl::StrCat("no room for a ", want, "% gpulet on ",
+                          ctx->layouts->size(), " GPU(s)"));
+    }
+    remaining -= placed_rate;
+    has_gpulet = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuletPlacer::Partition(
+    const std::vector<const ModelDemand*>& order,
+    const std::vector<double>& grid, bool fixed,
+    std::vector<GpuLayout>* layouts) const {
+  Context ctx{&grid, fixed, layouts, {}, {}};
+  for (const ModelDemand* m : order) {
+    absl::Status s = PlaceRate(*m, m->rate_rps, &ctx);
+    if (!s.ok()) return s;
+  }
+  // Shortfalls of residents shrunk beside a newcomer (ARTIFACT), placed
+  // like residues; each model is shrunk at most once, so this ends.
+  while (!ctx.shortfalls.empty()) {
+    auto [m, rate] = *ctx.shortfalls.begin();
+    ctx.shortfalls.erase(ctx.shortfalls.begin());
+    absl::Status s = PlaceRate(*m, rate, &ctx);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

@@ -1,0 +1,199 @@
+#include "scheduler/planning_rules.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tessera {
+namespace {
+
+PlanningRules TesseraDefaults() {
+  PlanningRules r;
+  r.set_preset(RULES_PRESET_TESSERA);
+  SharedRules* s = r.mutable_shared();
+  s->set_latency_headroom(1.1);
+  s->set_rate_headroom(1.1);
+  s->set_queueing_check(true);
+  s->set_queueing_tail(0.005);
+  s->set_burst_caps(true);
+  GpuletRules* g = r.mutable_gpulet();
+  g->set_interference_check(GPULET_INTERFERENCE_CHECK_ARTIFACT);
+  g->set_artifact_min_rate_fraction(0.85);
+  g->set_residue_slack_rps(1.0);
+  g->set_merge_attempts(8);
+  IgniterRules* i = r.mutable_igniter();
+  i->set_replicas(true);
+  i->set_queueing_check(true);
+  i->set_latency_floor(true);
+  LasRules* l = r.mutable_las();
+  l->set_tail_wait(true);
+  l->set_collection_time(true);
+  l->set_replicas(true);
+  l->set_interfered_queue(true);
+  InssRules* n = r.mutable_inss();
+  n->set_fill_wait(true);
+  n->set_bda_repair(true);
+  return r;
+}
+
+PlanningRules PaperDefaults() {
+  PlanningRules r;
+  r.set_preset(RULES_PRESET_PAPER);
+  SharedRules* s = r.mutable_shared();
+  s->set_latency_headroom(1.0);
+  s->set_rate_headroom(1.0);
+  s->set_queueing_check(false);
+  s->set_queueing_tail(0.005);
+  s->set_burst_caps(false);
+  GpuletRules* g = r.mutable_gpulet();
+  g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
+  g->set_artifact_min_rate_fraction(0.85);
+  // Only a numerical remainder gets no gpulet.
+  g->set_residue_slack_rps(1e-3);
+  g->set_merge_attempts(0);
+  IgniterRules* i = r.mutable_igniter();
+  i->set_replicas(false);
+  i->set_queueing_check(false);
+  i->set_latency_floor(false);
+  LasRules* l = r.mutable_las();
+  l->set_tail_wait(false);
+  l->set_collection_time(false);
+  l->set_replicas(false);
+  l->set_interfered_queue(false);
+  InssRules* n = r.mutable_inss();
+  n->set_fill_wait(false);
+  n->set_bda_repair(false);
+  return r;
+}
+
+absl::Status Check(bool ok, absl::string_view field, absl::string_view rule) {
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("planning rules: ", field, " must be ", rule));
+}
+
+}  // namespace
+
+absl::StatusOr<RulesPreset> ParseRulesPreset(absl::string_view name) {
+  if (name == "tessera") return RULES_PRESET_TESSERA;
+  if (name == "paper") return RULES_PRESET_PAPER;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown rules preset '", name, "' (expected 'tessera' or 'paper')"));
+}
+
+std::string RulesPresetName(RulesPreset preset) {
+  return preset == RULES_PRESET_PAPER ? "paper" : "tessera";
+}
+
+PlanningRules PresetRules(RulesPreset preset) {
+  return preset == RULES_PRESET_PAPER ? PaperDefaults() : TesseraDefaults();
+}
+
+absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
+  if (!RulesPreset_IsValid(rules.preset())) {
+    return absl::InvalidArgumentError("planning rules: unknown preset");
+  }
+  PlanningRules out = PresetRules(rules.preset());
+  // Set fields override the preset's (proto3 `optional` tracks presence,
+  // which MergeFrom honours).
+  out.MergeFrom(rules);
+  out.set_preset(rules.preset() == RULES_PRESET_PAPER ? RULES_PRESET_PAPER
+                                                      : RULES_PRESET_TESSERA);
+  const SharedRules& s = out.shared();
+  RETURN_IF_ERROR(
+      Check(s.latency_headroom() >= 1, "shared.latency_headroom", ">= 1"));
+  RETURN_IF_ERROR(
+      Check(s.rate_headroom() >= 1, "shared.rate_headroom", ">= 1"));
+  RETURN_IF_ERROR(Check(s.queueing_tail() > 0 && s.queueing_tail() < 0.5,
+                        "shared.queueing_tail", "in (0, 0.5)"));
+  const GpuletRules& g = out.gpulet();
+  RETURN_IF_ERROR(Check(GpuletInterferenceCheck_IsValid(
+                            g.interference_check()) &&
+                            g.interference_check() !=
+                                GPULET_INTERFERENCE_CHECK_UNSPECIFIED,
+                        "gpulet.interference_check",
+                        "PAPER, ARTIFACT or STRICT"));
+  RETURN_IF_ERROR(Check(g.artifact_min_rate_fraction() > 0 &&
+                            g.artifact_min_rate_fraction() <= 1,
+                        "gpulet.artifact_min_rate_fraction", "in (0, 1]"));
+  RETURN_IF_ERROR(Check(g.residue_slack_rps() >= 0,
+                        "gpulet.residue_slack_rps", ">= 0"));
+  RETURN_IF_ERROR(
+      Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
+  return out;
+}
+
+absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
+                                             absl::string_view overrides) {
+  ASSIGN_OR_RETURN(RulesPreset p, ParseRulesPreset(preset));
+  PlanningRules rules;
+  if (!overrides.empty() &&
+      !google::protobuf::TextFormat::ParseFromString(std::string(overrides),
+                                                     &rules)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "planning rules: cannot parse '", overrides,
+        "' as PlanningRules text (e.g. 'shared { queueing_check: false }')"));
+  }
+  rules.set_preset(p);
+  return ResolvePlanningRules(rules);
+}
+
+std::string DescribeRules(const PlanningRules& resolved) {
+  const PlanningRules preset = PresetRules(resolved.preset());
+  std::string name = RulesPresetName(resolved.preset());
+  if (google::protobuf::util::MessageDifferencer::Equals(preset, resolved)) {
+    return name;
+  }
+  // The fields that differ, as text: clear those equal to the preset's.
+  PlanningRules diff = resolved;
+  diff.clear_preset();
+  auto strip = [](google::protobuf::Message* m,
+                  const google::protobuf::Message& base) {
+    const auto* reflection = m->GetReflection();
+    std::vector<const google::protobuf::FieldDescriptor*> fields;
+    reflection->ListFields(*m, &fields);
+    for (const auto* f : fields) {
+      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+        continue;
+      }
+      const auto* base_reflection = base.GetReflection();
+      bool same = false;
+      switch (f->cpp_type()) {
+        case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE:
+          same = reflection->GetDouble(*m, f) == base_reflection->GetDouble(base, f);
+          break;
+        case google::protobuf::FieldDescriptor::CPPTYPE_BOOL:
+          same = reflection->GetBool(*m, f) == base_reflection->GetBool(base, f);
+          break;
+        case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
+          same = reflection->GetInt32(*m, f) == base_reflection->GetInt32(base, f);
+          break;
+        case google::protobuf::FieldDescriptor::CPPTYPE_ENUM:
+          same = reflection->GetEnumValue(*m, f) ==
+                 base_reflection->GetEnumValue(base, f);
+          break;
+        default:
+          break;
+      }
+      if (same) reflection->ClearField(m, f);
+    }
+  };
+  strip(diff.mutable_shared(), preset.shared());
+  strip(diff.mutable_gpulet(), preset.gpulet());
+  strip(diff.mutable_igniter(), preset.igniter());
+  strip(diff.mutable_las(), preset.las());
+  strip(diff.mutable_inss(), preset.inss());
+  if (diff.shared().ByteSizeLong() == 0) diff.clear_shared();
+  if (diff.gpulet().ByteSizeLong() == 0) diff.clear_gpulet();
+  if (diff.igniter().ByteSizeLong() == 0) diff.clear_igniter();
+  if (diff.las().ByteSizeLong() == 0) diff.clear_las();
+  if (diff.inss().ByteSizeLong() == 0) diff.clear_inss();
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(diff, &text);
+  return absl::StrCat(name, " + ", text);
+}
+
+}  // namespace tessera

@@ -1,5 +1,7 @@
 #include "sim/cluster_simulator.h"
 
+#include <tuple>
+
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/policy_registry.h"
@@ -218,6 +220,118 @@ TEST_F(SimulatorTest, MaxThroughputSearchFindsTheViolationBoundary) {
   EXPECT_FALSE(above.feasible(0.01));
   EXPECT_EQ(r.limit, above.schedulable ? SearchResult::Limit::kViolated
                                        : SearchResult::Limit::kRefused);
+}
+
+// A GPU split three ways: "a" (L(b, p) = (2 + b) 100 / p ms) is measured
+// 1.2x slower beside "b" and 1.5x slower beside "c" (every cell), and
+// nothing slows b or c. With both neighbours busy, a's batch takes solo x
+// 1.7 under the default rule (1 + 0.2 + 0.5), x 1.8 as a product and
+// x 1.5 under gpulet's worst-neighbour rule.
+class ThreeCorunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::map<std::string, LatencyModel> models;
+    for (const auto& p : {LinearProfile("a", 2, 1), LinearProfile("b", 3, 1.5),
+                          LinearProfile("c", 3, 1.5)}) {
+      models.emplace(p.model(), *LatencyModel::FromProfile(p));
+    }
+    std::vector<IgniterCoLocationRow> rows;
+    for (const auto& [other, f] :
+         std::vector<std::pair<std::string, double>>{{"b", 1.2}, {"c", 1.5}}) {
+      for (int b1 : {2, 4, 8, 16, 32}) {
+        for (int b2 : {2, 4, 8, 16, 32}) {
+          for (double s : {20.0, 40.0, 50.0, 60.0, 80.0}) {
+            IgniterCoLocationRow r;
+            r.model1 = "a";
+            r.model2 = other;
+            r.batch1 = b1;
+            r.batch2 = b2;
+            r.share1 = s;
+            r.latency1_ms = f * models.at("a").LatencyMs(b1, s);
+            r.latency2_ms = models.at(other).LatencyMs(b2, 100 - s);
+            rows.push_back(r);
+          }
+        }
+      }
+    }
+    truth_ = std::make_unique<GroundTruth>(std::move(models), rows);
+    for (const auto& [name, slo] : std::vector<std::pair<std::string, double>>{
+             {"a", 25}, {"b", 40}, {"c", 40}}) {
+      configs_[name].set_name(name);
+      configs_[name].set_slo_ms(slo);
+      configs_[name].set_max_batch_size(32);
+    }
+  }
+
+  // One GPU: a alone at 2 req/s on 40 %, b and c flooded (2000 req/s each,
+  // 15 ms a batch of one) on 30 % each, so both are busy whenever a runs.
+  SimResult Run() const {
+    Plan plan;
+    auto* d = plan.add_devices();
+    d->set_backend_id("b0");
+    d->set_device_id("gpu0");
+    for (const auto& [model, share, rate] :
+         std::vector<std::tuple<std::string, double, double>>{
+             {"a", 40, 2}, {"b", 30, 2000}, {"c", 30, 2000}}) {
+      auto* g = d->add_gpulets();
+      g->set_gpulet_id("g" + model);
+      g->set_share_percent(share);
+      auto* a = g->add_models();
+      a->set_model(model);
+      a->set_batch_size(1);
+      a->set_rate_rps(rate);
+    }
+    const ClusterSimulator sim(truth_.get(), configs_);
+    SimOptions options;
+    options.duration = absl::Seconds(60);
+    return sim.Run(plan, {{"a", 2}, {"b", 2000}, {"c", 2000}}, options);
+  }
+
+  std::unique_ptr<GroundTruth> truth_;
+  std::map<std::string, ModelConfig> configs_;
+};
+
+TEST_F(ThreeCorunnerTest, EveryBusyNeighbourSlowsTheModel) {
+  const std::string b = "b", c = "c";
+  const std::vector<GroundTruth::Corunner> both = {{&b, 4}, {&c, 8}};
+  EXPECT_NEAR(truth_->CombinedFactor("a", 4, 40, both), 1.7, 1e-9);
+  EXPECT_NEAR(truth_->CombinedFactor("a", 4, 40, {{&b, 4}}), 1.2, 1e-9);
+  EXPECT_NEAR(truth_->CombinedFactor("a", 4, 40, {}), 1.0, 1e-9);
+  const double solo = 3 * 100 / 40.0;  // L(1, 40) = 7.5 ms
+  const SimResult sum = Run();
+  ASSERT_EQ(sum.models[0].model, "a");
+  EXPECT_NEAR(sum.models[0].p50_ms, 1.7 * solo, 1e-6);
+  truth_->set_corunner_rule(GroundTruth::CorunnerRule::kProduct);
+  EXPECT_NEAR(truth_->CombinedFactor("a", 4, 40, both), 1.8, 1e-9);
+  EXPECT_NEAR(Run().models[0].p50_ms, 1.8 * solo, 1e-6);
+  truth_->set_corunner_rule(GroundTruth::CorunnerRule::kMax);
+  EXPECT_NEAR(Run().models[0].p50_ms, 1.5 * solo, 1e-6);
+  EXPECT_EQ(GroundTruth::ParseCorunnerRule("mean").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SimulatorTest, AHeldRunNeedsEveryModelWithinTheLimit) {
+  // One model breaking its SLO fails the run even when the pooled rate is
+  // under 1 %: "b" unserved (every request dropped) beside 200x more "a".
+  Plan plan;
+  auto* d = plan.add_devices();
+  d->set_backend_id("b0");
+  d->set_device_id("gpu0");
+  auto* g = d->add_gpulets();
+  g->set_gpulet_id("g");
+  g->set_share_percent(100);
+  auto* a = g->add_models();
+  a->set_model("a");
+  a->set_batch_size(8);
+  a->set_rate_rps(100);
+  ScaleOutcome o;
+  o.schedulable = true;
+  o.sim = ClusterSimulator(truth_.get(), configs_)
+              .Run(plan, {{"a", 100}, {"b", 0.5}}, SimOptions());
+  ASSERT_EQ(o.sim.models.size(), 2u);
+  EXPECT_LT(o.sim.violation_fraction(), 0.01);
+  EXPECT_DOUBLE_EQ(o.sim.max_model_violation_fraction(), 1.0);
+  EXPECT_FALSE(o.feasible(0.01));
 }
 
 }  // namespace

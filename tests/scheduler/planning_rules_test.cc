@@ -1,0 +1,72 @@
+#include "scheduler/planning_rules.h"
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
+  const PlanningRules paper = PresetRules(RULES_PRESET_PAPER);
+  EXPECT_EQ(paper.shared().latency_headroom(), 1.0);
+  EXPECT_EQ(paper.shared().rate_headroom(), 1.0);
+  EXPECT_FALSE(paper.shared().queueing_check());
+  EXPECT_FALSE(paper.shared().burst_caps());
+  EXPECT_EQ(paper.gpulet().interference_check(),
+            GPULET_INTERFERENCE_CHECK_PAPER);
+  EXPECT_FALSE(paper.igniter().replicas());
+  EXPECT_FALSE(paper.igniter().queueing_check());
+  EXPECT_FALSE(paper.igniter().latency_floor());
+  EXPECT_FALSE(paper.las().tail_wait());
+  EXPECT_FALSE(paper.las().collection_time());
+  EXPECT_FALSE(paper.las().replicas());
+  EXPECT_FALSE(paper.las().interfered_queue());
+  EXPECT_FALSE(paper.inss().fill_wait());
+  EXPECT_FALSE(paper.inss().bda_repair());
+  const PlanningRules tessera = PresetRules(RULES_PRESET_TESSERA);
+  EXPECT_TRUE(tessera.shared().queueing_check());
+  EXPECT_TRUE(tessera.shared().burst_caps());
+  EXPECT_TRUE(tessera.igniter().latency_floor());
+  EXPECT_TRUE(tessera.inss().bda_repair());
+  EXPECT_EQ(DescribeRules(paper), "paper");
+  EXPECT_EQ(DescribeRules(tessera), "tessera");
+}
+
+TEST(PlanningRulesTest, SetFieldsOverrideThePreset) {
+  auto rules = RulesFromFlags(
+      "paper", "shared { burst_caps: true } gpulet { interference_check: "
+               "GPULET_INTERFERENCE_CHECK_STRICT }");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_TRUE(rules->shared().burst_caps());
+  EXPECT_FALSE(rules->shared().queueing_check());  // still the paper's
+  EXPECT_EQ(rules->gpulet().interference_check(),
+            GPULET_INTERFERENCE_CHECK_STRICT);
+  const std::string d = DescribeRules(*rules);
+  EXPECT_NE(d.find("paper + "), std::string::npos) << d;
+  EXPECT_NE(d.find("burst_caps: true"), std::string::npos) << d;
+  EXPECT_EQ(d.find("queueing_check"), std::string::npos) << d;
+  // An unset preset is tessera's.
+  PlanningRules empty;
+  auto resolved = ResolvePlanningRules(empty);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->preset(), RULES_PRESET_TESSERA);
+  EXPECT_EQ(resolved->shared().latency_headroom(), 1.1);
+}
+
+TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
+  EXPECT_EQ(ParseRulesPreset("papers").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto low = RulesFromFlags("tessera", "shared { rate_headroom: 0.9 }");
+  EXPECT_EQ(low.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(low.status().message().find("shared.rate_headroom"),
+            std::string::npos);
+  auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
+  EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);
+  auto frac = RulesFromFlags(
+      "tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
+  EXPECT_EQ(frac.status().code(), absl::StatusCode::kInvalidArgument);
+  auto text = RulesFromFlags("tessera", "shared { no_such_field: 1 }");
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -102,6 +102,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.latency_scale = rules.latency_headroom();
     d.queueing_check = rules.queueing_check();
     d.queueing_tail = rules.queueing_tail();
+    d.round_queueing_tail = rules.round_queueing_tail();
     d.burst_caps = rules.burst_caps();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = inputs->models_.at(d.name);

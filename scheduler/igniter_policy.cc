@@ -57,7 +57,11 @@ double FitAlphaCache(const InterferenceModel& interference,
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::Create(
     const PolicyOptions& options) {
-  return std::unique_ptr<SchedulingPolicy>(new IgniterPolicy(options));
+  // PolicyInputs plan with SharedRules' headroom: use iGniter's.
+  PolicyOptions o = options;
+  o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
+                               o.rules.igniter().rate_headroom());
+  return std::unique_ptr<SchedulingPolicy>(new IgniterPolicy(std::move(o)));
 }
 
 absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(
@@ -162,7 +166,8 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
     requests.push_back(std::move(q));
   }
   auto provision =
-      ProvisionIgniter(model, requests, static_cast<int>(gpus.size()));
+      ProvisionIgniter(model, requests, static_cast<int>(gpus.size()),
+                       options_.rules.max_partitions_per_gpu());
   if (!provision.ok()) return provision.status();
 
   Plan plan;

@@ -77,7 +77,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
 
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
-    int max_gpus) {
+    int max_gpus, int max_partitions_per_gpu) {
   const double r_max = model.hardware().max_share_percent;
   std::vector<Item> items;
   IgniterProvision out;
@@ -163,6 +163,10 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     double best_inc = r_max;
     std::vector<IgniterPlacement> best_trial;
     for (size_t j = whole; j < out.gpus.size(); ++j) {
+      if (max_partitions_per_gpu > 0 &&
+          static_cast<int>(out.gpus[j].size()) >= max_partitions_per_gpu) {
+        continue;
+      }
       std::vector<IgniterPlacement> trial = out.gpus[j];
       trial.push_back(fresh);
       trial = Alloc(model, requests, std::move(trial));

@@ -70,8 +70,10 @@ struct IgniterProvision {
 // also goes through ALLOC (r_lower ignores the clock drop, pitfall P10).
 // RESOURCE_EXHAUSTED when more than `max_gpus` GPUs are needed or some
 // workload cannot meet half its SLO even on a whole GPU.
+// `max_partitions_per_gpu` > 0: a GPU holding that many workloads takes no
+// more (PlanningRules.max_partitions_per_gpu).
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
-    int max_gpus);
+    int max_gpus, int max_partitions_per_gpu = 0);
 
 }  // namespace tessera

@@ -69,7 +69,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
       if (!lm.ok()) return lm.status();
       auto [pos, inserted] = models->emplace(name, std::move(*lm));
       slot.latency = &pos->second;
-      slot.latency_scale = options.rules.shared().latency_headroom();
+      slot.latency_scale = options.rules.inss().latency_headroom();
       slot.queueing_check = options.rules.inss().fill_wait();
       slot.slo_ms = m.config.slo_ms();
       slot.max_batch = std::min({32, std::max(1, m.config.max_batch_size()),
@@ -77,7 +77,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
       slot.memory_bytes = slot.latency->memory_bytes();
       slot.base_latency_ms = slot.latency->LatencyMs(1, 100);
       slot.reference_rps = 1000.0 / slot.base_latency_ms;
-      rate = m.rate_rps * options.rules.shared().rate_headroom();
+      rate = m.rate_rps * options.rules.inss().rate_headroom();
     }
     c.slots_.push_back(slot);
     c.rates_rps_.push_back(rate);

@@ -37,8 +37,10 @@ class Planner {
           const std::vector<LasCoefficients>& coefficients,
           const std::vector<double>& shares,
           const std::vector<const DeviceSnapshot*>& gpus,
-          const InterferenceModel* interference, const LasRules& rules)
+          const InterferenceModel* interference, const LasRules& rules,
+          int max_partitions_per_gpu)
       : rules_(rules),
+        max_partitions_(max_partitions_per_gpu),
         demands_(demands),
         coefficients_(coefficients),
         shares_(shares),
@@ -124,6 +126,14 @@ class Planner {
     return best;
   }
 
+  int Count(const std::vector<Service>& all, int gpu, int except) const {
+    int n = 0;
+    for (size_t j = 0; j < all.size(); ++j) {
+      n += all[j].gpu == gpu && static_cast<int>(j) != except ? 1 : 0;
+    }
+    return n;
+  }
+
   double Used(const std::vector<Service>& all, int gpu, int except) const {
     double u = 0;
     for (size_t j = 0; j < all.size(); ++j) {
@@ -153,6 +163,7 @@ class Planner {
              bool smallest = false) const {
     for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
       if (g > *open) break;  // GPUs open in order
+      if (max_partitions_ > 0 && Count(all, g, i) >= max_partitions_) continue;
       const int old = all[i].gpu;
       all[i].gpu = g;
       if (MemoryFits(all, g, i)) {
@@ -243,6 +254,7 @@ class Planner {
 
  private:
   const LasRules rules_;
+  const int max_partitions_;  // 0: no limit
   const std::vector<ModelDemand>& demands_;
   const std::vector<LasCoefficients>& coefficients_;
   const std::vector<double>& shares_;
@@ -255,7 +267,11 @@ class Planner {
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> LasPolicy::Create(
     const PolicyOptions& options) {
-  return std::unique_ptr<SchedulingPolicy>(new LasPolicy(options));
+  // PolicyInputs plan with SharedRules' headroom: use LAS's.
+  PolicyOptions o = options;
+  o.rules = WithSharedHeadroom(o.rules, o.rules.las().latency_headroom(),
+                               o.rules.las().rate_headroom());
+  return std::unique_ptr<SchedulingPolicy>(new LasPolicy(std::move(o)));
 }
 
 absl::StatusOr<LasCoefficients> LasPolicy::FitModel(const LatencyModel& lm,
@@ -299,7 +315,8 @@ absl::StatusOr<Plan> LasPolicy::Schedule(
     coefficients.push_back(*c);
   }
   const Planner planner(demands, coefficients, shares, gpus,
-                        options_.interference.get(), options_.rules.las());
+                        options_.interference.get(), options_.rules.las(),
+                        options_.rules.max_partitions_per_gpu());
   std::vector<Service> services;
   for (size_t i = 0; i < demands.size(); ++i) {
     if (demands[i].rate_rps <= 0) continue;

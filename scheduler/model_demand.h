@@ -22,6 +22,8 @@ struct ModelDemand {
   // this tail (SharedRules.queueing_tail).
   bool queueing_check = true;
   double queueing_tail = 0.005;
+  // The same for rounds that merge bursts (SharedRules.round_queueing_tail).
+  double round_queueing_tail = 0.005;
   // The dispatcher's cap may exceed the nominal batch (SharedRules.burst_caps).
   bool burst_caps = true;
   // Memo of SaturatedThroughput by share (filled lazily while planning).

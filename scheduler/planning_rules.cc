@@ -1,5 +1,8 @@
 #include "scheduler/planning_rules.h"
 
+#include <tuple>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "google/protobuf/text_format.h"
@@ -16,9 +19,10 @@ PlanningRules TesseraDefaults() {
   s->set_rate_headroom(1.1);
   s->set_queueing_check(true);
   s->set_queueing_tail(0.005);
+  s->set_round_queueing_tail(0.005);
   s->set_burst_caps(true);
   GpuletRules* g = r.mutable_gpulet();
-  g->set_interference_check(GPULET_INTERFERENCE_CHECK_ARTIFACT);
+  g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
   g->set_residue_slack_rps(1.0);
   g->set_merge_attempts(8);
@@ -26,14 +30,21 @@ PlanningRules TesseraDefaults() {
   i->set_replicas(true);
   i->set_queueing_check(true);
   i->set_latency_floor(true);
+  i->set_latency_headroom(1.1);
+  i->set_rate_headroom(1.1);
   LasRules* l = r.mutable_las();
   l->set_tail_wait(true);
   l->set_collection_time(true);
   l->set_replicas(true);
   l->set_interfered_queue(true);
+  l->set_latency_headroom(1.1);
+  l->set_rate_headroom(1.1);
   InssRules* n = r.mutable_inss();
   n->set_fill_wait(true);
   n->set_bda_repair(true);
+  n->set_latency_headroom(1.1);
+  n->set_rate_headroom(1.1);
+  r.set_max_partitions_per_gpu(0);
   return r;
 }
 
@@ -45,6 +56,7 @@ PlanningRules PaperDefaults() {
   s->set_rate_headroom(1.0);
   s->set_queueing_check(false);
   s->set_queueing_tail(0.005);
+  s->set_round_queueing_tail(0.005);
   s->set_burst_caps(false);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
@@ -56,14 +68,21 @@ PlanningRules PaperDefaults() {
   i->set_replicas(false);
   i->set_queueing_check(false);
   i->set_latency_floor(false);
+  i->set_latency_headroom(1.0);
+  i->set_rate_headroom(1.0);
   LasRules* l = r.mutable_las();
   l->set_tail_wait(false);
   l->set_collection_time(false);
   l->set_replicas(false);
   l->set_interfered_queue(false);
+  l->set_latency_headroom(1.0);
+  l->set_rate_headroom(1.0);
   InssRules* n = r.mutable_inss();
   n->set_fill_wait(false);
   n->set_bda_repair(false);
+  n->set_latency_headroom(1.0);
+  n->set_rate_headroom(1.0);
+  r.set_max_partitions_per_gpu(0);
   return r;
 }
 
@@ -107,6 +126,21 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       Check(s.rate_headroom() >= 1, "shared.rate_headroom", ">= 1"));
   RETURN_IF_ERROR(Check(s.queueing_tail() > 0 && s.queueing_tail() < 0.5,
                         "shared.queueing_tail", "in (0, 0.5)"));
+  RETURN_IF_ERROR(
+      Check(s.round_queueing_tail() > 0 && s.round_queueing_tail() < 0.5,
+            "shared.round_queueing_tail", "in (0, 0.5)"));
+  for (const auto& [name, latency, rate] :
+       std::vector<std::tuple<const char*, double, double>>{
+           {"igniter", out.igniter().latency_headroom(),
+            out.igniter().rate_headroom()},
+           {"las", out.las().latency_headroom(), out.las().rate_headroom()},
+           {"inss", out.inss().latency_headroom(),
+            out.inss().rate_headroom()}}) {
+    RETURN_IF_ERROR(Check(latency >= 1 && rate >= 1,
+                          absl::StrCat(name, ".latency_headroom and ", name,
+                                       ".rate_headroom"),
+                          ">= 1"));
+  }
   const GpuletRules& g = out.gpulet();
   RETURN_IF_ERROR(Check(GpuletInterferenceCheck_IsValid(
                             g.interference_check()) &&
@@ -121,6 +155,8 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
                         "gpulet.residue_slack_rps", ">= 0"));
   RETURN_IF_ERROR(
       Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
+  RETURN_IF_ERROR(Check(out.max_partitions_per_gpu() >= 0,
+                        "max_partitions_per_gpu", ">= 0"));
   return out;
 }
 
@@ -137,6 +173,13 @@ absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
   }
   rules.set_preset(p);
   return ResolvePlanningRules(rules);
+}
+
+PlanningRules WithSharedHeadroom(PlanningRules rules, double latency_headroom,
+                                 double rate_headroom) {
+  rules.mutable_shared()->set_latency_headroom(latency_headroom);
+  rules.mutable_shared()->set_rate_headroom(rate_headroom);
+  return rules;
 }
 
 std::string DescribeRules(const PlanningRules& resolved) {
@@ -184,6 +227,9 @@ std::string DescribeRules(const PlanningRules& resolved) {
   strip(diff.mutable_igniter(), preset.igniter());
   strip(diff.mutable_las(), preset.las());
   strip(diff.mutable_inss(), preset.inss());
+  if (diff.max_partitions_per_gpu() == preset.max_partitions_per_gpu()) {
+    diff.clear_max_partitions_per_gpu();
+  }
   if (diff.shared().ByteSizeLong() == 0) diff.clear_shared();
   if (diff.gpulet().ByteSizeLong() == 0) diff.clear_gpulet();
   if (diff.igniter().ByteSizeLong() == 0) diff.clear_igniter();

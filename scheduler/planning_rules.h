@@ -31,6 +31,11 @@ PlanningRules PresetRules(RulesPreset preset);
 absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
                                              absl::string_view overrides);
 
+// `rules` with SharedRules' headroom replaced: how igniter and las plan
+// the shared inputs (PolicyInputs) with their own family's headroom.
+PlanningRules WithSharedHeadroom(PlanningRules rules, double latency_headroom,
+                                 double rate_headroom);
+
 // One line naming the preset and every field that differs from it, for
 // plan reasons and experiment headers ("tessera", "paper + shared {
 // burst_caps: true }").

@@ -143,8 +143,12 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
   // in SolveTimeShare) is a fixed-batch server instead (FixedBatchWaitMs:
   // at batch 1 requests queue one by one, an exact M/D/1).
   double tail = slices.front().demand->queueing_tail;
-  for (const Slice& s : slices) tail = std::min(tail, s.demand->queueing_tail);
-  double wait = RoundWaitMs(load, sum, tail);
+  double round_tail = slices.front().demand->round_queueing_tail;
+  for (const Slice& s : slices) {
+    tail = std::min(tail, s.demand->queueing_tail);
+    round_tail = std::min(round_tail, s.demand->round_queueing_tail);
+  }
+  double wait = RoundWaitMs(load, sum, round_tail);
   // FixedBatchWaitMs differs from RoundWaitMs only at batch 1: check the
   // cap only there (each check may cost an interfered latency).
   if (slices.size() == 1 && out->batches[0] == 1) {

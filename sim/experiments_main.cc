@@ -18,7 +18,9 @@
 #include "scheduler/policy_registry.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/throughput_search.h"
+#include "sim/rules_study.h"
 #include "sim/v100_workload.h"
+#include "sim/workload_suite.h"
 
 ABSL_FLAG(std::string, v100_profile,
           "../shared/data/igniter-v100/profile.jsonl",
@@ -26,10 +28,14 @@ ABSL_FLAG(std::string, v100_profile,
 ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "Which experiments to run: throughput (SLO-preserved max "
           "throughput per policy), gpus (GPUs used for a fixed workload), "
-          "sweep, share100, planning.");
+          "sweep, share100, planning, checks (gpulet's interference checks "
+          "beside gpulet-noint, sbp and ideal-layout), additions (each of "
+          "Tessera's additions switched off, over the rules suite), "
+          "calibrate (each policy family's margins on the suite's calibration half, "
+          "checked on the held-out half).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
-          "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal",
+          "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal-layout,ideal",
           "Policies to compare.");
 ABSL_FLAG(double, base_rate, 100, "Base rate per model (req/s).");
 ABSL_FLAG(int, gpus, 4, "GPUs for the throughput experiments.");
@@ -38,9 +44,10 @@ ABSL_FLAG(bool, standby_shadows, false,
           "Policies that support it (igniter) plan warm standby shares, and "
           "the simulator switches a gpulet to its standby when its calls "
           "miss the SLO (as the frontend does).");
-ABSL_FLAG(double, min_requests, 0,
-          "Simulate light loads long enough to see this many requests (0: "
-          "--duration_s always; the earlier tables used 0).");
+ABSL_FLAG(double, min_requests, 1000,
+          "Simulate light loads long enough that every model sees this many "
+          "requests (MEASURES.md: one violation < 0.1 %; 0: --duration_s "
+          "always).");
 ABSL_FLAG(std::string, csv, "", "Write the throughput table here as CSV.");
 ABSL_FLAG(std::string, inss_checkpoint, "",
           "InSS actor checkpoint (empty: the one shipped in "
@@ -51,35 +58,21 @@ ABSL_FLAG(int, ideal_max_models, 4,
           "its exhaustive search grows exponentially with them.");
 ABSL_FLAG(std::string, planning_sizes, "9x8,100x100,1000x1000",
           "Models x GPUs of the planning-time runs.");
-
+ABSL_FLAG(std::string, rules, "tessera",
+          "Planning rules preset every policy plans with: tessera or paper.");
+ABSL_FLAG(std::string, rules_override, "",
+          "PlanningRules text overriding fields of --rules, e.g. 'gpulet { "
+          "interference_check: GPULET_INTERFERENCE_CHECK_STRICT }'.");
+ABSL_FLAG(std::string, corunner_rule, "sum",
+          "Ground truth beside several busy partitions: sum, product or max.");
+ABSL_FLAG(bool, efficiency, false,
+          "throughput, checks, additions: also measure each limit's planner "
+          "efficiency (MEASURES.md; about 2x the time).");
+ABSL_FLAG(std::string, suite_half, "all",
+          "additions: which half of the rules suite: all, calibration or "
+          "held-out.");
 namespace tessera {
 namespace {
-
-struct Workload {
-  std::string name;
-  std::vector<std::string> models;
-};
-
-std::vector<Workload> Workloads() {
-  const std::vector<std::string> all = {"alexnet", "resnet50", "vgg19", "ssd"};
-  std::vector<Workload> w;
-  for (size_t i = 0; i < all.size(); ++i) {
-    for (size_t j = i + 1; j < all.size(); ++j) {
-      w.push_back({all[i] + "+" + all[j], {all[i], all[j]}});
-    }
-  }
-  w.push_back({"all four", all});
-  // In the spirit of the gpulet paper's `game`: several instances of the
-  // smallest model beside a large one.
-  w.push_back({"game (3 alexnet + vgg19)",
-               {"alexnet/1", "alexnet/2", "alexnet/3", "vgg19"}});
-  // InSS's main experiment: 6 models on 4 GPUs (the paper does not say
-  // which six; the V100 data has four, so two more alexnet instances).
-  w.push_back(
-      {"six (all four + 2 alexnet)",
-       {"alexnet", "resnet50", "vgg19", "ssd", "alexnet/1", "alexnet/2"}});
-  return w;
-}
 
 std::vector<double> Doubles(const std::string& csv) {
   std::vector<double> v;
@@ -89,10 +82,17 @@ std::vector<double> Doubles(const std::string& csv) {
   return v;
 }
 
+// The rules of --rules and --rules_override (checked in Run()).
+PlanningRules FlagRules() {
+  return *RulesFromFlags(absl::GetFlag(FLAGS_rules),
+                         absl::GetFlag(FLAGS_rules_override));
+}
+
 // Every policy plans with gpulet's linear interference model (for the
-// interference-aware ones) and the default headroom.
+// interference-aware ones) and the rules of the flags.
 PolicyOptions Options(const V100Setup& setup) {
   PolicyOptions o;
+  o.rules = FlagRules();
   o.interference = setup.linear;
   o.standby_shadows = absl::GetFlag(FLAGS_standby_shadows);
   o.inss_checkpoint = absl::GetFlag(FLAGS_inss_checkpoint);
@@ -109,20 +109,21 @@ void Throughput(const V100Setup& setup) {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv));
     csv << "slo_factor,workload,policy,max_throughput_rps,violation_pct,"
-           "gpus,share_sum,max_schedulable_scale,limit\n";
+           "gpus,share_sum,max_schedulable_scale,limit,efficiency\n";
   }
   for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
     std::printf(
-        "\nSLO-preserved max throughput (req/s, <= 1%% violations in "
-        "simulation), %d V100s, SLO = %.0fx batch-1 full-GPU latency\n"
+        "\nSLO-preserved max throughput (req/s, every model <= 1%% "
+        "violations in simulation), %d V100s, SLO = %.0fx batch-1 full-GPU "
+        "latency, rules %s\n"
         "(v: the next load's plan broke 1 %%; else the policy refused it)\n\n",
-        absl::GetFlag(FLAGS_gpus), slo);
+        absl::GetFlag(FLAGS_gpus), slo, DescribeRules(FlagRules()).c_str());
     std::printf("%-26s", "workload");
     for (const auto& n : names) std::printf(" %13s", n.c_str());
     std::printf("\n");
     // Per workload and policy, for the fraction-of-ideal table.
     std::vector<std::pair<std::string, std::map<std::string, double>>> rows;
-    for (const Workload& w : Workloads()) {
+    for (const Workload& w : V100Workloads()) {
       std::vector<WorkloadModel> models;
       for (const auto& m : w.models) {
         models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
@@ -150,6 +151,11 @@ void Throughput(const V100Setup& setup) {
           continue;
         }
         tput[n] = r.max_throughput_rps;
+        double efficiency = 0;
+        if (absl::GetFlag(FLAGS_efficiency)) {
+          efficiency = PlannerEfficiency(r, snap, sim, options, 0.01);
+          tput["efficiency:" + n] = efficiency;
+        }
         // "v": the next load was planned and its plan broke 1 % (what a
         // policy must not do); unmarked: the policy refused it.
         const bool violated = r.limit == SearchResult::Limit::kViolated;
@@ -157,18 +163,37 @@ void Throughput(const V100Setup& setup) {
         if (csv.is_open()) {
           csv << slo << ",\"" << w.name << "\"," << n << ","
               << r.max_throughput_rps << ","
-              << 100 * r.best.sim.violation_fraction() << ","
+              << 100 * r.best.sim.max_model_violation_fraction() << ","
               << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
               << r.max_schedulable_scale << ","
               << (violated                                   ? "violated"
                   : r.limit == SearchResult::Limit::kRefused ? "refused"
                                                              : "none")
-              << "\n";
+              << "," << efficiency << "\n";
         }
       }
       std::printf("\n");
       std::fflush(stdout);
       rows.push_back({w.name, tput});
+    }
+    if (absl::GetFlag(FLAGS_efficiency)) {
+      std::printf("\nPlanner efficiency at each limit, SLO %.0fx (accepted "
+                  "load / the most its plan holds; 0: no limit)\n%-26s",
+                  slo, "workload");
+      for (const auto& n : names) std::printf(" %13s", n.c_str());
+      std::printf("\n");
+      for (const auto& [name, t] : rows) {
+        std::printf("%-26s", name.c_str());
+        for (const auto& n : names) {
+          auto it = t.find("efficiency:" + n);
+          if (it == t.end()) {
+            std::printf(" %13s", "-");
+          } else {
+            std::printf(" %13.2f", it->second);
+          }
+        }
+        std::printf("\n");
+      }
     }
     // Each policy's fraction of ideal where ideal ran.
     bool any = false;
@@ -212,7 +237,7 @@ void GpusNeeded(const V100Setup& setup) {
         absl::GetFlag(FLAGS_base_rate), slo, "workload");
     for (const auto& n : names) std::printf(" %15s", n.c_str());
     std::printf("\n");
-    for (const Workload& w : Workloads()) {
+    for (const Workload& w : V100Workloads()) {
       std::vector<WorkloadModel> models;
       for (const auto& m : w.models) {
         models.push_back({m, absl::GetFlag(FLAGS_base_rate)});
@@ -427,15 +452,256 @@ void Planning(const V100Setup& setup) {
   }
 }
 
+RulesStudy::Options StudyOptions(bool efficiency) {
+  RulesStudy::Options o;
+  o.gpus = absl::GetFlag(FLAGS_gpus);
+  o.base_rate_rps = absl::GetFlag(FLAGS_base_rate);
+  o.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  o.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  o.efficiency = efficiency;
+  return o;
+}
+
+std::string LimitMark(const RulesStudy::CaseOutcome& o) {
+  if (o.refused) return "refused";
+  std::string s = absl::StrFormat(
+      "%.1f%s", o.max_rps, o.limit == SearchResult::Limit::kViolated ? "v" : "");
+  if (o.efficiency > 0) absl::StrAppendFormat(&s, " e%.2f", o.efficiency);
+  return s;
+}
+
+// gpulet's three interference checks beside gpulet-noint, sbp and
+// ideal-layout on the nine V100 workloads of the comparison tables (the
+// pairs, all four, game, six) at each SLO factor.
+void Checks(const V100Setup& setup) {
+  const RulesStudy study(&setup,
+                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  struct Column {
+    std::string header, policy, override_text;
+  };
+  const std::string check = "gpulet { interference_check: ";
+  const std::vector<Column> columns = {
+      {"gpulet-noint", "gpulet-noint", ""},
+      {"gpulet:paper", "gpulet", check + "GPULET_INTERFERENCE_CHECK_PAPER }"},
+      {"gpulet:artifact", "gpulet",
+       check + "GPULET_INTERFERENCE_CHECK_ARTIFACT }"},
+      {"gpulet:strict", "gpulet", check + "GPULET_INTERFERENCE_CHECK_STRICT }"},
+      {"sbp", "sbp", ""},
+      {"ideal-layout", "ideal-layout", ""}};
+  for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
+    std::vector<SuiteCase> cases;
+    for (const Workload& w : V100Workloads()) {
+      if (w.name.rfind("game-small", 0) == 0) continue;
+      cases.push_back({w, slo, false});
+    }
+    std::vector<std::vector<RulesStudy::CaseOutcome>> results;
+    for (const Column& c : columns) {
+      PolicyOptions o = Options(setup);
+      auto rules = RulesFromFlags(
+          absl::GetFlag(FLAGS_rules),
+          absl::StrCat(absl::GetFlag(FLAGS_rules_override), " ",
+                       c.override_text));
+      o.rules = *rules;
+      results.push_back(study.Run(c.policy, o, cases));
+    }
+    std::printf(
+        "\ngpulet's interference checks, SLO %.0fx, rules %s (req/s; v: "
+        "the next load's plan broke; e: planner efficiency)\n%-26s",
+        slo, DescribeRules(FlagRules()).c_str(), "workload");
+    for (const Column& c : columns) std::printf(" %17s", c.header.c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::printf("%-26s", cases[i].workload.name.c_str());
+      for (size_t k = 0; k < columns.size(); ++k) {
+        std::printf(" %17s", LimitMark(results[k][i]).c_str());
+      }
+      std::printf("\n");
+    }
+    std::printf("%-26s", "total");
+    for (size_t k = 0; k < columns.size(); ++k) {
+      std::printf(" %17.1f", RulesStudy::Summarise(results[k]).total_rps);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
+
+std::vector<SuiteCase> SuiteHalf(const std::string& half) {
+  std::vector<SuiteCase> cases;
+  for (const SuiteCase& c : RulesSuite()) {
+    if (half == "all" || (half == "calibration") == c.calibration) {
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+void PrintSummaryRow(const std::string& policy, const std::string& setting,
+                     const RulesStudy::Summary& s, double baseline) {
+  std::printf("%-13s %-34s %10.1f %8s %7d/%-3d %7d", policy.c_str(),
+              setting.c_str(), s.total_rps,
+              baseline > 0
+                  ? absl::StrFormat("%+.1f%%", 100 * (s.total_rps / baseline - 1))
+                        .c_str()
+                  : "",
+              s.broken, s.cases, s.refused);
+  if (s.measured > 0) {
+    std::printf("  %.2f / %.2f / %.2f", s.min_efficiency, s.mean_efficiency,
+                s.max_efficiency);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void PrintSummaryHeader(const std::string& what) {
+  std::printf("\n%s\n%-13s %-34s %10s %8s %11s %7s%s\n", what.c_str(),
+              "policy", "setting", "sum req/s", "vs base", "broken",
+              "refused",
+              absl::GetFlag(FLAGS_efficiency) ? "  efficiency min/mean/max"
+                                              : "");
+}
+
+// Each of Tessera's additions switched off from the tessera rules, and the
+// paper preset, per policy, over the rules suite: the summed SLO-preserved
+// max throughput and the cases whose limit was a broken plan.
+void Additions(const V100Setup& setup) {
+  const std::string half = absl::GetFlag(FLAGS_suite_half);
+  const std::vector<SuiteCase> cases = SuiteHalf(half);
+  const RulesStudy study(&setup,
+                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  PrintSummaryHeader(absl::StrFormat(
+      "Tessera's additions, each switched off (rules suite, %s: %d cases, "
+      "%d V100s; broken: limits where an accepted plan broke 1 %%)",
+      half, cases.size(), absl::GetFlag(FLAGS_gpus)));
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
+    const std::string policy(name);
+    if (policy == "ideal" || policy == "ideal-layout") continue;
+    PolicyOptions o = Options(setup);
+    o.rules = PresetRules(RULES_PRESET_TESSERA);
+    const auto base = RulesStudy::Summarise(study.Run(policy, o, cases));
+    PrintSummaryRow(policy, "tessera (every addition on)", base, 0);
+    for (const RulesAddition& a : TesseraAdditions()) {
+      if (std::find(a.policies.begin(), a.policies.end(), policy) ==
+          a.policies.end()) {
+        continue;
+      }
+      o.rules = *RulesFromFlags("tessera", a.off);
+      PrintSummaryRow(policy, "without " + a.name,
+                      RulesStudy::Summarise(study.Run(policy, o, cases)),
+                      base.total_rps);
+    }
+    o.rules = PresetRules(RULES_PRESET_PAPER);
+    PrintSummaryRow(policy, "paper (every addition off)",
+                    RulesStudy::Summarise(study.Run(policy, o, cases)),
+                    base.total_rps);
+  }
+}
+
+// The margins calibrated per policy family (CalibrationFamilies) on the
+// calibration half: the setting with the largest summed throughput over
+// the family's policies among those where none of their limits on that
+// half is a broken plan; then every policy on the held-out half with the
+// chosen settings and with today's defaults, with planner efficiencies.
+void Calibrate(const V100Setup& setup) {
+  const std::vector<SuiteCase> calibration = SuiteHalf("calibration");
+  const std::vector<SuiteCase> held_out = SuiteHalf("held-out");
+  std::printf("\nCalibration half (%zu cases):", calibration.size());
+  for (const SuiteCase& c : calibration) std::printf(" [%s]", c.label().c_str());
+  std::printf("\nHeld-out half (%zu cases):", held_out.size());
+  for (const SuiteCase& c : held_out) std::printf(" [%s]", c.label().c_str());
+  std::printf("\n");
+  const RulesStudy study(&setup, StudyOptions(false));
+  std::string chosen;
+  std::vector<std::string> policies;
+  for (const CalibrationFamily& family : CalibrationFamilies()) {
+    PrintSummaryHeader("Calibration: " + family.name);
+    std::string best;
+    double best_total = -1;
+    for (const std::string& setting : family.settings) {
+      auto rules = RulesFromFlags("tessera", setting);
+      if (!rules.ok()) {
+        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+        return;
+      }
+      PolicyOptions o = Options(setup);
+      o.rules = *rules;
+      double total = 0;
+      int broken = 0;
+      for (const std::string& policy : family.policies) {
+        const auto s = RulesStudy::Summarise(study.Run(policy, o, calibration));
+        PrintSummaryRow(policy, setting, s, 0);
+        total += s.total_rps;
+        broken += s.broken;
+      }
+      if (broken == 0 && total > best_total) {
+        best_total = total;
+        best = setting;
+      }
+    }
+    std::printf("chosen for %s: %s\n", family.name.c_str(),
+                best.empty() ? "(none holds)" : best.c_str());
+    if (!best.empty()) absl::StrAppend(&chosen, best, " ");
+    policies.insert(policies.end(), family.policies.begin(),
+                    family.policies.end());
+  }
+  std::printf("\nCalibrated rules: tessera + %s\n", chosen.c_str());
+  const RulesStudy check(&setup, StudyOptions(true));
+  PrintSummaryHeader("Held-out half: calibrated vs today's tessera");
+  for (const std::string& policy : policies) {
+    PolicyOptions o = Options(setup);
+    o.rules = PresetRules(RULES_PRESET_TESSERA);
+    const auto today = RulesStudy::Summarise(check.Run(policy, o, held_out));
+    PrintSummaryRow(policy, "tessera today", today, 0);
+    o.rules = *RulesFromFlags("tessera", chosen);
+    PrintSummaryRow(policy, "calibrated",
+                    RulesStudy::Summarise(check.Run(policy, o, held_out)),
+                    today.total_rps);
+  }
+}
+
 int Run() {
+  auto rules = RulesFromFlags(absl::GetFlag(FLAGS_rules),
+                              absl::GetFlag(FLAGS_rules_override));
+  if (!rules.ok()) {
+    std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+    return 2;
+  }
+  const std::string half = absl::GetFlag(FLAGS_suite_half);
+  if (half != "all" && half != "calibration" && half != "held-out") {
+    std::fprintf(stderr,
+                 "--suite_half must be all, calibration or held-out\n");
+    return 2;
+  }
+  const std::vector<std::string> known = {
+      "throughput", "sweep", "gpus", "share100", "planning",
+      "checks",     "additions", "calibrate"};
+  for (absl::string_view e :
+       absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
+    if (std::find(known.begin(), known.end(), e) == known.end()) {
+      std::fprintf(stderr, "unknown experiment '%s'; known: %s\n",
+                   std::string(e).c_str(), absl::StrJoin(known, ", ").c_str());
+      return 2;
+    }
+  }
+  auto corunner = GroundTruth::ParseCorunnerRule(
+      absl::GetFlag(FLAGS_corunner_rule));
+  if (!corunner.ok()) {
+    std::fprintf(stderr, "%s\n", corunner.status().ToString().c_str());
+    return 2;
+  }
   auto setup = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
                              Share100Rule::kBatch1Ratio, 0);
   if (!setup.ok()) {
     std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
     return 2;
   }
+  (*setup)->truth->set_corunner_rule(*corunner);
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
+    if (e == "checks") Checks(**setup);
+    if (e == "additions") Additions(**setup);
+    if (e == "calibrate") Calibrate(**setup);
     if (e == "throughput") Throughput(**setup);
     if (e == "sweep") Sweep(**setup);
     if (e == "gpus") GpusNeeded(**setup);

@@ -109,13 +109,18 @@ TEST(PoliciesTest, InterferenceMakesGpuletMoreConservative) {
   // interference a GPU split 40/60 serves one model (100 + 200 req/s).
   // With a 1.5x factor a 40 % gpulet beside anything misses the SLO even at
   // batch 1 (2 * 1.5 * 15 > 40), and Algorithm 1 only ever splits GPUs, so
-  // each model takes three 40 % gpulets on three GPUs.
+  // each model takes three 40 % gpulets on three GPUs under the strict
+  // check.
   ClusterSnapshot s = Snapshot(8);
   AddModel(&s, LinearProfile("p", 4, 2), 300, 40);
   AddModel(&s, LinearProfile("q", 4, 2), 300, 40);
   auto noint = RunPolicy("gpulet-noint", s);
-  auto intf =
-      RunPolicy("gpulet", s, std::make_shared<ConstantInterference>(1.5));
+  // The strict check (every gpulet of the GPU re-solved with interference).
+  PolicyOptions strict =
+      testing::PaperRules(std::make_shared<ConstantInterference>(1.5));
+  strict.rules.mutable_gpulet()->set_interference_check(
+      GPULET_INTERFERENCE_CHECK_STRICT);
+  auto intf = testing::RunPolicyWith("gpulet", s, strict);
   ASSERT_TRUE(noint.ok()) << noint.status();
   ASSERT_TRUE(intf.ok()) << intf.status();
   double share_noint = 0, share_intf = 0;

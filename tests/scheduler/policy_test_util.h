@@ -46,6 +46,12 @@ inline PolicyOptions PaperRules(
   shared->set_latency_headroom(1.0);
   shared->set_rate_headroom(1.0);
   shared->set_queueing_check(false);
+  options.rules.mutable_igniter()->set_latency_headroom(1.0);
+  options.rules.mutable_igniter()->set_rate_headroom(1.0);
+  options.rules.mutable_las()->set_latency_headroom(1.0);
+  options.rules.mutable_las()->set_rate_headroom(1.0);
+  options.rules.mutable_inss()->set_latency_headroom(1.0);
+  options.rules.mutable_inss()->set_rate_headroom(1.0);
   options.rules.mutable_igniter()->set_queueing_check(false);
   options.rules.mutable_las()->set_tail_wait(false);
   options.rules.mutable_inss()->set_fill_wait(false);

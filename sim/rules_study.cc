@@ -1,0 +1,132 @@
+#include "sim/rules_study.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+
+std::vector<RulesStudy::CaseOutcome> RulesStudy::Run(
+    const std::string& policy, const PolicyOptions& policy_options,
+    const std::vector<SuiteCase>& cases) const {
+  std::vector<CaseOutcome> out;
+  auto p = PolicyRegistry::Create(policy, policy_options);
+  for (const SuiteCase& c : cases) {
+    CaseOutcome o;
+    o.label = c.label();
+    if (!p.ok()) {
+      o.refused = true;
+      out.push_back(o);
+      continue;
+    }
+    std::vector<WorkloadModel> models;
+    for (const std::string& m : c.workload.models) {
+      models.push_back({m, options_.base_rate_rps});
+    }
+    const ClusterSnapshot snap =
+        MakeV100Snapshot(*setup_, options_.gpus, models, c.slo_factor);
+    const ClusterSimulator sim(setup_->truth.get(), Configs(snap));
+    const SearchResult r =
+        SearchMaxThroughput(**p, snap, sim, options_.sim, 0.01);
+    o.max_rps = r.max_throughput_rps;
+    o.limit = r.limit;
+    o.refused = r.best.scale == 0 && r.limit == SearchResult::Limit::kRefused;
+    if (options_.efficiency) {
+      o.efficiency = PlannerEfficiency(r, snap, sim, options_.sim, 0.01);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+RulesStudy::Summary RulesStudy::Summarise(
+    const std::vector<CaseOutcome>& outcomes) {
+  Summary s;
+  double sum = 0;
+  for (const CaseOutcome& o : outcomes) {
+    ++s.cases;
+    s.total_rps += o.max_rps;
+    if (o.limit == SearchResult::Limit::kViolated) ++s.broken;
+    if (o.refused) ++s.refused;
+    if (o.efficiency > 0) {
+      s.min_efficiency = s.measured == 0
+                             ? o.efficiency
+                             : std::min(s.min_efficiency, o.efficiency);
+      s.max_efficiency = std::max(s.max_efficiency, o.efficiency);
+      sum += o.efficiency;
+      ++s.measured;
+    }
+  }
+  if (s.measured > 0) s.mean_efficiency = sum / s.measured;
+  return s;
+}
+
+const std::vector<RulesAddition>& TesseraAdditions() {
+  static const auto* const additions = new std::vector<RulesAddition>{
+      {"latency headroom", {"sbp", "greedy", "gpulet-noint", "gpulet"},
+       "shared { latency_headroom: 1.0 }"},
+      {"rate headroom", {"sbp", "greedy", "gpulet-noint", "gpulet"},
+       "shared { rate_headroom: 1.0 }"},
+      {"latency headroom", {"igniter"}, "igniter { latency_headroom: 1.0 }"},
+      {"rate headroom", {"igniter"}, "igniter { rate_headroom: 1.0 }"},
+      {"latency headroom", {"las"}, "las { latency_headroom: 1.0 }"},
+      {"rate headroom", {"las"}, "las { rate_headroom: 1.0 }"},
+      {"latency headroom", {"inss"}, "inss { latency_headroom: 1.0 }"},
+      {"rate headroom", {"inss"}, "inss { rate_headroom: 1.0 }"},
+      {"queueing bound (tail wait)",
+       {"sbp", "greedy", "gpulet-noint", "gpulet"},
+       "shared { queueing_check: false }"},
+      {"burst caps", {"sbp", "greedy", "gpulet-noint", "gpulet"},
+       "shared { burst_caps: false }"},
+      {"merge attempts capped at 8", {"gpulet-noint", "gpulet"},
+       "gpulet { merge_attempts: 0 }"},
+      {"residue slack 1 req/s", {"gpulet-noint", "gpulet"},
+       "gpulet { residue_slack_rps: 0.001 }"},
+      {"replicas", {"igniter"}, "igniter { replicas: false }"},
+      {"ALLOC queueing check", {"igniter"},
+       "igniter { queueing_check: false }"},
+      {"latency floor", {"igniter"}, "igniter { latency_floor: false }"},
+      {"tail wait (not Eq. 6's mean)", {"las"}, "las { tail_wait: false }"},
+      {"collection time", {"las"}, "las { collection_time: false }"},
+      {"interfered queue", {"las"}, "las { interfered_queue: false }"},
+      {"replicas", {"las"}, "las { replicas: false }"},
+      {"fill wait in BDA", {"inss"}, "inss { fill_wait: false }"},
+      {"BDA-guided repair", {"inss"}, "inss { bda_repair: false }"},
+  };
+  return *additions;
+}
+
+const std::vector<CalibrationFamily>& CalibrationFamilies() {
+  static const auto* const families = [] {
+    auto* f = new std::vector<CalibrationFamily>();
+    CalibrationFamily solver{"shared solver",
+                             {"sbp", "greedy", "gpulet-noint", "gpulet"},
+                             {}};
+    for (const char* tails :
+         {"queueing_tail: 0.005 round_queueing_tail: 0.005",
+          "queueing_tail: 0.005 round_queueing_tail: 0.01",
+          "queueing_tail: 0.005 round_queueing_tail: 0.02",
+          "queueing_tail: 0.01 round_queueing_tail: 0.01",
+          "queueing_tail: 0.01 round_queueing_tail: 0.02"}) {
+      for (const char* h : {"1.0", "1.05", "1.1"}) {
+        solver.settings.push_back(absl::StrCat("shared { ", tails,
+                                               " latency_headroom: ", h,
+                                               " rate_headroom: ", h, " }"));
+      }
+    }
+    f->push_back(solver);
+    for (const char* family : {"igniter", "las", "inss"}) {
+      CalibrationFamily one{family, {family}, {}};
+      for (const char* h : {"1.0", "1.05", "1.1", "1.15", "1.2"}) {
+        one.settings.push_back(absl::StrCat(family, " { latency_headroom: ", h,
+                                            " rate_headroom: ", h, " }"));
+      }
+      f->push_back(one);
+    }
+    return f;
+  }();
+  return *families;
+}
+
+}  // namespace tessera

@@ -46,19 +46,41 @@ bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
   // The neighbours are fixed while this slot is solved: list them once
   // (SolveTimeShare evaluates each (model, batch) once).
   std::vector<Placement> neighbours;
+  // Occupancy weighting: per neighbour, its gpulet and busy fraction.
+  std::vector<size_t> neighbour_slot;
+  std::vector<double> neighbour_busy;
   if (interference != nullptr) {
     for (size_t k = 0; k < slots_.size(); ++k) {
       const Slot& other = slots_[k];
       if (k == i || other.free()) continue;
       for (size_t j = 0; j < other.slices.size(); ++j) {
-        const int nb = j < other.schedule.batches.size()
-                           ? other.schedule.batches[j]
-                           : 1;
+        const bool solved = j < other.schedule.batches.size();
+        const int nb = solved ? other.schedule.batches[j] : 1;
         neighbours.push_back(Placement{other.slices[j].demand->latency, nb,
                                        other.share_percent});
+        neighbour_slot.push_back(k);
+        neighbour_busy.push_back(
+            solved && other.schedule.duty_cycle_ms > 0
+                ? std::min(1.0, other.schedule.exec_ms[j] /
+                                    other.schedule.duty_cycle_ms)
+                : 1.0);
       }
     }
-    if (!neighbours.empty()) {
+    if (!neighbours.empty() && occupancy_weighted_) {
+      latency = [interference, &neighbours, &neighbour_slot, &neighbour_busy,
+                 n = slots_.size()](const Slice& s, int b, double share) {
+        const Placement self{s.demand->latency, b, share};
+        std::vector<double> excess(n, 0.0);
+        for (size_t k = 0; k < neighbours.size(); ++k) {
+          excess[neighbour_slot[k]] +=
+              neighbour_busy[k] *
+              (interference->Factor(self, neighbours[k]) - 1);
+        }
+        const double worst = *std::max_element(excess.begin(), excess.end());
+        return s.demand->latency->LatencyMs(b, share) * (1 + worst) *
+               s.demand->latency_scale;
+      };
+    } else if (!neighbours.empty()) {
       latency = [interference, &neighbours](const Slice& s, int b,
                                             double share) {
         return interference->LatencyMs(Placement{s.demand->latency, b, share},

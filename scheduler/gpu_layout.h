@@ -57,9 +57,18 @@ class GpuLayout {
   // unchanged) if it has no feasible schedule. A free slot is feasible.
   bool ResolveSlot(size_t i, const InterferenceModel* interference);
 
+  // Inflate by the expected interference instead of the worst case: a
+  // neighbour slice busy a fraction u of its duty cycle adds u (f - 1),
+  // the slices of one neighbour gpulet add up, and the worst neighbour
+  // gpulet counts (GpuletRules.occupancy_weighted_interference).
+  void set_occupancy_weighted_interference(bool on) {
+    occupancy_weighted_ = on;
+  }
+
  private:
   const DeviceSnapshot* device_;
   std::vector<Slot> slots_;
+  bool occupancy_weighted_ = false;
 };
 
 // Demands and latency models a policy plans with, built from a snapshot.

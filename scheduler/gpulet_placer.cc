@@ -298,6 +298,10 @@ absl::Status GpuletPlacer::Partition(
     const std::vector<double>& grid, bool fixed,
     std::vector<GpuLayout>* layouts) const {
   Context ctx{&grid, fixed, layouts, {}, {}};
+  for (GpuLayout& l : *layouts) {
+    l.set_occupancy_weighted_interference(
+        rules_.occupancy_weighted_interference());
+  }
   for (const ModelDemand* m : order) {
     absl::Status s = PlaceRate(*m, m->rate_rps, &ctx);
     if (!s.ok()) return s;

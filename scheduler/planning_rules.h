@@ -30,6 +30,10 @@ PlanningRules PresetRules(RulesPreset preset);
 // (e.g. "shared { queueing_check: false }"), resolved.
 absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
                                              absl::string_view overrides);
+// The same with several overrides, each parsed alone and merged in order
+// (a later one wins field by field).
+absl::StatusOr<PlanningRules> RulesFromFlags(
+    absl::string_view preset, const std::vector<std::string>& overrides);
 
 // `rules` with SharedRules' headroom replaced: how igniter and las plan
 // the shared inputs (PolicyInputs) with their own family's headroom.

@@ -26,7 +26,8 @@ BINARIES = [
     ("tessera_fit_interference", "interference model fitting"),
     ("tessera_inss_train", "InSS actor training"),
 ]
-CONFIG_PROTOS = [("proto/config.proto", None), ("proto/model_config.proto", None)]
+CONFIG_PROTOS = [("proto/config.proto", None), ("proto/policy_rules.proto", None),
+                 ("proto/model_config.proto", None)]
 # Our own sources (the path printed by --helpfull depends on the checkout).
 OWN = re.compile(r"(?:^|/)((?:frontend|backend|proxy|tools|sim|scheduler|"
                  r"common|perfmodel)/[A-Za-z0-9_]+\.cc):$")

@@ -195,6 +195,12 @@ SimResult ClusterSimulator::RunTrace(
       const std::string& model = g.models[b.model];
       const double exec_ms =
           truth_->LatencyMs(model, b.items, g.share, corunners, &rng);
+      ++result.batches;
+      if (!corunners.empty()) {
+        ++result.overlapped_batches;
+        result.overlapped_factor_sum +=
+            truth_->CombinedFactor(model, b.items, g.share, corunners);
+      }
       g.busy = true;
       g.running_model = model;
       g.running_batch = b.items;

@@ -48,6 +48,12 @@ struct SimResult {
   // Gpulets moved to their standby share (GpuletPlan.standby_share_percent)
   // during the run, as the frontend does.
   int standby_switches = 0;
+  // Batches executed, those that started beside at least one busy
+  // partition of the same GPU, and the sum of the ground truth's slowdown
+  // factors over the latter (how much interference the plan really met).
+  int64_t batches = 0;
+  int64_t overlapped_batches = 0;
+  double overlapped_factor_sum = 0;
   double violation_fraction() const {
     return arrived == 0 ? 0 : static_cast<double>(violations) / arrived;
   }

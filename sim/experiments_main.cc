@@ -31,7 +31,8 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "sweep, share100, planning, checks (gpulet's interference checks "
           "beside gpulet-noint, sbp and ideal-layout), additions (each of "
           "Tessera's additions switched off, over the rules suite), "
-          "calibrate (each policy family's margins on the suite's calibration half, "
+          "suite (--policies under the rules of the flags over "
+          "--suite_half), calibrate (each policy family's margins on the suite's calibration half, "
           "checked on the held-out half).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
@@ -499,8 +500,12 @@ void Checks(const V100Setup& setup) {
       PolicyOptions o = Options(setup);
       auto rules = RulesFromFlags(
           absl::GetFlag(FLAGS_rules),
-          absl::StrCat(absl::GetFlag(FLAGS_rules_override), " ",
-                       c.override_text));
+          std::vector<std::string>{absl::GetFlag(FLAGS_rules_override),
+                                   c.override_text});
+      if (!rules.ok()) {
+        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+        return;
+      }
       o.rules = *rules;
       results.push_back(study.Run(c.policy, o, cases));
     }
@@ -587,7 +592,7 @@ void Additions(const V100Setup& setup) {
         continue;
       }
       o.rules = *RulesFromFlags("tessera", a.off);
-      PrintSummaryRow(policy, "without " + a.name,
+      PrintSummaryRow(policy, (a.opt_in ? "with " : "without ") + a.name,
                       RulesStudy::Summarise(study.Run(policy, o, cases)),
                       base.total_rps);
     }
@@ -595,6 +600,32 @@ void Additions(const V100Setup& setup) {
     PrintSummaryRow(policy, "paper (every addition off)",
                     RulesStudy::Summarise(study.Run(policy, o, cases)),
                     base.total_rps);
+  }
+}
+
+// Every policy of --policies under the rules of the flags over
+// --suite_half: summed throughput, broken limits and planner efficiency.
+void Suite(const V100Setup& setup) {
+  const std::vector<SuiteCase> cases =
+      SuiteHalf(absl::GetFlag(FLAGS_suite_half));
+  const RulesStudy study(&setup,
+                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  PrintSummaryHeader(absl::StrFormat("Rules suite, %s (%d cases), rules %s",
+                                     absl::GetFlag(FLAGS_suite_half),
+                                     cases.size(),
+                                     DescribeRules(FlagRules())));
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
+    const std::string policy(name);
+    if (policy == "ideal") continue;
+    const auto outcomes = study.Run(policy, Options(setup), cases);
+    PrintSummaryRow(policy, "", RulesStudy::Summarise(outcomes), 0);
+    for (const auto& o : outcomes) {
+      if (o.limit == SearchResult::Limit::kViolated) {
+        std::printf("    broken at the limit: %s (%s)\n", o.label.c_str(),
+                    LimitMark(o).c_str());
+      }
+    }
   }
 }
 
@@ -675,7 +706,7 @@ int Run() {
   }
   const std::vector<std::string> known = {
       "throughput", "sweep", "gpus", "share100", "planning",
-      "checks",     "additions", "calibrate"};
+      "checks",     "additions", "calibrate", "suite"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -702,6 +733,7 @@ int Run() {
     if (e == "checks") Checks(**setup);
     if (e == "additions") Additions(**setup);
     if (e == "calibrate") Calibrate(**setup);
+    if (e == "suite") Suite(**setup);
     if (e == "throughput") Throughput(**setup);
     if (e == "sweep") Sweep(**setup);
     if (e == "gpus") GpusNeeded(**setup);

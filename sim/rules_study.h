@@ -52,11 +52,13 @@ class RulesStudy {
 };
 
 // One of Tessera's additions to a paper's rules: the policies it applies
-// to and the PlanningRules text that switches it off from "tessera".
+// to and the PlanningRules text that switches it off from "tessera" (or,
+// for an opt-in addition that "tessera" leaves off, on).
 struct RulesAddition {
   std::string name;
   std::vector<std::string> policies;
   std::string off;
+  bool opt_in = false;
 };
 const std::vector<RulesAddition>& TesseraAdditions();
 

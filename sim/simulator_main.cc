@@ -274,9 +274,14 @@ int Run() {
     }
     std::printf(
         "%-13s GPUs %d, share sum %.0f%%, goodput %.1f req/s, "
-        "violations %.2f%%\n",
+        "violations %.2f%%; %.1f%% of batches started beside a busy "
+        "partition (mean slowdown there %.3f)\n",
         std::string(name).c_str(), r.gpus_used, r.share_sum, r.goodput_rps,
-        100 * r.violation_fraction());
+        100 * r.violation_fraction(),
+        r.batches == 0 ? 0.0 : 100.0 * r.overlapped_batches / r.batches,
+        r.overlapped_batches == 0
+            ? 1.0
+            : r.overlapped_factor_sum / r.overlapped_batches);
     for (const ModelResult& m : r.models) {
       std::printf(
           "    %-12s arrived %6lld  late %5lld  dropped %5lld  "

@@ -160,5 +160,24 @@ TEST_F(GpuletPlacerTest, NoResidueGpuletForARemainderWithinTheSlack) {
   EXPECT_EQ(Rates(strict, "b").size(), 2u);
 }
 
+TEST_F(GpuletPlacerTest, OccupancyWeightingChargesTheNeighboursBusyFraction) {
+  // A at 300 req/s on the 60 % slot is busy half the time (300 x 1.667 ms
+  // per request). B beside it on the 40 % slot (2.5 ms per request solo)
+  // is planned at 2.5 x 1.5 = 3.75 ms per request under the worst-case
+  // rule, and at 2.5 x (1 + 0.5 x 0.5) = 3.125 with occupancy weighting.
+  for (bool weighted : {false, true}) {
+    GpuLayout gpu(&devices_[0], std::vector<double>{60, 40});
+    gpu.set_occupancy_weighted_interference(weighted);
+    gpu.slots()[0].slices = {Slice{&a_, 300}};
+    ASSERT_TRUE(gpu.ResolveSlot(0, nullptr));
+    ASSERT_NEAR(gpu.slots()[0].schedule.occupancy, 0.5, 1e-9);
+    gpu.slots()[1].slices = {Slice{&b_, 100}};
+    ASSERT_TRUE(gpu.ResolveSlot(1, &strong_));
+    const GpuletSchedule& sb = gpu.slots()[1].schedule;
+    EXPECT_NEAR(sb.exec_ms[0] / sb.batches[0], weighted ? 3.125 : 3.75, 1e-9)
+        << weighted;
+  }
+}
+
 }  // namespace
 }  // namespace tessera

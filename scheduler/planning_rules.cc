@@ -35,14 +35,16 @@ PlanningRules TesseraDefaults() {
   i->set_queueing_check(true);
   i->set_latency_floor(true);
   i->set_latency_headroom(1.1);
-  i->set_rate_headroom(1.1);
+  i->set_rate_headroom(1.0);
   LasRules* l = r.mutable_las();
   l->set_tail_wait(true);
-  l->set_collection_time(true);
+  // Off as the paper: plans held without them on both halves of the
+  // suite (docs/planning-rules.md).
+  l->set_collection_time(false);
   l->set_replicas(true);
-  l->set_interfered_queue(true);
+  l->set_interfered_queue(false);
   l->set_latency_headroom(1.1);
-  l->set_rate_headroom(1.1);
+  l->set_rate_headroom(1.0);
   InssRules* n = r.mutable_inss();
   n->set_fill_wait(true);
   n->set_bda_repair(true);

@@ -39,9 +39,13 @@ ModelProfile Flat(const std::string& model) {
   return Profile(model, [](int b, double) { return 3.0 + b; });
 }
 
-absl::StatusOr<Plan> RunLas(const ClusterSnapshot& s) {
-  // No headroom, the paper's mean queueing term.
-  return testing::RunPolicyWith("las", s, testing::PaperRules());
+absl::StatusOr<Plan> RunLas(const ClusterSnapshot& s,
+                            bool collection_time = true) {
+  // No headroom, the paper's mean queueing term; the collection time as
+  // LasRules.collection_time says.
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_las()->set_collection_time(collection_time);
+  return testing::RunPolicyWith("las", s, o);
 }
 
 TEST(LasPolicyTest, FitsAFlatProfileExactly) {
@@ -74,6 +78,20 @@ TEST(LasPolicyTest, MaximisesThroughputPerShare) {
     EXPECT_EQ(g.models(0).batch_size(), 5);
     EXPECT_DOUBLE_EQ(g.models(0).rate_rps(), 100);
   }
+}
+
+TEST(LasPolicyTest, WithoutTheCollectionTimeTheLargestBatchWins) {
+  // The paper's T leaves out the time to fill a batch: at 20 %, b = 32
+  // gives T = M/D/1 mean wait + 35 ms with rho = 100 x 35 / 32000 = 0.109,
+  // wait = 0.109 x 35 / (2 x 0.891) = 2.15 ms, T = 37.2 <= 50, and b / T
+  // grows with b, so the largest batch wins.
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, Flat("a"), 100, 50);
+  auto plan = RunLas(s, /*collection_time=*/false);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 1);
+  EXPECT_DOUBLE_EQ(plan->devices(0).gpulets(0).share_percent(), 20);
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
 }
 
 TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {

@@ -19,7 +19,7 @@ PlanningRules TesseraDefaults() {
   s->set_rate_headroom(1.1);
   s->set_queueing_check(true);
   s->set_queueing_tail(0.005);
-  // Calibrated on the rules suite (docs/scheduling.md, "Planning rules").
+  // Calibrated on the rules suite (docs/planning-rules.md).
   s->set_round_queueing_tail(0.01);
   s->set_burst_caps(true);
   GpuletRules* g = r.mutable_gpulet();

@@ -233,7 +233,7 @@ void GpusNeeded(const V100Setup& setup) {
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
     std::printf(
-        "\nGPUs used / simulated violations (%%) for every model at %.0f "
+        "\nGPUs used / the worst model's simulated violations (%%) for every model at %.0f "
         "req/s, SLO %.0fx (- = refused on 16 GPUs)\n\n%-26s",
         absl::GetFlag(FLAGS_base_rate), slo, "workload");
     for (const auto& n : names) std::printf(" %15s", n.c_str());
@@ -268,7 +268,7 @@ void GpusNeeded(const V100Setup& setup) {
           continue;
         }
         std::printf(" %15s", absl::StrFormat("%d / %.2f", o.plan.devices_size(),
-                                             100 * o.sim.violation_fraction())
+                                             100 * o.sim.max_model_violation_fraction())
                                  .c_str());
       }
       std::printf("\n");

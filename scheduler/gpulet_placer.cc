@@ -283,9 +283,9 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
     }
     double placed_rate = 0;
     if (!Place(slice, want, saturated, remaining, ctx, &placed_rate)) {
-      return Unschedulable(
-          m, absl::StrCat("no room for a ", want, "% gpulet on ",
-                          ctx->layouts->size(), " GPU(s)"));
+      return Unschedulable(m,
+                           absl::StrCat("no room for a ", want, "% gpulet on ",
+                                        ctx->layouts->size(), " GPU(s)"));
     }
     remaining -= placed_rate;
     has_gpulet = true;

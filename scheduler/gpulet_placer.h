@@ -78,8 +78,7 @@ class GpuletPlacer {
   };
 
   // Places `rate` of `m` (saturated gpulets, then a residue).
-  absl::Status PlaceRate(const ModelDemand& m, double rate,
-                         Context* ctx) const;
+  absl::Status PlaceRate(const ModelDemand& m, double rate, Context* ctx) const;
   // Places one slice; `placed_rate` receives the rate actually placed.
   bool Place(Slice slice, double want, bool saturated, double remaining,
              Context* ctx, double* placed_rate) const;

@@ -49,9 +49,8 @@ absl::StatusOr<Plan> IdealLayoutPolicy::Schedule(
   const int n = static_cast<int>(gpus.size());
   const int k = static_cast<int>(GpuLayouts().size());
   if (MultisetCount(n, k) > kMaxLayouts) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ideal-layout: ", n, " GPUs make more than ", kMaxLayouts,
-                     " layouts"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ideal-layout: ", n, " GPUs make more than ", kMaxLayouts, " layouts"));
   }
   const GpuletPlacer placer(options_.interference.get(),
                             options_.rules.gpulet());
@@ -91,10 +90,10 @@ absl::StatusOr<Plan> IdealLayoutPolicy::Schedule(
     for (int h = g + 1; h < n; ++h) choice[h] = choice[g];
   }
   if (best.empty()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "ideal-layout: gpulet's heuristic places the ", order.size(),
-        " model(s) on none of the ", tried, " partition layouts of ", n,
-        " GPU(s)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ideal-layout: gpulet's heuristic places the ",
+                     order.size(), " model(s) on none of the ", tried,
+                     " partition layouts of ", n, " GPU(s)"));
   }
   return BuildPlan(best, name(),
                    absl::StrCat("gpulet's heuristic on the best of ", tried,

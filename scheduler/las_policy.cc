@@ -323,9 +323,9 @@ absl::StatusOr<Plan> LasPolicy::Schedule(
     // The fewest equal replicas one of which is feasible alone.
     // Without LasRules.replicas (the paper) one service per model.
     bool done = false;
-    const int max_replicas =
-        options_.rules.las().replicas() ? 64 * static_cast<int>(gpus.size())
-                                        : 1;
+    const int max_replicas = options_.rules.las().replicas()
+                                 ? 64 * static_cast<int>(gpus.size())
+                                 : 1;
     for (int k = 1; k <= max_replicas && !done; ++k) {
       Service s{static_cast<int>(i), demands[i].rate_rps / k, {}, -1};
       s.config = planner.Best(s, -1, {}, -1, 100);

@@ -143,23 +143,21 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
            {"las", out.las().latency_headroom(), out.las().rate_headroom()},
            {"inss", out.inss().latency_headroom(),
             out.inss().rate_headroom()}}) {
-    RETURN_IF_ERROR(Check(latency >= 1 && rate >= 1,
-                          absl::StrCat(name, ".latency_headroom and ", name,
-                                       ".rate_headroom"),
-                          ">= 1"));
+    RETURN_IF_ERROR(Check(
+        latency >= 1 && rate >= 1,
+        absl::StrCat(name, ".latency_headroom and ", name, ".rate_headroom"),
+        ">= 1"));
   }
   const GpuletRules& g = out.gpulet();
-  RETURN_IF_ERROR(Check(GpuletInterferenceCheck_IsValid(
-                            g.interference_check()) &&
-                            g.interference_check() !=
-                                GPULET_INTERFERENCE_CHECK_UNSPECIFIED,
-                        "gpulet.interference_check",
-                        "PAPER, ARTIFACT or STRICT"));
-  RETURN_IF_ERROR(Check(g.artifact_min_rate_fraction() > 0 &&
-                            g.artifact_min_rate_fraction() <= 1,
-                        "gpulet.artifact_min_rate_fraction", "in (0, 1]"));
-  RETURN_IF_ERROR(Check(g.residue_slack_rps() >= 0,
-                        "gpulet.residue_slack_rps", ">= 0"));
+  RETURN_IF_ERROR(
+      Check(GpuletInterferenceCheck_IsValid(g.interference_check()) &&
+                g.interference_check() != GPULET_INTERFERENCE_CHECK_UNSPECIFIED,
+            "gpulet.interference_check", "PAPER, ARTIFACT or STRICT"));
+  RETURN_IF_ERROR(Check(
+      g.artifact_min_rate_fraction() > 0 && g.artifact_min_rate_fraction() <= 1,
+      "gpulet.artifact_min_rate_fraction", "in (0, 1]"));
+  RETURN_IF_ERROR(
+      Check(g.residue_slack_rps() >= 0, "gpulet.residue_slack_rps", ">= 0"));
   RETURN_IF_ERROR(
       Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
   RETURN_IF_ERROR(Check(out.max_partitions_per_gpu() >= 0,
@@ -169,7 +167,8 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
 
 absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
                                              absl::string_view overrides) {
-  return RulesFromFlags(preset, std::vector<std::string>{std::string(overrides)});
+  return RulesFromFlags(preset,
+                        std::vector<std::string>{std::string(overrides)});
 }
 
 absl::StatusOr<PlanningRules> RulesFromFlags(
@@ -220,13 +219,16 @@ std::string DescribeRules(const PlanningRules& resolved) {
       bool same = false;
       switch (f->cpp_type()) {
         case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE:
-          same = reflection->GetDouble(*m, f) == base_reflection->GetDouble(base, f);
+          same = reflection->GetDouble(*m, f) ==
+                 base_reflection->GetDouble(base, f);
           break;
         case google::protobuf::FieldDescriptor::CPPTYPE_BOOL:
-          same = reflection->GetBool(*m, f) == base_reflection->GetBool(base, f);
+          same =
+              reflection->GetBool(*m, f) == base_reflection->GetBool(base, f);
           break;
         case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
-          same = reflection->GetInt32(*m, f) == base_reflection->GetInt32(base, f);
+          same =
+              reflection->GetInt32(*m, f) == base_reflection->GetInt32(base, f);
           break;
         case google::protobuf::FieldDescriptor::CPPTYPE_ENUM:
           same = reflection->GetEnumValue(*m, f) ==

@@ -17,8 +17,8 @@
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
 #include "sim/inss_v100_setup.h"
-#include "sim/throughput_search.h"
 #include "sim/rules_study.h"
+#include "sim/throughput_search.h"
 #include "sim/v100_workload.h"
 #include "sim/workload_suite.h"
 
@@ -32,7 +32,8 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "beside gpulet-noint, sbp and ideal-layout), additions (each of "
           "Tessera's additions switched off, over the rules suite), "
           "suite (--policies under the rules of the flags over "
-          "--suite_half), calibrate (each policy family's margins on the suite's calibration half, "
+          "--suite_half), calibrate (each policy family's margins on the "
+          "suite's calibration half, "
           "checked on the held-out half).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
@@ -178,9 +179,10 @@ void Throughput(const V100Setup& setup) {
       rows.push_back({w.name, tput});
     }
     if (absl::GetFlag(FLAGS_efficiency)) {
-      std::printf("\nPlanner efficiency at each limit, SLO %.0fx (accepted "
-                  "load / the most its plan holds; 0: no limit)\n%-26s",
-                  slo, "workload");
+      std::printf(
+          "\nPlanner efficiency at each limit, SLO %.0fx (accepted "
+          "load / the most its plan holds; 0: no limit)\n%-26s",
+          slo, "workload");
       for (const auto& n : names) std::printf(" %13s", n.c_str());
       std::printf("\n");
       for (const auto& [name, t] : rows) {
@@ -233,7 +235,8 @@ void GpusNeeded(const V100Setup& setup) {
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
     std::printf(
-        "\nGPUs used / the worst model's simulated violations (%%) for every model at %.0f "
+        "\nGPUs used / the worst model's simulated violations (%%) for every "
+        "model at %.0f "
         "req/s, SLO %.0fx (- = refused on 16 GPUs)\n\n%-26s",
         absl::GetFlag(FLAGS_base_rate), slo, "workload");
     for (const auto& n : names) std::printf(" %15s", n.c_str());
@@ -267,9 +270,10 @@ void GpusNeeded(const V100Setup& setup) {
           std::printf(" %15s", "-");
           continue;
         }
-        std::printf(" %15s", absl::StrFormat("%d / %.2f", o.plan.devices_size(),
-                                             100 * o.sim.max_model_violation_fraction())
-                                 .c_str());
+        std::printf(" %15s",
+                    absl::StrFormat("%d / %.2f", o.plan.devices_size(),
+                                    100 * o.sim.max_model_violation_fraction())
+                        .c_str());
       }
       std::printf("\n");
       std::fflush(stdout);
@@ -465,8 +469,9 @@ RulesStudy::Options StudyOptions(bool efficiency) {
 
 std::string LimitMark(const RulesStudy::CaseOutcome& o) {
   if (o.refused) return "refused";
-  std::string s = absl::StrFormat(
-      "%.1f%s", o.max_rps, o.limit == SearchResult::Limit::kViolated ? "v" : "");
+  std::string s =
+      absl::StrFormat("%.1f%s", o.max_rps,
+                      o.limit == SearchResult::Limit::kViolated ? "v" : "");
   if (o.efficiency > 0) absl::StrAppendFormat(&s, " e%.2f", o.efficiency);
   return s;
 }
@@ -475,8 +480,7 @@ std::string LimitMark(const RulesStudy::CaseOutcome& o) {
 // ideal-layout on the nine V100 workloads of the comparison tables (the
 // pairs, all four, game, six) at each SLO factor.
 void Checks(const V100Setup& setup) {
-  const RulesStudy study(&setup,
-                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
   struct Column {
     std::string header, policy, override_text;
   };
@@ -545,10 +549,10 @@ void PrintSummaryRow(const std::string& policy, const std::string& setting,
                      const RulesStudy::Summary& s, double baseline) {
   std::printf("%-13s %-34s %10.1f %8s %7d/%-3d %7d", policy.c_str(),
               setting.c_str(), s.total_rps,
-              baseline > 0
-                  ? absl::StrFormat("%+.1f%%", 100 * (s.total_rps / baseline - 1))
-                        .c_str()
-                  : "",
+              baseline > 0 ? absl::StrFormat("%+.1f%%",
+                                             100 * (s.total_rps / baseline - 1))
+                                 .c_str()
+                           : "",
               s.broken, s.cases, s.refused);
   if (s.measured > 0) {
     std::printf("  %.2f / %.2f / %.2f", s.min_efficiency, s.mean_efficiency,
@@ -559,11 +563,10 @@ void PrintSummaryRow(const std::string& policy, const std::string& setting,
 }
 
 void PrintSummaryHeader(const std::string& what) {
-  std::printf("\n%s\n%-13s %-34s %10s %8s %11s %7s%s\n", what.c_str(),
-              "policy", "setting", "sum req/s", "vs base", "broken",
-              "refused",
-              absl::GetFlag(FLAGS_efficiency) ? "  efficiency min/mean/max"
-                                              : "");
+  std::printf(
+      "\n%s\n%-13s %-34s %10s %8s %11s %7s%s\n", what.c_str(), "policy",
+      "setting", "sum req/s", "vs base", "broken", "refused",
+      absl::GetFlag(FLAGS_efficiency) ? "  efficiency min/mean/max" : "");
 }
 
 // Each of Tessera's additions switched off from the tessera rules, and the
@@ -572,8 +575,7 @@ void PrintSummaryHeader(const std::string& what) {
 void Additions(const V100Setup& setup) {
   const std::string half = absl::GetFlag(FLAGS_suite_half);
   const std::vector<SuiteCase> cases = SuiteHalf(half);
-  const RulesStudy study(&setup,
-                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
   PrintSummaryHeader(absl::StrFormat(
       "Tessera's additions, each switched off (rules suite, %s: %d cases, "
       "%d V100s; broken: limits where an accepted plan broke 1 %%)",
@@ -608,12 +610,10 @@ void Additions(const V100Setup& setup) {
 void Suite(const V100Setup& setup) {
   const std::vector<SuiteCase> cases =
       SuiteHalf(absl::GetFlag(FLAGS_suite_half));
-  const RulesStudy study(&setup,
-                         StudyOptions(absl::GetFlag(FLAGS_efficiency)));
+  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
   PrintSummaryHeader(absl::StrFormat("Rules suite, %s (%d cases), rules %s",
                                      absl::GetFlag(FLAGS_suite_half),
-                                     cases.size(),
-                                     DescribeRules(FlagRules())));
+                                     cases.size(), DescribeRules(FlagRules())));
   for (absl::string_view name :
        absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
     const std::string policy(name);
@@ -638,7 +638,8 @@ void Calibrate(const V100Setup& setup) {
   const std::vector<SuiteCase> calibration = SuiteHalf("calibration");
   const std::vector<SuiteCase> held_out = SuiteHalf("held-out");
   std::printf("\nCalibration half (%zu cases):", calibration.size());
-  for (const SuiteCase& c : calibration) std::printf(" [%s]", c.label().c_str());
+  for (const SuiteCase& c : calibration)
+    std::printf(" [%s]", c.label().c_str());
   std::printf("\nHeld-out half (%zu cases):", held_out.size());
   for (const SuiteCase& c : held_out) std::printf(" [%s]", c.label().c_str());
   std::printf("\n");
@@ -700,13 +701,12 @@ int Run() {
   }
   const std::string half = absl::GetFlag(FLAGS_suite_half);
   if (half != "all" && half != "calibration" && half != "held-out") {
-    std::fprintf(stderr,
-                 "--suite_half must be all, calibration or held-out\n");
+    std::fprintf(stderr, "--suite_half must be all, calibration or held-out\n");
     return 2;
   }
-  const std::vector<std::string> known = {
-      "throughput", "sweep", "gpus", "share100", "planning",
-      "checks",     "additions", "calibrate", "suite"};
+  const std::vector<std::string> known = {"throughput", "sweep",     "gpus",
+                                          "share100",   "planning",  "checks",
+                                          "additions",  "calibrate", "suite"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -715,8 +715,8 @@ int Run() {
       return 2;
     }
   }
-  auto corunner = GroundTruth::ParseCorunnerRule(
-      absl::GetFlag(FLAGS_corunner_rule));
+  auto corunner =
+      GroundTruth::ParseCorunnerRule(absl::GetFlag(FLAGS_corunner_rule));
   if (!corunner.ok()) {
     std::fprintf(stderr, "%s\n", corunner.status().ToString().c_str());
     return 2;

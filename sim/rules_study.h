@@ -26,14 +26,14 @@ class RulesStudy {
     std::string label;
     double max_rps = 0;
     SearchResult::Limit limit = SearchResult::Limit::kNone;
-    bool refused = false;  // the policy refused every load (or errored)
+    bool refused = false;   // the policy refused every load (or errored)
     double efficiency = 0;  // 0: not measured
   };
   struct Summary {
     double total_rps = 0;
     int cases = 0;
-    int broken = 0;   // limits where an accepted plan broke
-    int refused = 0;  // cases the policy could not plan at all
+    int broken = 0;    // limits where an accepted plan broke
+    int refused = 0;   // cases the policy could not plan at all
     int measured = 0;  // cases with an efficiency
     double min_efficiency = 0, mean_efficiency = 0, max_efficiency = 0;
   };

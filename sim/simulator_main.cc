@@ -236,11 +236,12 @@ int Run() {
                   100 * r.best.sim.max_model_violation_fraction());
       if (absl::GetFlag(FLAGS_efficiency)) {
         double hold = 0;
-        const double e = PlannerEfficiency(r, snapshot, simulator, options,
-                                           0.01, &hold);
-        std::printf("%-13s planner efficiency %.3f (the plan at the limit "
-                    "holds up to %.2fx its load)\n",
-                    "", e, hold);
+        const double e =
+            PlannerEfficiency(r, snapshot, simulator, options, 0.01, &hold);
+        std::printf(
+            "%-13s planner efficiency %.3f (the plan at the limit "
+            "holds up to %.2fx its load)\n",
+            "", e, hold);
       }
       continue;
     }

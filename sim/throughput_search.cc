@@ -142,8 +142,8 @@ double PlannerEfficiency(const SearchResult& search,
                          const ClusterSimulator& simulator,
                          const SimOptions& options, double limit,
                          double* hold_scale) {
-  const bool broken =
-      search.limit == SearchResult::Limit::kViolated && search.failed.schedulable;
+  const bool broken = search.limit == SearchResult::Limit::kViolated &&
+                      search.failed.schedulable;
   const ScaleOutcome& at = broken ? search.failed : search.best;
   if (!at.schedulable || search.limit == SearchResult::Limit::kNone) return 0;
   const double accepted = at.scale;
@@ -179,7 +179,7 @@ double PlannerEfficiency(const SearchResult& search,
   while (hi - lo > 0.01 * lo) {
     const double mid = (lo + hi) / 2;
     (PlanHolds(at.plan, base, accepted * mid, simulator, options, limit) ? lo
-                                                                          : hi) =
+                                                                         : hi) =
         mid;
   }
   if (hold_scale != nullptr) *hold_scale = lo;

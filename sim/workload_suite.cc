@@ -17,8 +17,8 @@ std::vector<Workload> V100Workloads() {
   // smallest model beside a large one.
   w.push_back({"game (3 alexnet + vgg19)",
                {"alexnet/1", "alexnet/2", "alexnet/3", "vgg19"}});
-  w.push_back({"game-small (2 alexnet + vgg19)",
-               {"alexnet/1", "alexnet/2", "vgg19"}});
+  w.push_back(
+      {"game-small (2 alexnet + vgg19)", {"alexnet/1", "alexnet/2", "vgg19"}});
   // InSS's main experiment: 6 models on 4 GPUs (the paper does not say
   // which six; the V100 data has four, so two more alexnet instances).
   w.push_back(

@@ -99,7 +99,8 @@ TEST_F(GpuletPlacerTest, PaperCheckAdmitsTheNewcomerBesideASaturatedResident) {
   EXPECT_NEAR((Rates(layouts, "a")[{0, 0}]), 600, 1e-9);
 }
 
-TEST_F(GpuletPlacerTest, StrictCheckRefusesTheNewcomerBesideASaturatedResident) {
+TEST_F(GpuletPlacerTest,
+       StrictCheckRefusesTheNewcomerBesideASaturatedResident) {
   auto one = Layouts(1);
   const absl::Status refused = Place(GPULET_INTERFERENCE_CHECK_STRICT, &one);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;

@@ -32,9 +32,10 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
 }
 
 TEST(PlanningRulesTest, SetFieldsOverrideThePreset) {
-  auto rules = RulesFromFlags(
-      "paper", "shared { burst_caps: true } gpulet { interference_check: "
-               "GPULET_INTERFERENCE_CHECK_STRICT }");
+  auto rules =
+      RulesFromFlags("paper",
+                     "shared { burst_caps: true } gpulet { interference_check: "
+                     "GPULET_INTERFERENCE_CHECK_STRICT }");
   ASSERT_TRUE(rules.ok()) << rules.status();
   EXPECT_TRUE(rules->shared().burst_caps());
   EXPECT_FALSE(rules->shared().queueing_check());  // still the paper's
@@ -61,8 +62,8 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
             std::string::npos);
   auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
   EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);
-  auto frac = RulesFromFlags(
-      "tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
+  auto frac =
+      RulesFromFlags("tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
   EXPECT_EQ(frac.status().code(), absl::StatusCode::kInvalidArgument);
   auto text = RulesFromFlags("tessera", "shared { no_such_field: 1 }");
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);

@@ -407,12 +407,14 @@ TEST_F(EmulatedClusterTest, RateChangesReplanWithShadowSwapsAndLoseNothing) {
 TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   StartCluster();
   ASSERT_NE(cluster_, nullptr);
-  // Steady load that needs GPUs on both backends.
+  // Steady load that needs GPUs on both backends (gpulet plans three of
+  // the four emulated GPUs for it: tessera_simulator --setup=emulated
+  // --rates=resnet50:450,vgg16:180,googlenet:300,lenet:1800 at k = 1).
   std::vector<LoadGenerator::ModelLoad> loads = {
-      Load("resnet50", {{absl::ZeroDuration(), 30}}),
-      Load("vgg16", {{absl::ZeroDuration(), 12}}),
-      Load("googlenet", {{absl::ZeroDuration(), 20}}),
-      Load("lenet", {{absl::ZeroDuration(), 120}})};
+      Load("resnet50", {{absl::ZeroDuration(), 45}}),
+      Load("vgg16", {{absl::ZeroDuration(), 18}}),
+      Load("googlenet", {{absl::ZeroDuration(), 30}}),
+      Load("lenet", {{absl::ZeroDuration(), 180}})};
   LoadGenerator::Options lo;
   lo.duration = absl::Seconds(20);
   lo.timeout = absl::Seconds(30);

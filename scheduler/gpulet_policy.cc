@@ -25,11 +25,6 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::CreateNoInt(
       new GpuletPolicy("gpulet-noint", nullptr, options));
 }
 
-double GpuletPolicy::MaxEfficientPartition(const ModelDemand& m,
-                                           const std::vector<double>& grid) {
-  return GpuletPlacer::MaxEfficientPartition(m, grid);
-}
-
 absl::StatusOr<Plan> GpuletPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);

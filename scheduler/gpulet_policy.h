@@ -48,10 +48,6 @@ class GpuletPolicy : public SchedulingPolicy {
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
   std::string name() const override { return name_; }
 
-  // Exposed for tests (GpuletPlacer::MaxEfficientPartition).
-  static double MaxEfficientPartition(
-      const ModelDemand& m, const std::vector<double>& grid = AllowedShares());
-
  private:
   GpuletPolicy(std::string name,
                std::shared_ptr<const InterferenceModel> interference,

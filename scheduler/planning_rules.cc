@@ -93,6 +93,28 @@ PlanningRules PaperDefaults() {
   return r;
 }
 
+// Clears every field of `m` equal to the same field of `base` (message
+// fields recursively; a message left empty is cleared too).
+void ClearFieldsEqualTo(const google::protobuf::Message& base,
+                        google::protobuf::Message* m) {
+  using google::protobuf::FieldDescriptor;
+  const auto* reflection = m->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(*m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      google::protobuf::Message* sub = reflection->MutableMessage(m, f);
+      ClearFieldsEqualTo(base.GetReflection()->GetMessage(base, f), sub);
+      if (sub->ByteSizeLong() == 0) reflection->ClearField(m, f);
+      continue;
+    }
+    google::protobuf::util::MessageDifferencer field_only;
+    if (field_only.CompareWithFields(*m, base, {f}, {f})) {
+      reflection->ClearField(m, f);
+    }
+  }
+}
+
 absl::Status Check(bool ok, absl::string_view field, absl::string_view rule) {
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -206,53 +228,7 @@ std::string DescribeRules(const PlanningRules& resolved) {
   // The fields that differ, as text: clear those equal to the preset's.
   PlanningRules diff = resolved;
   diff.clear_preset();
-  auto strip = [](google::protobuf::Message* m,
-                  const google::protobuf::Message& base) {
-    const auto* reflection = m->GetReflection();
-    std::vector<const google::protobuf::FieldDescriptor*> fields;
-    reflection->ListFields(*m, &fields);
-    for (const auto* f : fields) {
-      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
-        continue;
-      }
-      const auto* base_reflection = base.GetReflection();
-      bool same = false;
-      switch (f->cpp_type()) {
-        case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE:
-          same = reflection->GetDouble(*m, f) ==
-                 base_reflection->GetDouble(base, f);
-          break;
-        case google::protobuf::FieldDescriptor::CPPTYPE_BOOL:
-          same =
-              reflection->GetBool(*m, f) == base_reflection->GetBool(base, f);
-          break;
-        case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
-          same =
-              reflection->GetInt32(*m, f) == base_reflection->GetInt32(base, f);
-          break;
-        case google::protobuf::FieldDescriptor::CPPTYPE_ENUM:
-          same = reflection->GetEnumValue(*m, f) ==
-                 base_reflection->GetEnumValue(base, f);
-          break;
-        default:
-          break;
-      }
-      if (same) reflection->ClearField(m, f);
-    }
-  };
-  strip(diff.mutable_shared(), preset.shared());
-  strip(diff.mutable_gpulet(), preset.gpulet());
-  strip(diff.mutable_igniter(), preset.igniter());
-  strip(diff.mutable_las(), preset.las());
-  strip(diff.mutable_inss(), preset.inss());
-  if (diff.max_partitions_per_gpu() == preset.max_partitions_per_gpu()) {
-    diff.clear_max_partitions_per_gpu();
-  }
-  if (diff.shared().ByteSizeLong() == 0) diff.clear_shared();
-  if (diff.gpulet().ByteSizeLong() == 0) diff.clear_gpulet();
-  if (diff.igniter().ByteSizeLong() == 0) diff.clear_igniter();
-  if (diff.las().ByteSizeLong() == 0) diff.clear_las();
-  if (diff.inss().ByteSizeLong() == 0) diff.clear_inss();
+  ClearFieldsEqualTo(preset, &diff);
   std::string text;
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);

@@ -49,6 +49,12 @@ TEST(IgniterProvisionerTest, LowerBoundSharesPackOntoOneGpu) {
       model, {{&a, 100, 40, 32}, {&b, 100, 40, 32}, {&c, 100, 40, 32}}, 4);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->gpus.size(), 2u);
+  // At most one partition per GPU: three GPUs.
+  p = ProvisionIgniter(
+      model, {{&a, 100, 40, 32}, {&b, 100, 40, 32}, {&c, 100, 40, 32}}, 4,
+      /*max_partitions_per_gpu=*/1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus.size(), 3u);
   // ... unless only one GPU is allowed.
   p = ProvisionIgniter(
       model, {{&a, 100, 40, 32}, {&b, 100, 40, 32}, {&c, 100, 40, 32}}, 1);
@@ -104,6 +110,12 @@ TEST(IgniterProvisionerTest, TooMuchForOneGpuIsReplicated) {
   EXPECT_EQ(p->gpus[1][0].batch, 3);
   EXPECT_DOUBLE_EQ(p->gpus[1][0].share_percent, 60);
   EXPECT_NEAR(p->gpus[1][0].rate_rps, 60, 1e-9);
+  // Without replicas (the paper: one GPU per workload) it is refused.
+  IgniterRequest one{&a, 100, 150, 32};
+  one.replicas = false;
+  p = ProvisionIgniter(model, {one}, 4);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(p.status().message().find("one GPU"), std::string::npos);
   // An SLO no whole GPU can meet at batch 1 (10 ms > 18 / 2).
   p = ProvisionIgniter(model, {{&a, 18, 10, 32}}, 4);
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);

@@ -139,6 +139,12 @@ TEST_F(InssPolicyTest, BdaFailureRaisesTheModelsShareLevel) {
   EXPECT_EQ(plan->devices(0).gpulets(0).share_percent(), 50);
   EXPECT_EQ(plan->devices(0).gpulets(1).share_percent(), 50);
   EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 7);
+  // Without the repair (the paper) the actor's provisioning is final.
+  PolicyOptions paper = PaperRules();
+  paper.rules.mutable_inss()->set_bda_repair(false);
+  const InssPolicy as_written(paper, actor, nullptr);
+  EXPECT_EQ(as_written.Schedule(one).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(InssPolicyTest, UnschedulableNamesTheModel) {

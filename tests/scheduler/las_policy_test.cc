@@ -106,6 +106,17 @@ TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
   double total = 0;
   for (const auto& g : plan->devices(0).gpulets()) total += g.share_percent();
   EXPECT_LE(total, 100);
+  // At most two partitions a GPU: three GPUs.
+  PolicyOptions two = testing::PaperRules();
+  two.rules.mutable_las()->set_collection_time(true);
+  two.rules.set_max_partitions_per_gpu(2);
+  ClusterSnapshot three = s;
+  three.devices.push_back(three.devices.back());
+  three.devices.back().device_id = "gpu2";
+  auto capped = testing::RunPolicyWith("las", three, two);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  ASSERT_EQ(capped->devices_size(), 3);
+  for (const auto& d : capped->devices()) EXPECT_EQ(d.gpulets_size(), 2);
   // On one GPU the sixth has no room.
   s.devices.pop_back();
   EXPECT_EQ(RunLas(s).status().code(), absl::StatusCode::kResourceExhausted);

@@ -183,7 +183,7 @@ TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
   EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 100), 3.75);
 }
 
-TEST(GpuletPolicyTest, MaxEfficientPartitionFollowsTheKnee) {
+TEST(GpuletKneeTest, MaxEfficientPartitionFollowsTheKnee) {
   // Fixed cost dominates below 50 %: L(b,p) = (2 + b) * 100 / p for p >= 50
   // but much worse below. Build it by hand.
   ModelProfile p;
@@ -201,7 +201,7 @@ TEST(GpuletPolicyTest, MaxEfficientPartitionFollowsTheKnee) {
   ASSERT_TRUE(lm.ok());
   ModelDemand m{"k", 100, 40, 32, &*lm};
   // Throughput jumps most from 40 % to 50 %: p_eff = 50.
-  EXPECT_EQ(GpuletPolicy::MaxEfficientPartition(m), 50);
+  EXPECT_EQ(GpuletPlacer::MaxEfficientPartition(m, AllowedShares()), 50);
 }
 
 }  // namespace

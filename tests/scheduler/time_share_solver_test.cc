@@ -93,6 +93,14 @@ TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   ASSERT_TRUE(alone.has_value());
   EXPECT_EQ(alone->batches[0], 2);
   EXPECT_EQ(alone->caps[0], 8);
+  // Without burst caps (the papers' dispatcher) the cap is the nominal
+  // batch.
+  ModelDemand nominal = m;
+  nominal.burst_caps = false;
+  auto fixed = SolveTimeShare({Slice{&nominal, 100}}, 100, SoloLatency);
+  ASSERT_TRUE(fixed.has_value());
+  EXPECT_EQ(fixed->batches[0], 2);
+  EXPECT_EQ(fixed->caps[0], 2);
   // Shared: each cap keeps d + (round with that slice at its cap) within
   // the tightest SLO, and is never below the nominal batch.
   ModelDemand x = Demand(a_, 100, 40);

@@ -301,6 +301,12 @@ TEST_F(ThreeCorunnerTest, EveryBusyNeighbourSlowsTheModel) {
   const SimResult sum = Run();
   ASSERT_EQ(sum.models[0].model, "a");
   EXPECT_NEAR(sum.models[0].p50_ms, 1.7 * solo, 1e-6);
+  // b and c are always busy: almost every batch starts beside one, and
+  // only a's batches (one request each) add excess, 0.7 each; nothing
+  // slows b or c. a's batches of the 2 s warm-up are not in `completed`.
+  EXPECT_GT(sum.overlapped_batches, 0.99 * sum.batches);
+  const double excess = sum.overlapped_factor_sum - sum.overlapped_batches;
+  EXPECT_NEAR(excess, 0.7 * sum.models[0].completed, 0.7 * 10);
   truth_->set_corunner_rule(GroundTruth::CorunnerRule::kProduct);
   EXPECT_NEAR(truth_->CombinedFactor("a", 4, 40, both), 1.8, 1e-9);
   EXPECT_NEAR(Run().models[0].p50_ms, 1.8 * solo, 1e-6);
@@ -308,6 +314,46 @@ TEST_F(ThreeCorunnerTest, EveryBusyNeighbourSlowsTheModel) {
   EXPECT_NEAR(Run().models[0].p50_ms, 1.5 * solo, 1e-6);
   EXPECT_EQ(GroundTruth::ParseCorunnerRule("mean").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RunOptionsTest, LightLoadsRunUntilEveryModelHasItsRequests) {
+  SimOptions o;
+  o.duration = absl::Seconds(20);
+  o.warmup = absl::Seconds(2);
+  o.min_requests = 1000;
+  // The slowest model (1 req/s) needs 1000 s after the warm-up.
+  EXPECT_EQ(RunOptions(o, {{"a", 1}, {"b", 100}}).duration, absl::Seconds(1002));
+  // Fast enough already: unchanged.
+  EXPECT_EQ(RunOptions(o, {{"a", 100}}).duration, absl::Seconds(20));
+  o.min_requests = 0;
+  EXPECT_EQ(RunOptions(o, {{"a", 1}}).duration, absl::Seconds(20));
+}
+
+TEST_F(SimulatorTest, PlannerEfficiencyScalesThePlanAtTheLimit) {
+  const ClusterSimulator sim(truth_.get(), configs_);
+  SimOptions options;
+  options.duration = absl::Seconds(10);
+  auto policy = Policy("gpulet");
+  const SearchResult r = SearchMaxThroughput(*policy, snapshot_, sim, options);
+  ASSERT_EQ(r.limit, SearchResult::Limit::kRefused);
+  double hold = 0;
+  const double e = PlannerEfficiency(r, snapshot_, sim, options, 0.01, &hold);
+  // A refused limit: the plan holds at least at its own load.
+  ASSERT_GT(e, 0);
+  EXPECT_LE(e, 1.0);
+  EXPECT_NEAR(e, 1 / hold, 1e-12);
+  // It holds at `hold` times the accepted load.
+  std::map<std::string, double> rates;
+  for (const auto& m : snapshot_.models) {
+    rates[m.config.name()] = m.rate_rps * r.best.scale * hold;
+  }
+  EXPECT_LE(sim.Run(r.best.plan, rates, RunOptions(options, rates))
+                .max_model_violation_fraction(),
+            0.01);
+  // No limit to measure when the scan never failed.
+  SearchResult open = r;
+  open.limit = SearchResult::Limit::kNone;
+  EXPECT_EQ(PlannerEfficiency(open, snapshot_, sim, options), 0);
 }
 
 TEST_F(SimulatorTest, AHeldRunNeedsEveryModelWithinTheLimit) {

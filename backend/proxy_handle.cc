@@ -270,8 +270,8 @@ void ProxyHandle::ReaderLoop() {
   // to wait for its next command, so the result is picked up on a core that
   // is awake: on the project's VMs a wake-up that lands on an idle core
   // costs ~45 us (a hypervisor exit), on the waker's own core ~4 us. This
-  // halves the backend -> proxy -> backend hop of a small request (issue 2,
-  // docs/benchmarks.md). Under load the reader's short work runs on the
+  // halves the backend -> proxy -> backend hop of a small request
+  // (docs/benchmarks.md). Under load the reader's short work runs on the
   // gpulet's cores instead of elsewhere; lenet at 3500 and 5500 requests/s
   // showed no loss.
   if (!options_.cpu_cores.empty()) {

@@ -14,7 +14,7 @@ namespace tessera {
 // Building blocks for serving on gRPC's asynchronous API from one
 // event-loop thread (backend and frontend): with one thread polling one
 // completion queue, no event is handed from the thread that polled it to
-// another (docs/benchmarks.md, issue 2).
+// another (docs/benchmarks.md).
 
 // A pending operation on a completion queue; the loop calls Proceed with
 // the operation's result.

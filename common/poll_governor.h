@@ -9,7 +9,7 @@
 namespace tessera {
 
 // The binaries' defaults: --poll_us (and the backend's --proxy_poll_us)
-// and --poll_idle_percent (docs/benchmarks.md, session 10).
+// and --poll_idle_percent (docs/benchmarks.md).
 inline constexpr int64_t kDefaultPollWindowUs = 2000;
 inline constexpr double kDefaultPollIdlePercent = 5;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/gpulet_placer.h"
 #include "scheduler/policy_registry.h"
@@ -34,13 +34,13 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IdealLayoutPolicy::Create(
 
 absl::StatusOr<Plan> IdealLayoutPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
-  const auto& gpus = (*inputs)->gpus();
+  ASSIGN_OR_RETURN(std::unique_ptr<PolicyInputs> inputs,
+                   PolicyInputs::FromSnapshot(snapshot, options_));
+  const auto& gpus = inputs->gpus();
   const std::vector<const ModelDemand*> order =
-      GpuletPlacer::PaperOrder((*inputs)->demands());
+      GpuletPlacer::PaperOrder(inputs->demands());
   if (order.empty()) return BuildPlan({}, name(), "no load");
-  const std::vector<double>& grid = (*inputs)->share_grid();
+  const std::vector<double>& grid = inputs->share_grid();
   if (grid != AllowedShares()) {
     return absl::FailedPreconditionError(
         "ideal-layout: the devices' partition grid is not the GPU grid "

@@ -35,7 +35,7 @@ namespace tessera {
 // No prediction goes below the profile's own L(b, p) (headroom included):
 // Eq. 11 fitted to a profile undershoots at small shares and batches, and
 // plans built on the undershoot missed their SLO at light loads (a
-// Tessera addition, session 4).
+// Tessera addition, IgniterRules.latency_floor).
 class IgniterPolicy : public SchedulingPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(

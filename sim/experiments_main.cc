@@ -1,5 +1,5 @@
-// tessera_experiments: the scheduling-core experiments of issue 3 on the
-// V100 measurements, printed as tables (and written as CSV for plotting).
+// tessera_experiments: the scheduling experiments on the V100
+// measurements, printed as tables (and written as CSV for plotting).
 #include <chrono>
 #include <cstdio>
 #include <fstream>

@@ -57,7 +57,7 @@ TEST(IgniterV100RealDataTest, LoadsAndInterferenceModelsBeatNoModel) {
   EXPECT_LT(linear, 0.1026);
   EXPECT_LT(linear, none);
   EXPECT_LT(pairwise, linear);
-  // Issue 3's aim: below 4 % at p90 on held-out rows.
+  // The aim: below 4 % at p90 on held-out rows.
   EXPECT_LT(pairwise, 0.04);
 }
 

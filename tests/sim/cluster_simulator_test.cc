@@ -1,7 +1,5 @@
 #include "sim/cluster_simulator.h"
 
-#include <tuple>
-
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/policy_registry.h"
@@ -14,6 +12,32 @@ namespace {
 using testing::AddModel;
 using testing::LinearProfile;
 using testing::Snapshot;
+
+// A gpulet serving one model, for OneGpuPlan.
+struct OneModelGpulet {
+  std::string model;
+  double share_percent;
+  int batch;
+  double rate_rps;
+};
+
+// A plan of one GPU ("b0/gpu0") with these gpulets.
+Plan OneGpuPlan(const std::vector<OneModelGpulet>& gpulets) {
+  Plan plan;
+  DevicePlan* d = plan.add_devices();
+  d->set_backend_id("b0");
+  d->set_device_id("gpu0");
+  for (const OneModelGpulet& one : gpulets) {
+    GpuletPlan* g = d->add_gpulets();
+    g->set_gpulet_id("g" + one.model);
+    g->set_share_percent(one.share_percent);
+    ModelAssignment* a = g->add_models();
+    a->set_model(one.model);
+    a->set_batch_size(one.batch);
+    a->set_rate_rps(one.rate_rps);
+  }
+  return plan;
+}
 
 // Two models whose co-located latency is measured at 2.5x solo in every
 // cell of the grid (as the V100 rows are laid out).
@@ -266,21 +290,8 @@ class ThreeCorunnerTest : public ::testing::Test {
   // One GPU: a alone at 2 req/s on 40 %, b and c flooded (2000 req/s each,
   // 15 ms a batch of one) on 30 % each, so both are busy whenever a runs.
   SimResult Run() const {
-    Plan plan;
-    auto* d = plan.add_devices();
-    d->set_backend_id("b0");
-    d->set_device_id("gpu0");
-    for (const auto& [model, share, rate] :
-         std::vector<std::tuple<std::string, double, double>>{
-             {"a", 40, 2}, {"b", 30, 2000}, {"c", 30, 2000}}) {
-      auto* g = d->add_gpulets();
-      g->set_gpulet_id("g" + model);
-      g->set_share_percent(share);
-      auto* a = g->add_models();
-      a->set_model(model);
-      a->set_batch_size(1);
-      a->set_rate_rps(rate);
-    }
+    const Plan plan =
+        OneGpuPlan({{"a", 40, 1, 2}, {"b", 30, 1, 2000}, {"c", 30, 1, 2000}});
     const ClusterSimulator sim(truth_.get(), configs_);
     SimOptions options;
     options.duration = absl::Seconds(60);
@@ -322,7 +333,8 @@ TEST(RunOptionsTest, LightLoadsRunUntilEveryModelHasItsRequests) {
   o.warmup = absl::Seconds(2);
   o.min_requests = 1000;
   // The slowest model (1 req/s) needs 1000 s after the warm-up.
-  EXPECT_EQ(RunOptions(o, {{"a", 1}, {"b", 100}}).duration, absl::Seconds(1002));
+  EXPECT_EQ(RunOptions(o, {{"a", 1}, {"b", 100}}).duration,
+            absl::Seconds(1002));
   // Fast enough already: unchanged.
   EXPECT_EQ(RunOptions(o, {{"a", 100}}).duration, absl::Seconds(20));
   o.min_requests = 0;
@@ -359,17 +371,7 @@ TEST_F(SimulatorTest, PlannerEfficiencyScalesThePlanAtTheLimit) {
 TEST_F(SimulatorTest, AHeldRunNeedsEveryModelWithinTheLimit) {
   // One model breaking its SLO fails the run even when the pooled rate is
   // under 1 %: "b" unserved (every request dropped) beside 200x more "a".
-  Plan plan;
-  auto* d = plan.add_devices();
-  d->set_backend_id("b0");
-  d->set_device_id("gpu0");
-  auto* g = d->add_gpulets();
-  g->set_gpulet_id("g");
-  g->set_share_percent(100);
-  auto* a = g->add_models();
-  a->set_model("a");
-  a->set_batch_size(8);
-  a->set_rate_rps(100);
+  const Plan plan = OneGpuPlan({{"a", 100, 8, 100}});
   ScaleOutcome o;
   o.schedulable = true;
   o.sim = ClusterSimulator(truth_.get(), configs_)

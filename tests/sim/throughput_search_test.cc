@@ -1,9 +1,9 @@
 // The throughput search on iGniter's V100 measurements (../shared/data,
 // read at run time): every policy's plans must hold up to the load it
-// refuses. Before session 5 these cases ended in a plan that broke 1 %:
-// every policy but sbp on resnet50+vgg19 at 3x, and igniter on
-// resnet50+ssd at 5x (batch-1 queueing planned with the one-batch-ahead
-// form; checked by restoring it).
+// refuses. With batch-1 queueing planned by the one-batch-ahead form these
+// cases ended in a plan that broke 1 %: every policy but sbp on
+// resnet50+vgg19 at 3x, and igniter on resnet50+ssd at 5x (checked by
+// restoring that form).
 #include "sim/throughput_search.h"
 
 #include <string>

@@ -126,6 +126,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.queueing_tail = rules.queueing_tail();
     d.round_queueing_tail = rules.round_queueing_tail();
     d.burst_caps = rules.burst_caps();
+    d.burst_tail = rules.burst_bound() ? rules.burst_tail() : 0;
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = inputs->models_.at(d.name);
     d.max_batch =

@@ -157,6 +157,7 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
     IgniterRequest q{&workloads[i], demands[i].slo_ms, demands[i].rate_rps,
                      demands[i].max_batch, rules.queueing_check()};
     const ModelDemand& d = demands[i];
+    q.burst_tail = d.burst_tail;
     if (rules.latency_floor()) {
       q.solo_floor_ms = [&d](int batch, double share) {
         return d.latency->LatencyMs(batch, share) * d.latency_scale;

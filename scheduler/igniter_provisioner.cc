@@ -35,9 +35,10 @@ std::vector<IgniterResident> Residents(
 
 // The planning wait (FixedBatchWaitMs) of a placement whose batches take
 // t_ms.
-double PlanningWait(const IgniterPlacement& p, double t_ms) {
-  return FixedBatchWaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms,
-                          p.batch);
+double PlanningWait(const IgniterRequest& q, const IgniterPlacement& p,
+                    double t_ms) {
+  return FixedBatchWaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms, p.batch,
+                          kQueueingTail, q.burst_tail);
 }
 
 // A prediction raised to the request's solo floor, when it has one.
@@ -63,7 +64,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
       const double t = Floored(q, gpu[i], pred[i].inference_ms);
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
-          (q.queueing_check && t + PlanningWait(gpu[i], t) > q.slo_ms)) {
+          (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms)) {
         gpu[i].share_percent += unit;
         violated = true;
       }
@@ -131,7 +132,9 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
       for (int it = 0; it < 50; ++it) {
         const double mid = (lo + hi) / 2;
         const bool fits =
-            best_ms + FixedBatchWaitMs(mid, best_ms, best_b) <= q.slo_ms;
+            best_ms + FixedBatchWaitMs(mid, best_ms, best_b, kQueueingTail,
+                                       q.burst_tail) <=
+            q.slo_ms;
         (fits ? lo : hi) = mid;
       }
       per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);

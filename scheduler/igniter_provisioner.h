@@ -23,6 +23,8 @@ struct IgniterRequest {
   // server running whole batches (the plan's batch size is also the
   // dispatcher's cap).
   bool queueing_check = false;
+  // The burst bound of that wait (FixedBatchWaitMs' burst_tail; 0: off).
+  double burst_tail = 0;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted
   // to profiles undershoots at small shares and batches (docs/

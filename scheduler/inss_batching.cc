@@ -35,7 +35,8 @@ double InssBatching::WorstMs(const InssCluster& cluster, int slot, int batch,
   double worst = InssModel::WorstTaskMs(batch, rate_rps, exec_ms, backlog);
   if (cluster.slots()[slot].queueing_check) {
     worst +=
-        FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms, batch);
+        FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms, batch,
+                         kQueueingTail, cluster.slots()[slot].burst_tail);
   }
   return worst;
 }

@@ -30,6 +30,8 @@ struct InssModelSlot {
   // Add the planning wait of batches (FixedBatchWaitMs) to Eq. 2
   // (PolicyOptions::queueing_check).
   bool queueing_check = true;
+  // Its burst bound (FixedBatchWaitMs' burst_tail; 0: off).
+  double burst_tail = 0;
 };
 
 // What InSS plans over: the model slots and the devices, with the

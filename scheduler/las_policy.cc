@@ -77,7 +77,7 @@ class Planner {
     // digest's "mean vs tail").
     if (rules_.tail_wait() && std::isfinite(queue)) {
       queue = FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
-                               m.queueing_tail);
+                               m.queueing_tail, m.burst_tail);
     }
     const double t = queue + proc;
     const double collect =

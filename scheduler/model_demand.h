@@ -26,6 +26,9 @@ struct ModelDemand {
   double round_queueing_tail = 0.005;
   // The dispatcher's cap may exceed the nominal batch (SharedRules.burst_caps).
   bool burst_caps = true;
+  // The tail of the burst bound (SharedRules.burst_bound and burst_tail);
+  // 0: the bound is off.
+  double burst_tail = 0;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()

@@ -171,9 +171,27 @@ double RoundWaitTailProbability(double rho, double round_ms, double wait_ms) {
   return std::min(1.0, std::max(light, heavy));
 }
 
-double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail) {
-  return batch <= 1 ? MD1WaitMs(rho, batch_ms, tail)
-                    : RoundWaitMs(rho, batch_ms, tail);
+int PoissonQuantile(double mean, double tail) {
+  if (mean <= 0) return 0;
+  // Sum the pmf from k = 0 in log space (no underflow for large means).
+  const double log_mean = std::log(mean);
+  double cdf = 0;
+  for (int k = 0;; ++k) {
+    cdf += std::exp(k * log_mean - mean - std::lgamma(k + 1.0));
+    if (1 - cdf <= tail) return k;
+    if (k > 16 * (mean + 16)) return k;  // rounding; unreachable in practice
+  }
+}
+
+double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail,
+                        double burst_tail) {
+  const double wait = batch <= 1 ? MD1WaitMs(rho, batch_ms, tail)
+                                 : RoundWaitMs(rho, batch_ms, tail);
+  if (burst_tail > 0 && rho < 1 &&
+      PoissonQuantile(rho * batch, burst_tail) <= batch) {
+    return std::min(wait, batch_ms);
+  }
+  return wait;
 }
 
 }  // namespace tessera

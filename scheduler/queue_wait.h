@@ -67,7 +67,17 @@ double RoundWaitTailProbability(double rho, double round_ms, double wait_ms);
 // above for b = 2, 4, 8 and rho = 0.1 ... 0.9 (docs/scheduling.md,
 // "Shared planning rules"), where the exact M/D/1 would be 2x to ten times too
 // pessimistic.
+// The least k with P(N > k) <= tail for N ~ Poisson(mean): the batch that
+// takes a duty cycle's arrivals at the planning tail. 0 for mean <= 0.
+int PoissonQuantile(double mean, double tail);
+
+//
+// With burst_tail > 0 (SharedRules.burst_bound), the burst bound as well:
+// when a batch's time brings at most `batch` arrivals at that tail
+// (PoissonQuantile(rho batch, burst_tail) <= batch), the work-conserving
+// dispatcher takes them all in the next batch and a request waits at most
+// one batch: the wait is then at most batch_ms.
 double FixedBatchWaitMs(double rho, double batch_ms, int batch,
-                        double tail = kQueueingTail);
+                        double tail = kQueueingTail, double burst_tail = 0);
 
 }  // namespace tessera

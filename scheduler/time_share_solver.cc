@@ -118,6 +118,24 @@ class LatencyTable {
       rows_;  // [slice][batch]; -1: not yet
 };
 
+// The burst bound (SharedRules.burst_bound): every model's batch at the
+// `tail` quantile of its arrivals in one duty cycle d; that round fits the
+// cycle and, after a wait of one cycle, every SLO.
+bool BurstRoundFits(const std::vector<Slice>& slices, double d, double tail,
+                    const LatencyTable& latency) {
+  double round = 0;
+  for (size_t j = 0; j < slices.size(); ++j) {
+    const Slice& s = slices[j];
+    const int q = std::max(1, PoissonQuantile(s.rate_rps * d / 1000.0, tail));
+    if (q > s.demand->max_batch) return false;
+    round += latency(j, q);
+  }
+  for (const Slice& s : slices) {
+    if (d + round > s.demand->slo_ms * (1 + 1e-9)) return false;
+  }
+  return true;
+}
+
 // Evaluates duty cycle d; fills `out` and returns true when feasible.
 bool TryDutyCycle(const std::vector<Slice>& slices, double d,
                   const LatencyTable& latency, GpuletSchedule* out) {
@@ -161,12 +179,20 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
       wait = FixedBatchWaitMs(load, sum, b, tail);
     }
   }
+  bool queueing_fits = true;
+  double burst_tail = 1;  // 0 when any slice has the burst bound off
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
         sum + wait > s.demand->slo_ms * (1 + 1e-9)) {
-      return false;
+      queueing_fits = false;
     }
+    burst_tail =
+        s.demand->burst_caps ? std::min(burst_tail, s.demand->burst_tail) : 0;
+  }
+  if (!queueing_fits &&
+      !(burst_tail > 0 && BurstRoundFits(slices, d, burst_tail, latency))) {
+    return false;
   }
   out->duty_cycle_ms = d;
   out->occupancy = sum / d;

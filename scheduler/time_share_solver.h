@@ -57,6 +57,13 @@ using SliceLatencyFn =
 //       RoundWaitMs (queue_wait.h; MD1WaitMs for a lone batch-1 model
 //       that cannot batch a burst) with the round as service time and
 //       rho = the busy fraction sum_j r_j L_j(b_j) / (1000 b_j))
+// where the queueing bound fails, the burst bound may accept d instead
+// (SharedRules.burst_bound, ModelDemand.burst_tail > 0, burst caps on):
+//   d + sum_j L_j(q_j) <= SLO_j for every j, q_j <= max batch,
+//   q_j = PoissonQuantile(r_j d / 1000, burst_tail)
+// (the work-conserving dispatcher takes a cycle's arrivals, up to the cap
+// >= q_j, in the next batch: a request waits about one cycle, then for
+// its round at the tail batches).
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch

@@ -91,9 +91,12 @@ const std::vector<RulesAddition>& TesseraAdditions() {
       {"queueing bound (tail wait)",
        {"sbp", "greedy", "gpulet-noint", "gpulet"},
        "shared { queueing_check: false }"},
-      {"burst caps",
+      {"burst caps (and with them the burst bound)",
        {"sbp", "greedy", "gpulet-noint", "gpulet"},
        "shared { burst_caps: false }"},
+      {"burst bound",
+       {"sbp", "greedy", "gpulet-noint", "gpulet", "igniter", "las", "inss"},
+       "shared { burst_bound: false }"},
       {"merge attempts capped at 8",
        {"gpulet-noint", "gpulet"},
        "gpulet { merge_attempts: 0 }"},
@@ -131,11 +134,8 @@ const std::vector<CalibrationFamily>& CalibrationFamilies() {
     CalibrationFamily solver{
         "shared solver", {"sbp", "greedy", "gpulet-noint", "gpulet"}, {}};
     for (const char* tails :
-         {"queueing_tail: 0.005 round_queueing_tail: 0.005",
-          "queueing_tail: 0.005 round_queueing_tail: 0.01",
-          "queueing_tail: 0.005 round_queueing_tail: 0.02",
-          "queueing_tail: 0.01 round_queueing_tail: 0.01",
-          "queueing_tail: 0.01 round_queueing_tail: 0.02"}) {
+         {"burst_bound: false round_queueing_tail: 0.01", "burst_tail: 0.001",
+          "burst_tail: 0.0005", "burst_tail: 0.0002", "burst_tail: 0.0001"}) {
       for (const char* h : {"1.0", "1.05", "1.1"}) {
         solver.settings.push_back(absl::StrCat("shared { ", tails,
                                                " latency_headroom: ", h,

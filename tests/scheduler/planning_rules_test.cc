@@ -11,6 +11,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_EQ(paper.shared().rate_headroom(), 1.0);
   EXPECT_FALSE(paper.shared().queueing_check());
   EXPECT_FALSE(paper.shared().burst_caps());
+  EXPECT_FALSE(paper.shared().burst_bound());
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
   EXPECT_FALSE(paper.igniter().replicas());
@@ -25,6 +26,8 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   const PlanningRules tessera = PresetRules(RULES_PRESET_TESSERA);
   EXPECT_TRUE(tessera.shared().queueing_check());
   EXPECT_TRUE(tessera.shared().burst_caps());
+  EXPECT_TRUE(tessera.shared().burst_bound());
+  EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
   EXPECT_EQ(DescribeRules(paper), "paper");
@@ -62,6 +65,10 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
             std::string::npos);
   auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
   EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);
+  auto burst = RulesFromFlags("tessera", "shared { burst_tail: 0.5 }");
+  EXPECT_EQ(burst.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(burst.status().message().find("shared.burst_tail"),
+            std::string::npos);
   auto frac =
       RulesFromFlags("tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
   EXPECT_EQ(frac.status().code(), absl::StatusCode::kInvalidArgument);

@@ -157,5 +157,28 @@ TEST(QueueWaitTest, FixedBatchWaitIsExactAtBatchOneAndBoundsLargerBatches) {
   }
 }
 
+TEST(QueueWaitTest, PoissonQuantileByHand) {
+  // Poisson(1): P(N > 3) = 1 - e^-1 (1 + 1 + 1/2 + 1/6) = 0.0190,
+  // P(N > 4) = 0.00366, P(N > 5) = 0.000594.
+  EXPECT_EQ(PoissonQuantile(1, 0.01), 4);
+  EXPECT_EQ(PoissonQuantile(1, 0.001), 5);
+  EXPECT_EQ(PoissonQuantile(0, 0.001), 0);
+  // Poisson(16): P(N > 29) = 0.00113, P(N > 30) = 0.000563.
+  EXPECT_EQ(PoissonQuantile(16, 0.001), 30);
+}
+
+TEST(QueueWaitTest, FixedBatchBurstBoundByHand) {
+  // rho = 0.5 at batch 32: 16 arrivals per batch on average, at most 30
+  // at the 0.001 tail (<= 32): the next batch takes them all, so a
+  // request waits at most one batch (1 ms), where the queueing bound
+  // says ln(200) 0.5 / (2 0.5) = 2.65 ms.
+  EXPECT_NEAR(FixedBatchWaitMs(0.5, 1, 32), std::log(200.0) / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 1, 32, kQueueingTail, 0.001), 1.0);
+  // At batch 8: 4 per batch on average, 11 at the tail (> 8): the bound
+  // does not apply and the queueing bound stays.
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 1, 8, kQueueingTail, 0.001),
+                   FixedBatchWaitMs(0.5, 1, 8));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -84,6 +84,34 @@ TEST_F(TimeShareSolverTest, QueueingBoundByHand) {
   EXPECT_EQ(s->batches[0], 1);
 }
 
+TEST_F(TimeShareSolverTest, BurstBoundByHand) {
+  // The case above (alone, L(b) = 2 + b ms, SLO 12 ms, 300 req/s), which
+  // the queueing bound refuses. With the burst bound at tail 0.001:
+  // d = 10/3 ms (b = 1, one request per cycle on average) has at most
+  // q = 5 arrivals per cycle at the tail (PoissonQuantile(1, 0.001)), and
+  // d + L(5) = 3.33 + 7 = 10.33 <= 12: feasible at occupancy 3 / 3.33 =
+  // 0.9. (d = 4 at b = 2 also fits, exactly: q = 6 at mean 1.2, 4 + 8 =
+  // 12, but at occupancy 1.) The cap takes the burst: d + L(cap) <= 12
+  // gives 6.
+  ModelDemand m = Demand(a_, 300, 12, /*queueing=*/true);
+  m.burst_tail = 0.001;
+  auto s = SolveTimeShare({Slice{&m, 300}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->batches[0], 1);
+  EXPECT_NEAR(s->duty_cycle_ms, 10.0 / 3, 1e-9);
+  EXPECT_NEAR(s->occupancy, 0.9, 1e-9);
+  EXPECT_EQ(PoissonQuantile(1, 0.001), 5);
+  EXPECT_EQ(s->caps[0], 6);
+  // 400 req/s: no d has both a round that fits (2 + ceil(0.4 d) <= d)
+  // and a tail batch within the SLO (d + 2 + q <= 12).
+  ModelDemand heavy = Demand(a_, 400, 12, /*queueing=*/true);
+  heavy.burst_tail = 0.001;
+  EXPECT_FALSE(SolveTimeShare({Slice{&heavy, 400}}, 100, SoloLatency));
+  // Without burst caps the bound is off (the cap would not take q).
+  m.burst_caps = false;
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, 300}}, 100, SoloLatency));
+}
+
 TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
   // round leaves no room above it (16 + L(3) > 20), but alone the cap is

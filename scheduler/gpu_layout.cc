@@ -66,8 +66,15 @@ bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
                 : 1.0);
       }
     }
+    // The planned latency from the solo one and an interference factor.
+    auto planned = [within = interference_within_headroom_](
+                       const Slice& s, double solo, double factor) {
+      const double scale = s.demand->latency_scale;
+      return solo * (within ? std::max(scale, factor) : scale * factor);
+    };
     if (!neighbours.empty() && occupancy_weighted_) {
       latency = [interference, &neighbours, &neighbour_slot, &neighbour_busy,
+                 planned,
                  n = slots_.size()](const Slice& s, int b, double share) {
         const Placement self{s.demand->latency, b, share};
         std::vector<double> excess(n, 0.0);
@@ -77,15 +84,15 @@ bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
               (interference->Factor(self, neighbours[k]) - 1);
         }
         const double worst = *std::max_element(excess.begin(), excess.end());
-        return s.demand->latency->LatencyMs(b, share) * (1 + worst) *
-               s.demand->latency_scale;
+        return planned(s, s.demand->latency->LatencyMs(b, share), 1 + worst);
       };
     } else if (!neighbours.empty()) {
-      latency = [interference, &neighbours](const Slice& s, int b,
-                                            double share) {
-        return interference->LatencyMs(Placement{s.demand->latency, b, share},
-                                       neighbours) *
-               s.demand->latency_scale;
+      latency = [interference, &neighbours, planned](const Slice& s, int b,
+                                                     double share) {
+        const Placement self{s.demand->latency, b, share};
+        const double solo = s.demand->latency->LatencyMs(b, share);
+        return planned(s, solo,
+                       interference->LatencyMs(self, neighbours) / solo);
       };
     }
   }

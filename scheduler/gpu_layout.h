@@ -64,11 +64,17 @@ class GpuLayout {
   void set_occupancy_weighted_interference(bool on) {
     occupancy_weighted_ = on;
   }
+  // Plan at max(latency_scale, interference factor) x solo, not their
+  // product (GpuletRules.interference_within_headroom).
+  void set_interference_within_headroom(bool on) {
+    interference_within_headroom_ = on;
+  }
 
  private:
   const DeviceSnapshot* device_;
   std::vector<Slot> slots_;
   bool occupancy_weighted_ = false;
+  bool interference_within_headroom_ = false;
 };
 
 // Demands and latency models a policy plans with, built from a snapshot.

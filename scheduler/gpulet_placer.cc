@@ -260,6 +260,31 @@ bool GpuletPlacer::Place(Slice slice, double want, bool saturated,
   return false;
 }
 
+bool GpuletPlacer::PlaceInLeftover(const ModelDemand& m, double want,
+                                   double remaining, Context* ctx,
+                                   double* placed_rate) const {
+  // The free sizes below `want`, largest first.
+  std::vector<double> sizes;
+  for (const GpuLayout& layout : *ctx->layouts) {
+    for (const auto& slot : layout.slots()) {
+      if (slot.free() && slot.share_percent < want) {
+        sizes.push_back(slot.share_percent);
+      }
+    }
+  }
+  std::sort(sizes.begin(), sizes.end(), std::greater<double>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (double size : sizes) {
+    const double t = SaturatedThroughput(m, size);
+    if (t <= 0) continue;
+    const Slice slice{&m, std::min(remaining, t)};
+    if (Place(slice, size, /*saturated=*/true, remaining, ctx, placed_rate)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
                                      Context* ctx) const {
   const double p_eff = MaxEfficientPartition(m, *ctx->grid);
@@ -282,7 +307,9 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
       if (want == 0) return Unschedulable(m, "no partition meets its SLO");
     }
     double placed_rate = 0;
-    if (!Place(slice, want, saturated, remaining, ctx, &placed_rate)) {
+    if (!Place(slice, want, saturated, remaining, ctx, &placed_rate) &&
+        !(rules_.leftover_fill() &&
+          PlaceInLeftover(m, want, remaining, ctx, &placed_rate))) {
       return Unschedulable(m,
                            absl::StrCat("no room for a ", want, "% gpulet on ",
                                         ctx->layouts->size(), " GPU(s)"));
@@ -301,6 +328,7 @@ absl::Status GpuletPlacer::Partition(
   for (GpuLayout& l : *layouts) {
     l.set_occupancy_weighted_interference(
         rules_.occupancy_weighted_interference());
+    l.set_interference_within_headroom(rules_.interference_within_headroom());
   }
   for (const ModelDemand* m : order) {
     absl::Status s = PlaceRate(*m, m->rate_rps, &ctx);

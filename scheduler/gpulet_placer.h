@@ -82,6 +82,10 @@ class GpuletPlacer {
   // Places one slice; `placed_rate` receives the rate actually placed.
   bool Place(Slice slice, double want, bool saturated, double remaining,
              Context* ctx, double* placed_rate) const;
+  // GpuletRules.leftover_fill: a saturated gpulet of m on the largest free
+  // gpulet smaller than `want` that serves any rate.
+  bool PlaceInLeftover(const ModelDemand& m, double want, double remaining,
+                       Context* ctx, double* placed_rate) const;
   bool TryMerge(const Slice& slice, Context* ctx) const;
   // Checks slot `slot` of `trial` after the newcomer went there, as
   // interference_check says; may shrink residents (ARTIFACT), recording

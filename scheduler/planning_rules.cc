@@ -34,6 +34,8 @@ PlanningRules TesseraDefaults() {
   // Off: plans beside a 2.5x neighbour broke at light loads with it
   // (docs/planning-rules.md).
   g->set_occupancy_weighted_interference(false);
+  g->set_leftover_fill(false);
+  g->set_interference_within_headroom(false);
   IgniterRules* i = r.mutable_igniter();
   i->set_replicas(true);
   i->set_queueing_check(true);
@@ -77,6 +79,8 @@ PlanningRules PaperDefaults() {
   g->set_residue_slack_rps(1e-3);
   g->set_merge_attempts(0);
   g->set_occupancy_weighted_interference(false);
+  g->set_leftover_fill(false);
+  g->set_interference_within_headroom(false);
   IgniterRules* i = r.mutable_igniter();
   i->set_replicas(false);
   i->set_queueing_check(false);

@@ -173,11 +173,19 @@ double RoundWaitTailProbability(double rho, double round_ms, double wait_ms) {
 
 int PoissonQuantile(double mean, double tail) {
   if (mean <= 0) return 0;
-  // Sum the pmf from k = 0 in log space (no underflow for large means).
+  // Sum the pmf from k = 0, each term from the last (p_k = p_{k-1} mean /
+  // k); in log space where e^-mean would underflow.
+  const bool log_space = mean > 500;
   const double log_mean = std::log(mean);
+  double pmf = log_space ? 0 : std::exp(-mean);
   double cdf = 0;
   for (int k = 0;; ++k) {
-    cdf += std::exp(k * log_mean - mean - std::lgamma(k + 1.0));
+    if (log_space) {
+      pmf = std::exp(k * log_mean - mean - std::lgamma(k + 1.0));
+    } else if (k > 0) {
+      pmf *= mean / k;
+    }
+    cdf += pmf;
     if (1 - cdf <= tail) return k;
     if (k > 16 * (mean + 16)) return k;  // rounding; unreachable in practice
   }

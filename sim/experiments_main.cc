@@ -666,6 +666,11 @@ void Calibrate(const V100Setup& setup) {
         total += s.total_rps;
         broken += s.broken;
       }
+      for (const std::string& policy : family.reported) {
+        PrintSummaryRow(
+            policy + " (not qualifying)", setting,
+            RulesStudy::Summarise(study.Run(policy, o, calibration)), 0);
+      }
       if (broken == 0 && total > best_total) {
         best_total = total;
         best = setting;
@@ -676,6 +681,8 @@ void Calibrate(const V100Setup& setup) {
     if (!best.empty()) absl::StrAppend(&chosen, best, " ");
     policies.insert(policies.end(), family.policies.begin(),
                     family.policies.end());
+    policies.insert(policies.end(), family.reported.begin(),
+                    family.reported.end());
   }
   std::printf("\nCalibrated rules: tessera + %s\n", chosen.c_str());
   const RulesStudy check(&setup, StudyOptions(true));

@@ -107,6 +107,14 @@ const std::vector<RulesAddition>& TesseraAdditions() {
        {"gpulet"},
        "gpulet { occupancy_weighted_interference: true }",
        /*opt_in=*/true},
+      {"leftover fill (opt-in)",
+       {"gpulet"},
+       "gpulet { leftover_fill: true }",
+       /*opt_in=*/true},
+      {"interference within the headroom (opt-in)",
+       {"gpulet"},
+       "gpulet { interference_within_headroom: true }",
+       /*opt_in=*/true},
       {"replicas", {"igniter"}, "igniter { replicas: false }"},
       {"ALLOC queueing check",
        {"igniter"},
@@ -132,7 +140,7 @@ const std::vector<CalibrationFamily>& CalibrationFamilies() {
   static const auto* const families = [] {
     auto* f = new std::vector<CalibrationFamily>();
     CalibrationFamily solver{
-        "shared solver", {"sbp", "greedy", "gpulet-noint", "gpulet"}, {}};
+        "shared solver", {"sbp", "greedy", "gpulet"}, {}, {"gpulet-noint"}};
     for (const char* tails :
          {"burst_bound: false round_queueing_tail: 0.01", "burst_tail: 0.001",
           "burst_tail: 0.0005", "burst_tail: 0.0002", "burst_tail: 0.0001"}) {

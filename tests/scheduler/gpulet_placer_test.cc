@@ -180,5 +180,57 @@ TEST_F(GpuletPlacerTest, OccupancyWeightingChargesTheNeighboursBusyFraction) {
   }
 }
 
+TEST_F(GpuletPlacerTest, InterferenceWithinHeadroomPlansTheLargerFactor) {
+  // B beside A (f = 1.1, then 1.5) with a 1.2 latency headroom: 2.5 ms per
+  // request solo on 40 %. Charged on top of each other: 2.5 x 1.2 x 1.1 =
+  // 3.3 ms; within the headroom: 2.5 x max(1.2, 1.1) = 3.0 ms. A factor
+  // above the headroom is planned as it is: 2.5 x 1.5 = 3.75 ms (not 4.5).
+  b_.latency_scale = 1.2;
+  for (const auto* f : {&mild_, &strong_}) {
+    for (bool within : {false, true}) {
+      GpuLayout gpu(&devices_[0], std::vector<double>{60, 40});
+      gpu.set_interference_within_headroom(within);
+      gpu.slots()[0].slices = {Slice{&a_, 300}};
+      ASSERT_TRUE(gpu.ResolveSlot(0, nullptr));
+      gpu.slots()[1].slices = {Slice{&b_, 100}};
+      ASSERT_TRUE(gpu.ResolveSlot(1, f));
+      const GpuletSchedule& sb = gpu.slots()[1].schedule;
+      const double want =
+          f == &mild_ ? (within ? 3.0 : 3.3) : (within ? 3.75 : 4.5);
+      EXPECT_NEAR(sb.exec_ms[0] / sb.batches[0], want, 1e-9) << within;
+    }
+  }
+}
+
+TEST_F(GpuletPlacerTest, LeftoverFillUsesASmallerFreeGpulet) {
+  // Partition sizes {50, 100}: B at 300 req/s (at most 10 p req/s) needs
+  // a 50 % gpulet. GPU 0 = {60 %: A, 40 % free}: the paper's pass finds
+  // no free gpulet of 50 % or more and fails.
+  std::vector<GpuLayout> layouts = Layouts(1);
+  b_.rate_rps = 300;
+  const std::vector<double> grid = {50, 100};
+  GpuletRules rules = PresetRules(RULES_PRESET_PAPER).gpulet();
+  auto refused = layouts;
+  EXPECT_EQ(GpuletPlacer(nullptr, rules)
+                .Partition({&b_}, grid, /*fixed=*/true, &refused)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  // leftover_fill: the free 40 % saturates at 400 req/s >= 300, so it
+  // serves all of B.
+  rules.set_leftover_fill(true);
+  auto filled = layouts;
+  ASSERT_TRUE(GpuletPlacer(nullptr, rules)
+                  .Partition({&b_}, grid, /*fixed=*/true, &filled)
+                  .ok());
+  EXPECT_NEAR((Rates(filled, "b")[{0, 1}]), 300, 1e-6);
+  // At 500 req/s the 40 % serves 400 and 100 are left without room.
+  b_.rate_rps = 500;
+  auto short_of_room = layouts;
+  EXPECT_EQ(GpuletPlacer(nullptr, rules)
+                .Partition({&b_}, grid, /*fixed=*/true, &short_of_room)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -165,6 +165,10 @@ TEST(QueueWaitTest, PoissonQuantileByHand) {
   EXPECT_EQ(PoissonQuantile(0, 0.001), 0);
   // Poisson(16): P(N > 29) = 0.00113, P(N > 30) = 0.000563.
   EXPECT_EQ(PoissonQuantile(16, 0.001), 30);
+  // Large means, on both sides of the switch to log space (summed
+  // exactly in double precision with lgamma: 463 and 1099).
+  EXPECT_EQ(PoissonQuantile(400, 0.001), 463);
+  EXPECT_EQ(PoissonQuantile(1000, 0.001), 1099);
 }
 
 TEST(QueueWaitTest, FixedBatchBurstBoundByHand) {

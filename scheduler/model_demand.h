@@ -29,6 +29,8 @@ struct ModelDemand {
   // The tail of the burst bound (SharedRules.burst_bound and burst_tail);
   // 0: the bound is off.
   double burst_tail = 0;
+  // SharedRules.burst_max_marginal_load.
+  double burst_max_marginal_load = 1;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()

@@ -26,6 +26,7 @@ PlanningRules TesseraDefaults() {
   // on the calibration half (docs/planning-rules.md).
   s->set_burst_bound(true);
   s->set_burst_tail(0.0002);
+  s->set_burst_max_marginal_load(0.8);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -72,6 +73,7 @@ PlanningRules PaperDefaults() {
   s->set_burst_caps(false);
   s->set_burst_bound(false);
   s->set_burst_tail(0.001);
+  s->set_burst_max_marginal_load(0.8);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -170,6 +172,9 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
             "shared.round_queueing_tail", "in (0, 0.5)"));
   RETURN_IF_ERROR(Check(s.burst_tail() > 0 && s.burst_tail() < 0.5,
                         "shared.burst_tail", "in (0, 0.5)"));
+  RETURN_IF_ERROR(
+      Check(s.burst_max_marginal_load() > 0 && s.burst_max_marginal_load() <= 1,
+            "shared.burst_max_marginal_load", "in (0, 1]"));
   for (const auto& [name, latency, rate] :
        std::vector<std::tuple<const char*, double, double>>{
            {"igniter", out.igniter().latency_headroom(),

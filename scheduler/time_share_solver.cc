@@ -122,14 +122,23 @@ class LatencyTable {
 // `tail` quantile of its arrivals in one duty cycle d; that round fits the
 // cycle and, after a wait of one cycle, every SLO.
 bool BurstRoundFits(const std::vector<Slice>& slices, double d, double tail,
+                    double max_marginal_load, const std::vector<int>& batches,
                     const LatencyTable& latency) {
   double round = 0;
+  double marginal_load = 0;
   for (size_t j = 0; j < slices.size(); ++j) {
     const Slice& s = slices[j];
-    const int q = std::max(1, PoissonQuantile(s.rate_rps * d / 1000.0, tail));
+    const int b = batches[j];
+    const int q = std::max(b, PoissonQuantile(s.rate_rps * d / 1000.0, tail));
     if (q > s.demand->max_batch) return false;
     round += latency(j, q);
+    // The time each extra request of a burst adds to the round.
+    if (q > b) {
+      marginal_load +=
+          s.rate_rps * (latency(j, q) - latency(j, b)) / (1000.0 * (q - b));
+    }
   }
+  if (marginal_load > max_marginal_load) return false;
   for (const Slice& s : slices) {
     if (d + round > s.demand->slo_ms * (1 + 1e-9)) return false;
   }
@@ -181,6 +190,7 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
   }
   bool queueing_fits = true;
   double burst_tail = 1;  // 0 when any slice has the burst bound off
+  double max_marginal_load = 1;
   for (const Slice& s : slices) {
     if (d + sum > s.demand->slo_ms * (1 + 1e-9)) return false;
     if (s.demand->queueing_check &&
@@ -189,9 +199,13 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
     }
     burst_tail =
         s.demand->burst_caps ? std::min(burst_tail, s.demand->burst_tail) : 0;
+    max_marginal_load =
+        std::min(max_marginal_load, s.demand->burst_max_marginal_load);
   }
   if (!queueing_fits &&
-      !(burst_tail > 0 && BurstRoundFits(slices, d, burst_tail, latency))) {
+      !(burst_tail > 0 &&
+        BurstRoundFits(slices, d, burst_tail, max_marginal_load, out->batches,
+                       latency))) {
     return false;
   }
   out->duty_cycle_ms = d;

@@ -28,6 +28,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().burst_caps());
   EXPECT_TRUE(tessera.shared().burst_bound());
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
+  EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
   EXPECT_EQ(DescribeRules(paper), "paper");
@@ -69,6 +70,9 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
   EXPECT_EQ(burst.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(burst.status().message().find("shared.burst_tail"),
             std::string::npos);
+  auto marginal =
+      RulesFromFlags("tessera", "shared { burst_max_marginal_load: 1.5 }");
+  EXPECT_EQ(marginal.status().code(), absl::StatusCode::kInvalidArgument);
   auto frac =
       RulesFromFlags("tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
   EXPECT_EQ(frac.status().code(), absl::StatusCode::kInvalidArgument);

@@ -112,6 +112,35 @@ TEST_F(TimeShareSolverTest, BurstBoundByHand) {
   EXPECT_FALSE(SolveTimeShare({Slice{&m, 300}}, 100, SoloLatency));
 }
 
+TEST_F(TimeShareSolverTest, BurstBoundNeedsBatchingToDrainTheBurst) {
+  // L(b) = b ms: a larger batch saves nothing per request, so every extra
+  // request of a burst adds 1 ms to the round. At 900 req/s that is a
+  // marginal load of 0.9: a burst takes 0.9 of its own arrival time to
+  // serve and queues round after round. SLO 20 ms. The queueing bound
+  // refuses it: rho = 0.9 at every d, W = ln(200) 0.9 b / (2 0.1) =
+  // 23.8 b, and b + W > 20. The burst bound alone accepts it (b = 1 at
+  // d = 1.11 ms: 1 request per cycle on average, 5 at the 0.001 tail,
+  // d + L(5) = 6.1 <= 20); with the marginal load capped at 0.8 it
+  // refuses too.
+  const LatencyModel linear =
+      *LatencyModel::FromProfile(testing::LinearProfile("z", 0, 1));
+  ModelDemand m = Demand(linear, 900, 20, /*queueing=*/true);
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, 900}}, 100, SoloLatency));
+  m.burst_tail = 0.001;
+  m.burst_max_marginal_load = 1;
+  EXPECT_TRUE(SolveTimeShare({Slice{&m, 900}}, 100, SoloLatency));
+  m.burst_max_marginal_load = 0.8;
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, 900}}, 100, SoloLatency));
+  // 700 req/s, SLO 7 ms: the queueing bound refuses (b + 6.18 b > 7); the
+  // burst bound at marginal load 0.7 <= 0.8 accepts (d = 1.43: at most 5
+  // per cycle at the tail, 1.43 + 5 <= 7).
+  ModelDemand light = Demand(linear, 700, 7, /*queueing=*/true);
+  EXPECT_FALSE(SolveTimeShare({Slice{&light, 700}}, 100, SoloLatency));
+  light.burst_tail = 0.001;
+  light.burst_max_marginal_load = 0.8;
+  EXPECT_TRUE(SolveTimeShare({Slice{&light, 700}}, 100, SoloLatency));
+}
+
 TEST_F(TimeShareSolverTest, BurstCapsByHand) {
   // Alone (L = 2 + b, SLO 20, 100 req/s): nominal b = 2 at d = 16; the
   // round leaves no room above it (16 + L(3) > 20), but alone the cap is

@@ -61,9 +61,12 @@ using SliceLatencyFn =
 // (SharedRules.burst_bound, ModelDemand.burst_tail > 0, burst caps on):
 //   d + sum_j L_j(q_j) <= SLO_j for every j, q_j <= max batch,
 //   q_j = PoissonQuantile(r_j d / 1000, burst_tail)
+//   sum_j r_j (L_j(q_j) - L_j(b_j)) / (1000 (q_j - b_j))
+//       <= burst_max_marginal_load                   (batching drains it)
 // (the work-conserving dispatcher takes a cycle's arrivals, up to the cap
 // >= q_j, in the next batch: a request waits about one cycle, then for
-// its round at the tail batches).
+// its round at the tail batches; where each extra request costs nearly
+// its own interarrival time, a burst would queue round after round).
 // A lone saturated model is the case d = L (2L <= SLO); a lone residue
 // model the case d = 1000 b / r (L + 1000 b / r <= SLO).
 // Candidate duty cycles are 1000 b / r_j and SLO - L_j(b) (others at batch

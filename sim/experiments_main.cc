@@ -17,6 +17,7 @@
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
 #include "sim/inss_v100_setup.h"
+#include "sim/rules_report.h"
 #include "sim/rules_study.h"
 #include "sim/throughput_search.h"
 #include "sim/v100_workload.h"
@@ -457,246 +458,20 @@ void Planning(const V100Setup& setup) {
   }
 }
 
-RulesStudy::Options StudyOptions(bool efficiency) {
-  RulesStudy::Options o;
-  o.gpus = absl::GetFlag(FLAGS_gpus);
-  o.base_rate_rps = absl::GetFlag(FLAGS_base_rate);
-  o.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
-  o.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
-  o.efficiency = efficiency;
+RulesReport::Options ReportOptions(const V100Setup& setup) {
+  RulesReport::Options o;
+  o.study.gpus = absl::GetFlag(FLAGS_gpus);
+  o.study.base_rate_rps = absl::GetFlag(FLAGS_base_rate);
+  o.study.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  o.study.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  o.study.efficiency = absl::GetFlag(FLAGS_efficiency);
+  o.policy = Options(setup);
+  o.rules_preset = absl::GetFlag(FLAGS_rules);
+  o.rules_override = absl::GetFlag(FLAGS_rules_override);
+  o.slo_factors = Doubles(absl::GetFlag(FLAGS_slo_factors));
+  o.policies = absl::GetFlag(FLAGS_policies);
+  o.suite_half = absl::GetFlag(FLAGS_suite_half);
   return o;
-}
-
-std::string LimitMark(const RulesStudy::CaseOutcome& o) {
-  if (o.refused) return "refused";
-  std::string s =
-      absl::StrFormat("%.1f%s", o.max_rps,
-                      o.limit == SearchResult::Limit::kViolated ? "v" : "");
-  if (o.efficiency > 0) absl::StrAppendFormat(&s, " e%.2f", o.efficiency);
-  return s;
-}
-
-// gpulet's three interference checks beside gpulet-noint, sbp and
-// ideal-layout on the nine V100 workloads of the comparison tables (the
-// pairs, all four, game, six) at each SLO factor.
-void Checks(const V100Setup& setup) {
-  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
-  struct Column {
-    std::string header, policy, override_text;
-  };
-  const std::string check = "gpulet { interference_check: ";
-  const std::vector<Column> columns = {
-      {"gpulet-noint", "gpulet-noint", ""},
-      {"gpulet:paper", "gpulet", check + "GPULET_INTERFERENCE_CHECK_PAPER }"},
-      {"gpulet:artifact", "gpulet",
-       check + "GPULET_INTERFERENCE_CHECK_ARTIFACT }"},
-      {"gpulet:strict", "gpulet", check + "GPULET_INTERFERENCE_CHECK_STRICT }"},
-      {"sbp", "sbp", ""},
-      {"ideal-layout", "ideal-layout", ""}};
-  for (double slo : Doubles(absl::GetFlag(FLAGS_slo_factors))) {
-    std::vector<SuiteCase> cases;
-    for (const Workload& w : V100Workloads()) {
-      if (w.name.rfind("game-small", 0) == 0) continue;
-      cases.push_back({w, slo, false});
-    }
-    std::vector<std::vector<RulesStudy::CaseOutcome>> results;
-    for (const Column& c : columns) {
-      PolicyOptions o = Options(setup);
-      auto rules = RulesFromFlags(
-          absl::GetFlag(FLAGS_rules),
-          std::vector<std::string>{absl::GetFlag(FLAGS_rules_override),
-                                   c.override_text});
-      if (!rules.ok()) {
-        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
-        return;
-      }
-      o.rules = *rules;
-      results.push_back(study.Run(c.policy, o, cases));
-    }
-    std::printf(
-        "\ngpulet's interference checks, SLO %.0fx, rules %s (req/s; v: "
-        "the next load's plan broke; e: planner efficiency)\n%-26s",
-        slo, DescribeRules(FlagRules()).c_str(), "workload");
-    for (const Column& c : columns) std::printf(" %17s", c.header.c_str());
-    std::printf("\n");
-    for (size_t i = 0; i < cases.size(); ++i) {
-      std::printf("%-26s", cases[i].workload.name.c_str());
-      for (size_t k = 0; k < columns.size(); ++k) {
-        std::printf(" %17s", LimitMark(results[k][i]).c_str());
-      }
-      std::printf("\n");
-    }
-    std::printf("%-26s", "total");
-    for (size_t k = 0; k < columns.size(); ++k) {
-      std::printf(" %17.1f", RulesStudy::Summarise(results[k]).total_rps);
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-  }
-}
-
-std::vector<SuiteCase> SuiteHalf(const std::string& half) {
-  std::vector<SuiteCase> cases;
-  for (const SuiteCase& c : RulesSuite()) {
-    if (half == "all" || (half == "calibration") == c.calibration) {
-      cases.push_back(c);
-    }
-  }
-  return cases;
-}
-
-void PrintSummaryRow(const std::string& policy, const std::string& setting,
-                     const RulesStudy::Summary& s, double baseline) {
-  std::printf("%-13s %-34s %10.1f %8s %7d/%-3d %7d", policy.c_str(),
-              setting.c_str(), s.total_rps,
-              baseline > 0 ? absl::StrFormat("%+.1f%%",
-                                             100 * (s.total_rps / baseline - 1))
-                                 .c_str()
-                           : "",
-              s.broken, s.cases, s.refused);
-  if (s.measured > 0) {
-    std::printf("  %.2f / %.2f / %.2f", s.min_efficiency, s.mean_efficiency,
-                s.max_efficiency);
-  }
-  std::printf("\n");
-  std::fflush(stdout);
-}
-
-void PrintSummaryHeader(const std::string& what) {
-  std::printf(
-      "\n%s\n%-13s %-34s %10s %8s %11s %7s%s\n", what.c_str(), "policy",
-      "setting", "sum req/s", "vs base", "broken", "refused",
-      absl::GetFlag(FLAGS_efficiency) ? "  efficiency min/mean/max" : "");
-}
-
-// Each of Tessera's additions switched off from the tessera rules, and the
-// paper preset, per policy, over the rules suite: the summed SLO-preserved
-// max throughput and the cases whose limit was a broken plan.
-void Additions(const V100Setup& setup) {
-  const std::string half = absl::GetFlag(FLAGS_suite_half);
-  const std::vector<SuiteCase> cases = SuiteHalf(half);
-  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
-  PrintSummaryHeader(absl::StrFormat(
-      "Tessera's additions, each switched off (rules suite, %s: %d cases, "
-      "%d V100s; broken: limits where an accepted plan broke 1 %%)",
-      half, cases.size(), absl::GetFlag(FLAGS_gpus)));
-  for (absl::string_view name :
-       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
-    const std::string policy(name);
-    if (policy == "ideal" || policy == "ideal-layout") continue;
-    PolicyOptions o = Options(setup);
-    o.rules = PresetRules(RULES_PRESET_TESSERA);
-    const auto base = RulesStudy::Summarise(study.Run(policy, o, cases));
-    PrintSummaryRow(policy, "tessera (every addition on)", base, 0);
-    for (const RulesAddition& a : TesseraAdditions()) {
-      if (std::find(a.policies.begin(), a.policies.end(), policy) ==
-          a.policies.end()) {
-        continue;
-      }
-      o.rules = *RulesFromFlags("tessera", a.off);
-      PrintSummaryRow(policy, (a.opt_in ? "with " : "without ") + a.name,
-                      RulesStudy::Summarise(study.Run(policy, o, cases)),
-                      base.total_rps);
-    }
-    o.rules = PresetRules(RULES_PRESET_PAPER);
-    PrintSummaryRow(policy, "paper (every addition off)",
-                    RulesStudy::Summarise(study.Run(policy, o, cases)),
-                    base.total_rps);
-  }
-}
-
-// Every policy of --policies under the rules of the flags over
-// --suite_half: summed throughput, broken limits and planner efficiency.
-void Suite(const V100Setup& setup) {
-  const std::vector<SuiteCase> cases =
-      SuiteHalf(absl::GetFlag(FLAGS_suite_half));
-  const RulesStudy study(&setup, StudyOptions(absl::GetFlag(FLAGS_efficiency)));
-  PrintSummaryHeader(absl::StrFormat("Rules suite, %s (%d cases), rules %s",
-                                     absl::GetFlag(FLAGS_suite_half),
-                                     cases.size(), DescribeRules(FlagRules())));
-  for (absl::string_view name :
-       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
-    const std::string policy(name);
-    if (policy == "ideal") continue;
-    const auto outcomes = study.Run(policy, Options(setup), cases);
-    PrintSummaryRow(policy, "", RulesStudy::Summarise(outcomes), 0);
-    for (const auto& o : outcomes) {
-      if (o.limit == SearchResult::Limit::kViolated) {
-        std::printf("    broken at the limit: %s (%s)\n", o.label.c_str(),
-                    LimitMark(o).c_str());
-      }
-    }
-  }
-}
-
-// The margins calibrated per policy family (CalibrationFamilies) on the
-// calibration half: the setting with the largest summed throughput over
-// the family's policies among those where none of their limits on that
-// half is a broken plan; then every policy on the held-out half with the
-// chosen settings and with today's defaults, with planner efficiencies.
-void Calibrate(const V100Setup& setup) {
-  const std::vector<SuiteCase> calibration = SuiteHalf("calibration");
-  const std::vector<SuiteCase> held_out = SuiteHalf("held-out");
-  std::printf("\nCalibration half (%zu cases):", calibration.size());
-  for (const SuiteCase& c : calibration)
-    std::printf(" [%s]", c.label().c_str());
-  std::printf("\nHeld-out half (%zu cases):", held_out.size());
-  for (const SuiteCase& c : held_out) std::printf(" [%s]", c.label().c_str());
-  std::printf("\n");
-  const RulesStudy study(&setup, StudyOptions(false));
-  std::string chosen;
-  std::vector<std::string> policies;
-  for (const CalibrationFamily& family : CalibrationFamilies()) {
-    PrintSummaryHeader("Calibration: " + family.name);
-    std::string best;
-    double best_total = -1;
-    for (const std::string& setting : family.settings) {
-      auto rules = RulesFromFlags("tessera", setting);
-      if (!rules.ok()) {
-        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
-        return;
-      }
-      PolicyOptions o = Options(setup);
-      o.rules = *rules;
-      double total = 0;
-      int broken = 0;
-      for (const std::string& policy : family.policies) {
-        const auto s = RulesStudy::Summarise(study.Run(policy, o, calibration));
-        PrintSummaryRow(policy, setting, s, 0);
-        total += s.total_rps;
-        broken += s.broken;
-      }
-      for (const std::string& policy : family.reported) {
-        PrintSummaryRow(
-            policy + " (not qualifying)", setting,
-            RulesStudy::Summarise(study.Run(policy, o, calibration)), 0);
-      }
-      if (broken == 0 && total > best_total) {
-        best_total = total;
-        best = setting;
-      }
-    }
-    std::printf("chosen for %s: %s\n", family.name.c_str(),
-                best.empty() ? "(none holds)" : best.c_str());
-    if (!best.empty()) absl::StrAppend(&chosen, best, " ");
-    policies.insert(policies.end(), family.policies.begin(),
-                    family.policies.end());
-    policies.insert(policies.end(), family.reported.begin(),
-                    family.reported.end());
-  }
-  std::printf("\nCalibrated rules: tessera + %s\n", chosen.c_str());
-  const RulesStudy check(&setup, StudyOptions(true));
-  PrintSummaryHeader("Held-out half: calibrated vs today's tessera");
-  for (const std::string& policy : policies) {
-    PolicyOptions o = Options(setup);
-    o.rules = PresetRules(RULES_PRESET_TESSERA);
-    const auto today = RulesStudy::Summarise(check.Run(policy, o, held_out));
-    PrintSummaryRow(policy, "tessera today", today, 0);
-    o.rules = *RulesFromFlags("tessera", chosen);
-    PrintSummaryRow(policy, "calibrated",
-                    RulesStudy::Summarise(check.Run(policy, o, held_out)),
-                    today.total_rps);
-  }
 }
 
 int Run() {
@@ -735,12 +510,13 @@ int Run() {
     return 2;
   }
   (*setup)->truth->set_corunner_rule(*corunner);
+  const RulesReport report(setup->get(), ReportOptions(**setup), stdout);
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
-    if (e == "checks") Checks(**setup);
-    if (e == "additions") Additions(**setup);
-    if (e == "calibrate") Calibrate(**setup);
-    if (e == "suite") Suite(**setup);
+    if (e == "checks") report.Checks();
+    if (e == "additions") report.Additions();
+    if (e == "calibrate") report.Calibrate();
+    if (e == "suite") report.Suite();
     if (e == "throughput") Throughput(**setup);
     if (e == "sweep") Sweep(**setup);
     if (e == "gpus") GpusNeeded(**setup);

@@ -1,0 +1,241 @@
+#include "sim/rules_report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/planning_rules.h"
+
+namespace tessera {
+namespace {
+
+std::string LimitMark(const RulesStudy::CaseOutcome& o) {
+  if (o.refused) return "refused";
+  std::string s =
+      absl::StrFormat("%.1f%s", o.max_rps,
+                      o.limit == SearchResult::Limit::kViolated ? "v" : "");
+  if (o.efficiency > 0) absl::StrAppendFormat(&s, " e%.2f", o.efficiency);
+  return s;
+}
+
+}  // namespace
+
+std::vector<SuiteCase> SuiteHalf(const std::string& half) {
+  std::vector<SuiteCase> cases;
+  for (const SuiteCase& c : RulesSuite()) {
+    if (half == "all" || (half == "calibration") == c.calibration) {
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+RulesStudy::Options RulesReport::StudyWithEfficiency(bool efficiency) const {
+  RulesStudy::Options o = options_.study;
+  o.efficiency = efficiency;
+  return o;
+}
+
+void RulesReport::PrintSummaryRow(const std::string& policy,
+                                  const std::string& setting,
+                                  const RulesStudy::Summary& s,
+                                  double baseline) const {
+  std::fprintf(out_, "%-13s %-34s %10.1f %8s %7d/%-3d %7d", policy.c_str(),
+               setting.c_str(), s.total_rps,
+               baseline > 0 ? absl::StrFormat(
+                                  "%+.1f%%", 100 * (s.total_rps / baseline - 1))
+                                  .c_str()
+                            : "",
+               s.broken, s.cases, s.refused);
+  if (s.measured > 0) {
+    std::fprintf(out_, "  %.2f / %.2f / %.2f", s.min_efficiency,
+                 s.mean_efficiency, s.max_efficiency);
+  }
+  std::fprintf(out_, "\n");
+  std::fflush(out_);
+}
+
+void RulesReport::PrintSummaryHeader(const std::string& what) const {
+  std::fprintf(out_, "\n%s\n%-13s %-34s %10s %8s %11s %7s%s\n", what.c_str(),
+               "policy", "setting", "sum req/s", "vs base", "broken", "refused",
+               options_.study.efficiency ? "  efficiency min/mean/max" : "");
+}
+
+void RulesReport::Checks() const {
+  const RulesStudy study(setup_, options_.study);
+  struct Column {
+    std::string header, policy, override_text;
+  };
+  const std::string check = "gpulet { interference_check: ";
+  const std::vector<Column> columns = {
+      {"gpulet-noint", "gpulet-noint", ""},
+      {"gpulet:paper", "gpulet", check + "GPULET_INTERFERENCE_CHECK_PAPER }"},
+      {"gpulet:artifact", "gpulet",
+       check + "GPULET_INTERFERENCE_CHECK_ARTIFACT }"},
+      {"gpulet:strict", "gpulet", check + "GPULET_INTERFERENCE_CHECK_STRICT }"},
+      {"sbp", "sbp", ""},
+      {"ideal-layout", "ideal-layout", ""}};
+  for (double slo : options_.slo_factors) {
+    std::vector<SuiteCase> cases;
+    for (const Workload& w : V100Workloads()) {
+      if (w.name.rfind("game-small", 0) == 0) continue;
+      cases.push_back({w, slo, false});
+    }
+    std::vector<std::vector<RulesStudy::CaseOutcome>> results;
+    for (const Column& c : columns) {
+      PolicyOptions o = options_.policy;
+      auto rules = RulesFromFlags(
+          options_.rules_preset,
+          std::vector<std::string>{options_.rules_override, c.override_text});
+      if (!rules.ok()) {
+        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+        return;
+      }
+      o.rules = *rules;
+      results.push_back(study.Run(c.policy, o, cases));
+    }
+    std::fprintf(
+        out_,
+        "\ngpulet's interference checks, SLO %.0fx, rules %s (req/s; v: "
+        "the next load's plan broke; e: planner efficiency)\n%-26s",
+        slo, DescribeRules(options_.policy.rules).c_str(), "workload");
+    for (const Column& c : columns)
+      std::fprintf(out_, " %17s", c.header.c_str());
+    std::fprintf(out_, "\n");
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::fprintf(out_, "%-26s", cases[i].workload.name.c_str());
+      for (size_t k = 0; k < columns.size(); ++k) {
+        std::fprintf(out_, " %17s", LimitMark(results[k][i]).c_str());
+      }
+      std::fprintf(out_, "\n");
+    }
+    std::fprintf(out_, "%-26s", "total");
+    for (size_t k = 0; k < columns.size(); ++k) {
+      std::fprintf(out_, " %17.1f",
+                   RulesStudy::Summarise(results[k]).total_rps);
+    }
+    std::fprintf(out_, "\n");
+    std::fflush(out_);
+  }
+}
+
+void RulesReport::Additions() const {
+  const std::string half = options_.suite_half;
+  const std::vector<SuiteCase> cases = SuiteHalf(half);
+  const RulesStudy study(setup_, options_.study);
+  PrintSummaryHeader(absl::StrFormat(
+      "Tessera's additions, each switched off (rules suite, %s: %d cases, "
+      "%d V100s; broken: limits where an accepted plan broke 1 %%)",
+      half, cases.size(), options_.study.gpus));
+  for (absl::string_view name : absl::StrSplit(options_.policies, ',')) {
+    const std::string policy(name);
+    if (policy == "ideal" || policy == "ideal-layout") continue;
+    PolicyOptions o = options_.policy;
+    o.rules = PresetRules(RULES_PRESET_TESSERA);
+    const auto base = RulesStudy::Summarise(study.Run(policy, o, cases));
+    PrintSummaryRow(policy, "tessera (every addition on)", base, 0);
+    for (const RulesAddition& a : TesseraAdditions()) {
+      if (std::find(a.policies.begin(), a.policies.end(), policy) ==
+          a.policies.end()) {
+        continue;
+      }
+      o.rules = *RulesFromFlags("tessera", a.off);
+      PrintSummaryRow(policy, (a.opt_in ? "with " : "without ") + a.name,
+                      RulesStudy::Summarise(study.Run(policy, o, cases)),
+                      base.total_rps);
+    }
+    o.rules = PresetRules(RULES_PRESET_PAPER);
+    PrintSummaryRow(policy, "paper (every addition off)",
+                    RulesStudy::Summarise(study.Run(policy, o, cases)),
+                    base.total_rps);
+  }
+}
+
+void RulesReport::Suite() const {
+  const std::vector<SuiteCase> cases = SuiteHalf(options_.suite_half);
+  const RulesStudy study(setup_, options_.study);
+  PrintSummaryHeader(absl::StrFormat("Rules suite, %s (%d cases), rules %s",
+                                     options_.suite_half, cases.size(),
+                                     DescribeRules(options_.policy.rules)));
+  for (absl::string_view name : absl::StrSplit(options_.policies, ',')) {
+    const std::string policy(name);
+    if (policy == "ideal") continue;
+    const auto outcomes = study.Run(policy, options_.policy, cases);
+    PrintSummaryRow(policy, "", RulesStudy::Summarise(outcomes), 0);
+    for (const auto& o : outcomes) {
+      if (o.limit == SearchResult::Limit::kViolated) {
+        std::fprintf(out_, "    broken at the limit: %s (%s)\n",
+                     o.label.c_str(), LimitMark(o).c_str());
+      }
+    }
+  }
+}
+
+void RulesReport::Calibrate() const {
+  const std::vector<SuiteCase> calibration = SuiteHalf("calibration");
+  const std::vector<SuiteCase> held_out = SuiteHalf("held-out");
+  std::fprintf(out_, "\nCalibration half (%zu cases):", calibration.size());
+  for (const SuiteCase& c : calibration)
+    std::fprintf(out_, " [%s]", c.label().c_str());
+  std::fprintf(out_, "\nHeld-out half (%zu cases):", held_out.size());
+  for (const SuiteCase& c : held_out)
+    std::fprintf(out_, " [%s]", c.label().c_str());
+  std::fprintf(out_, "\n");
+  const RulesStudy study(setup_, StudyWithEfficiency(false));
+  std::string chosen;
+  std::vector<std::string> policies;
+  for (const CalibrationFamily& family : CalibrationFamilies()) {
+    PrintSummaryHeader("Calibration: " + family.name);
+    std::string best;
+    double best_total = -1;
+    for (const std::string& setting : family.settings) {
+      auto rules = RulesFromFlags("tessera", setting);
+      if (!rules.ok()) {
+        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+        return;
+      }
+      PolicyOptions o = options_.policy;
+      o.rules = *rules;
+      double total = 0;
+      int broken = 0;
+      for (const std::string& policy : family.policies) {
+        const auto s = RulesStudy::Summarise(study.Run(policy, o, calibration));
+        PrintSummaryRow(policy, setting, s, 0);
+        total += s.total_rps;
+        broken += s.broken;
+      }
+      for (const std::string& policy : family.reported) {
+        PrintSummaryRow(
+            policy + " (not qualifying)", setting,
+            RulesStudy::Summarise(study.Run(policy, o, calibration)), 0);
+      }
+      if (broken == 0 && total > best_total) {
+        best_total = total;
+        best = setting;
+      }
+    }
+    std::fprintf(out_, "chosen for %s: %s\n", family.name.c_str(),
+                 best.empty() ? "(none holds)" : best.c_str());
+    if (!best.empty()) absl::StrAppend(&chosen, best, " ");
+    policies.insert(policies.end(), family.policies.begin(),
+                    family.policies.end());
+    policies.insert(policies.end(), family.reported.begin(),
+                    family.reported.end());
+  }
+  std::fprintf(out_, "\nCalibrated rules: tessera + %s\n", chosen.c_str());
+  const RulesStudy check(setup_, StudyWithEfficiency(true));
+  PrintSummaryHeader("Held-out half: calibrated vs today's tessera");
+  for (const std::string& policy : policies) {
+    PolicyOptions o = options_.policy;
+    o.rules = PresetRules(RULES_PRESET_TESSERA);
+    const auto today = RulesStudy::Summarise(check.Run(policy, o, held_out));
+    PrintSummaryRow(policy, "tessera today", today, 0);
+    o.rules = *RulesFromFlags("tessera", chosen);
+    PrintSummaryRow(policy, "calibrated",
+                    RulesStudy::Summarise(check.Run(policy, o, held_out)),
+                    today.total_rps);
+  }
+}
+
+}  // namespace tessera

@@ -16,6 +16,7 @@
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
+#include "sim/gpulet_reproduction.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/rules_report.h"
 #include "sim/rules_study.h"
@@ -35,7 +36,9 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "suite (--policies under the rules of the flags over "
           "--suite_half), calibrate (each policy family's margins on the "
           "suite's calibration half, "
-          "checked on the held-out half).");
+          "checked on the held-out half), reproduce (the papers' headline "
+          "experiments of --reproduce, with a verdict per claim, under the "
+          "paper and the tessera rules).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
           "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal-layout,ideal",
@@ -74,6 +77,16 @@ ABSL_FLAG(bool, efficiency, false,
 ABSL_FLAG(std::string, suite_half, "all",
           "additions: which half of the rules suite: all, calibration or "
           "held-out.");
+ABSL_FLAG(std::string, reproduce, "gpulet",
+          "reproduce: the papers whose headline experiments to run, "
+          "comma-separated. Built: gpulet (schedulability, Figs. 16-17; "
+          "docs/reproduction.md). igniter, inss and las are not built yet: "
+          "naming them is an error.");
+ABSL_FLAG(int, reproduce_levels, 4,
+          "reproduce: rate levels per model in gpulet's scenario grid "
+          "(levels^4 - 1 scenarios).");
+ABSL_FLAG(std::string, reproduce_csv, "",
+          "reproduce: write every scenario's result here as CSV.");
 namespace tessera {
 namespace {
 
@@ -474,6 +487,45 @@ RulesReport::Options ReportOptions(const V100Setup& setup) {
   return o;
 }
 
+// The papers' headline experiments, each under the paper and the
+// tessera rules (with --rules_override on top of both).
+int Reproduce(const V100Setup& setup) {
+  std::string csv;
+  for (absl::string_view paper :
+       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',')) {
+    if (paper != "gpulet") {
+      std::fprintf(stderr, "--reproduce=%s: not built yet (built: gpulet)\n",
+                   std::string(paper).c_str());
+      return 2;
+    }
+    GpuletReproduction::Options options;
+    options.gpus = absl::GetFlag(FLAGS_gpus);
+    options.levels = absl::GetFlag(FLAGS_reproduce_levels);
+    const GpuletReproduction reproduction(&setup, options);
+    for (const char* preset : {"paper", "tessera"}) {
+      PolicyOptions o = Options(setup);
+      auto rules = RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override));
+      if (!rules.ok()) {
+        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+        return 2;
+      }
+      o.rules = *rules;
+      auto result = reproduction.Run(o);
+      if (!result.ok()) {
+        std::fprintf(stderr, "%s\n", result.status().ToString().c_str());
+        return 1;
+      }
+      reproduction.Print(*result, DescribeRules(*rules), stdout);
+      reproduction.AppendCsv(*result, preset, &csv);
+    }
+  }
+  const std::string path = absl::GetFlag(FLAGS_reproduce_csv);
+  if (!path.empty()) {
+    std::ofstream(path) << csv;
+  }
+  return 0;
+}
+
 int Run() {
   auto rules = RulesFromFlags(absl::GetFlag(FLAGS_rules),
                               absl::GetFlag(FLAGS_rules_override));
@@ -486,9 +538,9 @@ int Run() {
     std::fprintf(stderr, "--suite_half must be all, calibration or held-out\n");
     return 2;
   }
-  const std::vector<std::string> known = {"throughput", "sweep",     "gpus",
-                                          "share100",   "planning",  "checks",
-                                          "additions",  "calibrate", "suite"};
+  const std::vector<std::string> known = {
+      "throughput", "sweep",     "gpus",      "share100", "planning",
+      "checks",     "additions", "calibrate", "suite",    "reproduce"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -522,6 +574,10 @@ int Run() {
     if (e == "gpus") GpusNeeded(**setup);
     if (e == "share100") Share100(absl::GetFlag(FLAGS_v100_profile));
     if (e == "planning") Planning(**setup);
+    if (e == "reproduce") {
+      const int rc = Reproduce(**setup);
+      if (rc != 0) return rc;
+    }
   }
   return 0;
 }

@@ -1,0 +1,270 @@
+#include "sim/gpulet_reproduction.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "scheduler/policy_registry.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kPaperBatch = 32;
+// The largest scale tried for a scenario's rates.
+constexpr double kMaxScale = 64;
+
+// A refusal's message without its numbers, so that refusals of one kind
+// count together ("no room for a #% gpulet on # GPU(s)").
+std::string RefusalKind(const absl::Status& status) {
+  static const std::regex number("[0-9]+(\\.[0-9]+)?");
+  static const std::regex model("model '[^']*'");
+  std::string s(status.message());
+  // The cause, after "model 'm' (r req/s, SLO s ms) is unschedulable: ".
+  const size_t cause = s.find("unschedulable: ");
+  if (cause != std::string::npos) s = s.substr(cause + 15);
+  s = std::regex_replace(s, model, "model '?'");
+  return std::regex_replace(s, number, "#");
+}
+
+}  // namespace
+
+std::vector<double> GpuletReproduction::Units() const {
+  std::vector<double> units;
+  for (const std::string& name : options_.models) {
+    const LatencyModel* lm = setup_->truth->model(BaseModel(name));
+    units.push_back(lm == nullptr
+                        ? 0
+                        : options_.unit_fraction * 1000.0 * kPaperBatch /
+                              lm->LatencyMs(kPaperBatch, 100));
+  }
+  return units;
+}
+
+ClusterSnapshot GpuletReproduction::Snapshot(
+    const std::vector<double>& rates_rps, double scale) const {
+  std::vector<WorkloadModel> models;
+  for (size_t i = 0; i < options_.models.size(); ++i) {
+    if (rates_rps[i] > 0) {
+      models.push_back({options_.models[i], scale * rates_rps[i]});
+    }
+  }
+  ClusterSnapshot snap =
+      MakeV100Snapshot(*setup_, options_.gpus, models, /*slo_factor=*/1);
+  for (ModelSnapshot& m : snap.models) {
+    const LatencyModel* lm = setup_->truth->model(BaseModel(m.config.name()));
+    m.config.set_slo_ms(2 * lm->LatencyMs(kPaperBatch, 100));
+  }
+  return snap;
+}
+
+absl::StatusOr<GpuletReproduction::Result> GpuletReproduction::Run(
+    const PolicyOptions& base) const {
+  for (const std::string& m : options_.models) {
+    if (setup_->truth->model(BaseModel(m)) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no V100 measurements for model '", m, "'"));
+    }
+  }
+  const auto ideal_it = std::find(options_.policies.begin(),
+                                  options_.policies.end(), "ideal-layout");
+  if (ideal_it == options_.policies.end()) {
+    return absl::InvalidArgumentError(
+        "the gpulet reproduction compares with ideal-layout: list it");
+  }
+  const size_t ideal = ideal_it - options_.policies.begin();
+  std::vector<std::unique_ptr<SchedulingPolicy>> policies;
+  for (const std::string& name : options_.policies) {
+    auto p = PolicyRegistry::Create(name, base);
+    if (!p.ok()) return p.status();
+    policies.push_back(std::move(*p));
+  }
+  const std::vector<double> units = Units();
+  const size_t n = options_.models.size();
+  int total = 1;
+  for (size_t i = 0; i < n; ++i) total *= options_.levels;
+
+  Result result;
+  std::vector<std::map<std::string, int>> refusals(policies.size());
+  for (int code = 1; code < total; ++code) {
+    Scenario s;
+    int c = code;
+    for (size_t i = 0; i < n; ++i) {
+      s.rates_rps.push_back((c % options_.levels) * units[i]);
+      c /= options_.levels;
+    }
+    std::vector<absl::Status> status(policies.size());
+    for (size_t k = 0; k < policies.size(); ++k) {
+      auto plan = policies[k]->Schedule(Snapshot(s.rates_rps, 1));
+      status[k] = plan.status();
+      s.schedulable.push_back(plan.ok());
+      // The largest scale it plans: doubling, then bisection.
+      auto plans = [&](double scale) {
+        return policies[k]->Schedule(Snapshot(s.rates_rps, scale)).ok();
+      };
+      double lo = 0, hi = 1;
+      if (plan.ok()) {
+        lo = 1;
+        hi = 2;
+        while (hi <= kMaxScale && plans(hi)) {
+          lo = hi;
+          hi *= 2;
+        }
+      }
+      if (hi <= kMaxScale) {
+        for (int i = 0; i < options_.bisection_steps; ++i) {
+          const double mid = (lo + hi) / 2;
+          (plans(mid) ? lo : hi) = mid;
+        }
+      }
+      s.max_scale.push_back(lo);
+    }
+    for (size_t k = 0; k < policies.size(); ++k) {
+      if (!status[k].ok() && status[ideal].ok()) {
+        ++refusals[k][RefusalKind(status[k])];
+      }
+    }
+    result.scenarios.push_back(std::move(s));
+  }
+  for (size_t k = 0; k < policies.size(); ++k) {
+    PolicyResult r;
+    r.policy = options_.policies[k];
+    double sum = 0;
+    int counted = 0;
+    for (const Scenario& s : result.scenarios) {
+      ++r.scenarios;
+      if (s.schedulable[k]) ++r.schedulable;
+      if (s.max_scale[ideal] > 0) {
+        sum += s.max_scale[k] / s.max_scale[ideal];
+        ++counted;
+      }
+    }
+    r.mean_scale_fraction = counted > 0 ? sum / counted : 0;
+    for (const auto& [kind, count] : refusals[k]) {
+      r.refused_where_ideal_plans += count;
+      if (r.top_refusal.empty() || count > refusals[k].at(r.top_refusal)) {
+        r.top_refusal = kind;
+      }
+    }
+    result.policies.push_back(r);
+  }
+  return result;
+}
+
+std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
+    const Result& result) {
+  auto find = [&](const std::string& name) -> const PolicyResult* {
+    for (const PolicyResult& p : result.policies) {
+      if (p.policy == name) return &p;
+    }
+    return nullptr;
+  };
+  const PolicyResult* gpulet = find("gpulet");
+  const PolicyResult* sbp = find("sbp");
+  const PolicyResult* ideal = find("ideal-layout");
+  std::vector<Claim> claims;
+  if (gpulet == nullptr || sbp == nullptr || ideal == nullptr) return claims;
+  auto reason = [&](const PolicyResult& p) {
+    return p.refused_where_ideal_plans == 0
+               ? std::string("-")
+               : absl::StrFormat(
+                     "%s refuses %d scenarios ideal-layout plans; most: "
+                     "\"%s\"",
+                     p.policy, p.refused_where_ideal_plans, p.top_refusal);
+  };
+  {
+    Claim c;
+    c.claim = "max schedulable rate vs ideal-layout (Fig. 17)";
+    c.paper = "92.6 %";
+    c.ours = absl::StrFormat("%.1f %% (sbp %.1f %%)",
+                             100 * gpulet->mean_scale_fraction,
+                             100 * sbp->mean_scale_fraction);
+    c.verdict = gpulet->mean_scale_fraction >= 0.95 * 0.926 ? "holds"
+                : gpulet->mean_scale_fraction > sbp->mean_scale_fraction
+                    ? "holds in direction"
+                    : "does not hold";
+    c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
+    claims.push_back(c);
+  }
+  {
+    Claim c;
+    c.claim = "schedulable scenarios vs ideal-layout (Fig. 16)";
+    c.paper = "2.6 % fewer";
+    const double fewer = ideal->schedulable > 0
+                             ? 1.0 - static_cast<double>(gpulet->schedulable) /
+                                         ideal->schedulable
+                             : 0;
+    c.ours = absl::StrFormat("%.1f %% fewer (%d of %d; ideal-layout %d)",
+                             100 * fewer, gpulet->schedulable,
+                             gpulet->scenarios, ideal->schedulable);
+    c.verdict = fewer <= 0.026 / 0.95                    ? "holds"
+                : gpulet->schedulable > sbp->schedulable ? "holds in direction"
+                                                         : "does not hold";
+    c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
+    claims.push_back(c);
+  }
+  {
+    Claim c;
+    c.claim = "gpulet schedules at least what sbp does";
+    c.paper = "gpulet > sbp (Figs. 5, 13)";
+    c.ours = absl::StrFormat("%d vs %d scenarios", gpulet->schedulable,
+                             sbp->schedulable);
+    c.verdict =
+        gpulet->schedulable >= sbp->schedulable ? "holds" : "does not hold";
+    c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
+    claims.push_back(c);
+  }
+  return claims;
+}
+
+void GpuletReproduction::Print(const Result& result, const std::string& rules,
+                               std::FILE* out) const {
+  std::fprintf(out,
+               "\ngpulet paper, schedulability (Figs. 16-17): %d V100s, "
+               "%zu scenarios (rates {0..%d} x u per model, u = %.2f x "
+               "batch-32 throughput), SLO = 2 L(32, 100%%), rules %s\n\n",
+               options_.gpus, result.scenarios.size(), options_.levels - 1,
+               options_.unit_fraction, rules.c_str());
+  std::fprintf(out, "%-13s %12s %14s  %s\n", "policy", "schedulable",
+               "max scale/ideal", "most frequent refusal where ideal plans");
+  for (const PolicyResult& p : result.policies) {
+    std::fprintf(
+        out, "%-13s %5d / %-4d %14.3f  %s%s\n", p.policy.c_str(), p.schedulable,
+        p.scenarios, p.mean_scale_fraction,
+        p.refused_where_ideal_plans > 0
+            ? absl::StrFormat("(%d) ", p.refused_where_ideal_plans).c_str()
+            : "",
+        p.top_refusal.c_str());
+  }
+  std::fprintf(out, "\nclaim | paper | Tessera | verdict | measured reason\n");
+  for (const Claim& c : Verdicts(result)) {
+    std::fprintf(out, "%s | %s | %s | %s | %s\n", c.claim.c_str(),
+                 c.paper.c_str(), c.ours.c_str(), c.verdict.c_str(),
+                 c.reason.c_str());
+  }
+  std::fflush(out);
+}
+
+void GpuletReproduction::AppendCsv(const Result& result,
+                                   const std::string& rules,
+                                   std::string* csv) const {
+  if (csv->empty()) {
+    absl::StrAppend(csv, "rules");
+    for (const std::string& m : options_.models) {
+      absl::StrAppend(csv, ",", m, "_rps");
+    }
+    absl::StrAppend(csv, ",policy,schedulable,max_scale\n");
+  }
+  for (const Scenario& s : result.scenarios) {
+    for (size_t k = 0; k < options_.policies.size(); ++k) {
+      absl::StrAppend(csv, rules);
+      for (double r : s.rates_rps) absl::StrAppendFormat(csv, ",%.1f", r);
+      absl::StrAppendFormat(csv, ",%s,%d,%.4f\n", options_.policies[k],
+                            s.schedulable[k] ? 1 : 0, s.max_scale[k]);
+    }
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,104 @@
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/scheduling_policy.h"
+#include "sim/v100_workload.h"
+
+namespace tessera {
+
+// The gpulet paper's schedulability experiments (Figs. 16 and 17), on the
+// V100 models, at the planner level as in the paper: which rate scenarios
+// a policy calls schedulable on a fixed number of GPUs, and how far each
+// scenario's rates scale before it refuses, against `ideal-layout` (the
+// paper's ideal: its heuristic on every fixed partition layout).
+//
+// The setting follows the paper:
+//  * SLO of each model = 2 x L(32, 100 %), the paper's rule (Table 3);
+//  * per-model rates on a grid of `levels` levels {0, u, 2u, ...}, u =
+//    `unit_fraction` x the model's batch-32 throughput on a whole GPU
+//    (1000 x 32 / L(32, 100 %)): the paper's 0/100/200 req/s style,
+//    scaled to each model's capacity;
+//  * every scenario of the grid but the empty one is planned.
+// Pure planning: no simulation (the paper's Figs. 16-17 count what its
+// scheduler accepts).
+class GpuletReproduction {
+ public:
+  struct Options {
+    int gpus = 4;
+    std::vector<std::string> models = {"alexnet", "resnet50", "vgg19", "ssd"};
+    int levels = 4;
+    double unit_fraction = 0.5;
+    std::vector<std::string> policies = {"sbp", "greedy", "gpulet-noint",
+                                         "gpulet", "ideal-layout"};
+    // Bisection steps for each scenario's largest schedulable scale.
+    int bisection_steps = 8;
+  };
+  struct Scenario {
+    std::vector<double> rates_rps;  // per model of Options::models
+    // Per policy (Options::policies): planned at these rates, and the
+    // largest scale of them it plans (0: none).
+    std::vector<bool> schedulable;
+    std::vector<double> max_scale;
+  };
+  struct PolicyResult {
+    std::string policy;
+    int schedulable = 0;
+    int scenarios = 0;
+    // Fig. 17: the mean over scenarios of max_scale / ideal-layout's
+    // (scenarios ideal-layout cannot plan at all are left out).
+    double mean_scale_fraction = 0;
+    // The most frequent reason for refusing a scenario ideal-layout
+    // plans (numbers dropped), and how many such scenarios there are.
+    std::string top_refusal;
+    int refused_where_ideal_plans = 0;
+  };
+  struct Result {
+    std::vector<Scenario> scenarios;
+    std::vector<PolicyResult> policies;
+  };
+  // One headline claim of the paper against the reproduction.
+  struct Claim {
+    std::string claim, paper, ours, verdict, reason;
+  };
+
+  // `setup` must outlive this object.
+  GpuletReproduction(const V100Setup* setup, Options options)
+      : setup_(setup), options_(std::move(options)) {}
+
+  // Plans every scenario with every policy under `base` (its rules and
+  // interference model). Errors: an unknown policy or model, or no
+  // "ideal-layout" among the policies.
+  absl::StatusOr<Result> Run(const PolicyOptions& base) const;
+
+  // The paper's schedulability claims (Figs. 16-17, and gpulet >= sbp)
+  // with a verdict each: "holds" (within 5 % of the paper's number, or
+  // better), "holds in direction" (gpulet ahead of sbp but short of the
+  // paper's number) or "does not hold"; the reason quotes the measured
+  // refusals.
+  static std::vector<Claim> Verdicts(const Result& result);
+
+  // Prints the per-policy table and the claims, headed by `rules` (what
+  // the policies planned under).
+  void Print(const Result& result, const std::string& rules,
+             std::FILE* out) const;
+  // One CSV row per scenario and policy: rules, the rates, schedulable,
+  // max scale.
+  void AppendCsv(const Result& result, const std::string& rules,
+                 std::string* csv) const;
+
+  // The snapshot of one scenario: the paper's SLOs, rates scaled.
+  ClusterSnapshot Snapshot(const std::vector<double>& rates_rps,
+                           double scale) const;
+  // u per model (req/s).
+  std::vector<double> Units() const;
+
+ private:
+  const V100Setup* setup_;
+  Options options_;
+};
+
+}  // namespace tessera

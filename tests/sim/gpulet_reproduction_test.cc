@@ -1,0 +1,66 @@
+// The gpulet reproduction's smoke test on iGniter's V100 measurements
+// (../shared/data, read at run time): a 2-model, 2-GPU grid, checked for
+// its shape and for numbers known from the data and the definitions.
+#include "sim/gpulet_reproduction.h"
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+const char kProfile[] = TESSERA_SHARED_DIR "/data/igniter-v100/profile.jsonl";
+
+TEST(GpuletReproductionTest, SmallGridHasTheTablesShapeAndKnownNumbers) {
+  auto setup = LoadV100Setup(kProfile, Share100Rule::kBatch1Ratio, 0);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  GpuletReproduction::Options options;
+  options.gpus = 2;
+  options.models = {"alexnet", "resnet50"};
+  options.levels = 3;  // 3^2 - 1 = 8 scenarios
+  options.policies = {"sbp", "gpulet", "ideal-layout"};
+  options.bisection_steps = 4;
+  const GpuletReproduction reproduction(setup->get(), options);
+  // u = 0.5 x 32 000 / L(32, 100 %) per model; the paper's SLO 2 L(32).
+  const std::vector<double> units = reproduction.Units();
+  ASSERT_EQ(units.size(), 2u);
+  const LatencyModel* alexnet = (*setup)->truth->model("alexnet");
+  EXPECT_NEAR(units[0], 0.5 * 32000 / alexnet->LatencyMs(32, 100), 1e-9);
+  const ClusterSnapshot snap = reproduction.Snapshot({units[0], 0}, 2);
+  ASSERT_EQ(snap.models.size(), 1u);
+  EXPECT_NEAR(snap.models[0].rate_rps, 2 * units[0], 1e-9);
+  EXPECT_NEAR(snap.models[0].config.slo_ms(), 2 * alexnet->LatencyMs(32, 100),
+              1e-9);
+
+  PolicyOptions base;
+  base.interference = (*setup)->linear;
+  base.rules = PresetRules(RULES_PRESET_PAPER);
+  auto result = reproduction.Run(base);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->scenarios.size(), 8u);
+  ASSERT_EQ(result->policies.size(), 3u);
+  for (const auto& s : result->scenarios) {
+    ASSERT_EQ(s.schedulable.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      // Planned at the scenario's rates <=> a max scale of at least 1.
+      EXPECT_EQ(s.schedulable[k], s.max_scale[k] >= 1) << k;
+    }
+  }
+  const auto& ideal = result->policies[2];
+  EXPECT_EQ(ideal.policy, "ideal-layout");
+  EXPECT_DOUBLE_EQ(ideal.mean_scale_fraction, 1.0);  // against itself
+  EXPECT_GT(result->policies[1].mean_scale_fraction, 0);
+  const auto claims = GpuletReproduction::Verdicts(*result);
+  ASSERT_EQ(claims.size(), 3u);
+  for (const auto& c : claims) {
+    EXPECT_TRUE(c.verdict == "holds" || c.verdict == "holds in direction" ||
+                c.verdict == "does not hold")
+        << c.verdict;
+  }
+  // Without ideal-layout there is nothing to compare with.
+  options.policies = {"sbp", "gpulet"};
+  EXPECT_EQ(GpuletReproduction(setup->get(), options).Run(base).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -85,6 +85,10 @@ ABSL_FLAG(std::string, reproduce, "gpulet",
 ABSL_FLAG(int, reproduce_levels, 4,
           "reproduce: rate levels per model in gpulet's scenario grid "
           "(levels^4 - 1 scenarios).");
+ABSL_FLAG(bool, reproduce_simulate, false,
+          "reproduce: also simulate every plan at its scenario's rates and "
+          "count those that hold (<= 1% violations per model; "
+          "--duration_s, --min_requests).");
 ABSL_FLAG(std::string, reproduce_csv, "",
           "reproduce: write every scenario's result here as CSV.");
 namespace tessera {
@@ -501,6 +505,9 @@ int Reproduce(const V100Setup& setup) {
     GpuletReproduction::Options options;
     options.gpus = absl::GetFlag(FLAGS_gpus);
     options.levels = absl::GetFlag(FLAGS_reproduce_levels);
+    options.simulate = absl::GetFlag(FLAGS_reproduce_simulate);
+    options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+    options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
     const GpuletReproduction reproduction(&setup, options);
     for (const char* preset : {"paper", "tessera"}) {
       PolicyOptions o = Options(setup);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "scheduler/policy_registry.h"
+#include "sim/throughput_search.h"
 
 namespace tessera {
 namespace {
@@ -96,10 +97,22 @@ absl::StatusOr<GpuletReproduction::Result> GpuletReproduction::Run(
       c /= options_.levels;
     }
     std::vector<absl::Status> status(policies.size());
+    const ClusterSnapshot snapshot = Snapshot(s.rates_rps, 1);
+    const ClusterSimulator simulator(setup_->truth.get(), Configs(snapshot));
     for (size_t k = 0; k < policies.size(); ++k) {
-      auto plan = policies[k]->Schedule(Snapshot(s.rates_rps, 1));
+      auto plan = policies[k]->Schedule(snapshot);
       status[k] = plan.status();
       s.schedulable.push_back(plan.ok());
+      s.held.push_back(false);
+      if (plan.ok() && options_.simulate) {
+        std::map<std::string, double> rates;
+        for (const ModelSnapshot& m : snapshot.models) {
+          rates[m.config.name()] = m.rate_rps;
+        }
+        const SimResult sim =
+            simulator.Run(*plan, rates, RunOptions(options_.sim, rates));
+        s.held.back() = sim.max_model_violation_fraction() <= 0.01;
+      }
       // The largest scale it plans: doubling, then bisection.
       auto plans = [&](double scale) {
         return policies[k]->Schedule(Snapshot(s.rates_rps, scale)).ok();
@@ -136,6 +149,7 @@ absl::StatusOr<GpuletReproduction::Result> GpuletReproduction::Run(
     for (const Scenario& s : result.scenarios) {
       ++r.scenarios;
       if (s.schedulable[k]) ++r.schedulable;
+      if (s.held[k]) ++r.held;
       if (s.max_scale[ideal] > 0) {
         sum += s.max_scale[k] / s.max_scale[ideal];
         ++counted;
@@ -227,12 +241,14 @@ void GpuletReproduction::Print(const Result& result, const std::string& rules,
                "batch-32 throughput), SLO = 2 L(32, 100%%), rules %s\n\n",
                options_.gpus, result.scenarios.size(), options_.levels - 1,
                options_.unit_fraction, rules.c_str());
-  std::fprintf(out, "%-13s %12s %14s  %s\n", "policy", "schedulable",
-               "max scale/ideal", "most frequent refusal where ideal plans");
+  std::fprintf(out, "%-13s %12s %15s %12s  %s\n", "policy", "schedulable",
+               "max scale/ideal", options_.simulate ? "held (<=1%)" : "",
+               "most frequent refusal where ideal plans");
   for (const PolicyResult& p : result.policies) {
     std::fprintf(
-        out, "%-13s %5d / %-4d %14.3f  %s%s\n", p.policy.c_str(), p.schedulable,
-        p.scenarios, p.mean_scale_fraction,
+        out, "%-13s %5d / %-4d %15.3f %12s  %s%s\n", p.policy.c_str(),
+        p.schedulable, p.scenarios, p.mean_scale_fraction,
+        options_.simulate ? absl::StrCat(p.held).c_str() : "",
         p.refused_where_ideal_plans > 0
             ? absl::StrFormat("(%d) ", p.refused_where_ideal_plans).c_str()
             : "",
@@ -255,14 +271,15 @@ void GpuletReproduction::AppendCsv(const Result& result,
     for (const std::string& m : options_.models) {
       absl::StrAppend(csv, ",", m, "_rps");
     }
-    absl::StrAppend(csv, ",policy,schedulable,max_scale\n");
+    absl::StrAppend(csv, ",policy,schedulable,max_scale,held\n");
   }
   for (const Scenario& s : result.scenarios) {
     for (size_t k = 0; k < options_.policies.size(); ++k) {
       absl::StrAppend(csv, rules);
       for (double r : s.rates_rps) absl::StrAppendFormat(csv, ",%.1f", r);
-      absl::StrAppendFormat(csv, ",%s,%d,%.4f\n", options_.policies[k],
-                            s.schedulable[k] ? 1 : 0, s.max_scale[k]);
+      absl::StrAppendFormat(csv, ",%s,%d,%.4f,%s\n", options_.policies[k],
+                            s.schedulable[k] ? 1 : 0, s.max_scale[k],
+                            options_.simulate ? (s.held[k] ? "1" : "0") : "");
     }
   }
 }

@@ -56,6 +56,18 @@ TEST(GpuletReproductionTest, SmallGridHasTheTablesShapeAndKnownNumbers) {
                 c.verdict == "does not hold")
         << c.verdict;
   }
+  // Simulated: a plan that holds was planned; every plan of this light
+  // grid (at most 2 x u per model on 2 GPUs) holds under gpulet's.
+  options.simulate = true;
+  options.sim.duration = absl::Seconds(3);
+  options.sim.warmup = absl::Seconds(1);
+  base.rules = PresetRules(RULES_PRESET_TESSERA);
+  auto simulated = GpuletReproduction(setup->get(), options).Run(base);
+  ASSERT_TRUE(simulated.ok()) << simulated.status();
+  for (const auto& p : simulated->policies) {
+    EXPECT_LE(p.held, p.schedulable) << p.policy;
+  }
+  EXPECT_EQ(simulated->policies[1].held, simulated->policies[1].schedulable);
   // Without ideal-layout there is nothing to compare with.
   options.policies = {"sbp", "gpulet"};
   EXPECT_EQ(GpuletReproduction(setup->get(), options).Run(base).status().code(),

@@ -88,7 +88,8 @@ ABSL_FLAG(int, reproduce_levels, 4,
 ABSL_FLAG(bool, reproduce_simulate, false,
           "reproduce: also simulate every plan at its scenario's rates and "
           "count those that hold (<= 1% violations per model; "
-          "--duration_s, --min_requests).");
+          "--duration_s, --min_requests), and run gpulet's Fig. 13 "
+          "(SLO-preserved max throughput per workload).");
 ABSL_FLAG(std::string, reproduce_csv, "",
           "reproduce: write every scenario's result here as CSV.");
 namespace tessera {
@@ -524,6 +525,15 @@ int Reproduce(const V100Setup& setup) {
       }
       reproduction.Print(*result, DescribeRules(*rules), stdout);
       reproduction.AppendCsv(*result, preset, &csv);
+      if (absl::GetFlag(FLAGS_reproduce_simulate)) {
+        auto throughput = reproduction.RunThroughput(o);
+        if (!throughput.ok()) {
+          std::fprintf(stderr, "%s\n", throughput.status().ToString().c_str());
+          return 1;
+        }
+        reproduction.PrintThroughput(*throughput, DescribeRules(*rules),
+                                     stdout);
+      }
     }
   }
   const std::string path = absl::GetFlag(FLAGS_reproduce_csv);

@@ -69,6 +69,15 @@ class GpuletReproduction {
     std::vector<Scenario> scenarios;
     std::vector<PolicyResult> policies;
   };
+  // Fig. 13: the SLO-preserved max throughput (req/s, simulated) of each
+  // V100 workload (workload_suite.h; the game-small variant left out)
+  // per policy of kThroughputPolicies, at the paper's SLOs.
+  struct ThroughputResult {
+    std::vector<std::string> workloads;
+    std::vector<std::vector<double>> max_rps;  // [workload][policy]
+  };
+  static const std::vector<std::string>& ThroughputPolicies();
+
   // One headline claim of the paper against the reproduction.
   struct Claim {
     std::string claim, paper, ours, verdict, reason;
@@ -89,6 +98,16 @@ class GpuletReproduction {
   // paper's number) or "does not hold"; the reason quotes the measured
   // refusals.
   static std::vector<Claim> Verdicts(const Result& result);
+
+  // Fig. 13 under `base`; every workload's models at the same base rate
+  // (u of its slowest model), the search raising them together.
+  absl::StatusOr<ThroughputResult> RunThroughput(
+      const PolicyOptions& base) const;
+  // gpulet's mean gain over sbp (+61.7 %), greedy (+81.2 %) and
+  // gpulet-noint (+7.5 %), each with a verdict.
+  static std::vector<Claim> ThroughputVerdicts(const ThroughputResult& result);
+  void PrintThroughput(const ThroughputResult& result, const std::string& rules,
+                       std::FILE* out) const;
 
   // Prints the per-policy table and the claims, headed by `rules` (what
   // the policies planned under).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "scheduler/policy_registry.h"
 #include "sim/throughput_search.h"
 #include "sim/workload_suite.h"
@@ -31,16 +32,49 @@ std::string RefusalKind(const absl::Status& status) {
   return std::regex_replace(s, number, "#");
 }
 
+// u of a model: `fraction` of its batch-32 throughput on a whole GPU.
+double UnitRps(const LatencyModel& model, double fraction) {
+  return fraction * 1000.0 * kPaperBatch / model.LatencyMs(kPaperBatch, 100);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> CreatePolicies(
+    const std::vector<std::string>& names, const PolicyOptions& base) {
+  std::vector<std::unique_ptr<SchedulingPolicy>> policies;
+  for (const std::string& name : names) {
+    auto p = PolicyRegistry::Create(name, base);
+    if (!p.ok()) return p.status();
+    policies.push_back(std::move(*p));
+  }
+  return policies;
+}
+
+// "holds" when the paper's number is met (within 5 %), "holds in
+// direction" when gpulet is at least ahead of the baseline, else "does
+// not hold".
+std::string VerdictOf(bool holds, bool in_direction) {
+  return holds          ? "holds"
+         : in_direction ? "holds in direction"
+                        : "does not hold";
+}
+
+void PrintClaims(const std::vector<GpuletReproduction::Claim>& claims,
+                 std::FILE* out) {
+  std::fprintf(out, "\nclaim | paper | Tessera | verdict | measured reason\n");
+  for (const auto& c : claims) {
+    std::fprintf(out, "%s | %s | %s | %s | %s\n", c.claim.c_str(),
+                 c.paper.c_str(), c.ours.c_str(), c.verdict.c_str(),
+                 c.reason.c_str());
+  }
+  std::fflush(out);
+}
+
 }  // namespace
 
 std::vector<double> GpuletReproduction::Units() const {
   std::vector<double> units;
   for (const std::string& name : options_.models) {
     const LatencyModel* lm = setup_->truth->model(BaseModel(name));
-    units.push_back(lm == nullptr
-                        ? 0
-                        : options_.unit_fraction * 1000.0 * kPaperBatch /
-                              lm->LatencyMs(kPaperBatch, 100));
+    units.push_back(lm == nullptr ? 0 : UnitRps(*lm, options_.unit_fraction));
   }
   return units;
 }
@@ -53,6 +87,11 @@ ClusterSnapshot GpuletReproduction::Snapshot(
       models.push_back({options_.models[i], scale * rates_rps[i]});
     }
   }
+  return PaperSnapshot(models);
+}
+
+ClusterSnapshot GpuletReproduction::PaperSnapshot(
+    const std::vector<WorkloadModel>& models) const {
   ClusterSnapshot snap =
       MakeV100Snapshot(*setup_, options_.gpus, models, /*slo_factor=*/1);
   for (ModelSnapshot& m : snap.models) {
@@ -77,12 +116,8 @@ absl::StatusOr<GpuletReproduction::Result> GpuletReproduction::Run(
         "the gpulet reproduction compares with ideal-layout: list it");
   }
   const size_t ideal = ideal_it - options_.policies.begin();
-  std::vector<std::unique_ptr<SchedulingPolicy>> policies;
-  for (const std::string& name : options_.policies) {
-    auto p = PolicyRegistry::Create(name, base);
-    if (!p.ok()) return p.status();
-    policies.push_back(std::move(*p));
-  }
+  ASSIGN_OR_RETURN(const auto policies,
+                   CreatePolicies(options_.policies, base));
   const std::vector<double> units = Units();
   const size_t n = options_.models.size();
   int total = 1;
@@ -196,10 +231,9 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
     c.ours = absl::StrFormat("%.1f %% (sbp %.1f %%)",
                              100 * gpulet->mean_scale_fraction,
                              100 * sbp->mean_scale_fraction);
-    c.verdict = gpulet->mean_scale_fraction >= 0.95 * 0.926 ? "holds"
-                : gpulet->mean_scale_fraction > sbp->mean_scale_fraction
-                    ? "holds in direction"
-                    : "does not hold";
+    c.verdict =
+        VerdictOf(gpulet->mean_scale_fraction >= 0.95 * 0.926,
+                  gpulet->mean_scale_fraction > sbp->mean_scale_fraction);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -214,9 +248,8 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
     c.ours = absl::StrFormat("%.1f %% fewer (%d of %d; ideal-layout %d)",
                              100 * fewer, gpulet->schedulable,
                              gpulet->scenarios, ideal->schedulable);
-    c.verdict = fewer <= 0.026 / 0.95                    ? "holds"
-                : gpulet->schedulable > sbp->schedulable ? "holds in direction"
-                                                         : "does not hold";
+    c.verdict = VerdictOf(fewer <= 0.026 / 0.95,
+                          gpulet->schedulable > sbp->schedulable);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -226,8 +259,7 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
     c.paper = "gpulet > sbp (Figs. 5, 13)";
     c.ours = absl::StrFormat("%d vs %d scenarios", gpulet->schedulable,
                              sbp->schedulable);
-    c.verdict =
-        gpulet->schedulable >= sbp->schedulable ? "holds" : "does not hold";
+    c.verdict = VerdictOf(gpulet->schedulable >= sbp->schedulable, false);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -243,30 +275,20 @@ const std::vector<std::string>& GpuletReproduction::ThroughputPolicies() {
 absl::StatusOr<GpuletReproduction::ThroughputResult>
 GpuletReproduction::RunThroughput(const PolicyOptions& base) const {
   ThroughputResult result;
-  std::vector<std::unique_ptr<SchedulingPolicy>> policies;
-  for (const std::string& name : ThroughputPolicies()) {
-    auto p = PolicyRegistry::Create(name, base);
-    if (!p.ok()) return p.status();
-    policies.push_back(std::move(*p));
-  }
+  ASSIGN_OR_RETURN(const auto policies,
+                   CreatePolicies(ThroughputPolicies(), base));
   for (const Workload& w : V100Workloads()) {
     if (w.name.rfind("game-small", 0) == 0) continue;
     // The slowest model's u, so that every model starts light.
     double rate = 0;
     for (const std::string& m : w.models) {
-      const LatencyModel* lm = setup_->truth->model(BaseModel(m));
-      const double u = options_.unit_fraction * 1000.0 * kPaperBatch /
-                       lm->LatencyMs(kPaperBatch, 100);
+      const double u =
+          UnitRps(*setup_->truth->model(BaseModel(m)), options_.unit_fraction);
       rate = rate == 0 ? u : std::min(rate, u);
     }
     std::vector<WorkloadModel> models;
     for (const std::string& m : w.models) models.push_back({m, rate});
-    ClusterSnapshot snap =
-        MakeV100Snapshot(*setup_, options_.gpus, models, /*slo_factor=*/1);
-    for (ModelSnapshot& m : snap.models) {
-      const LatencyModel* lm = setup_->truth->model(BaseModel(m.config.name()));
-      m.config.set_slo_ms(2 * lm->LatencyMs(kPaperBatch, 100));
-    }
+    const ClusterSnapshot snap = PaperSnapshot(models);
     const ClusterSimulator simulator(setup_->truth.get(), Configs(snap));
     std::vector<double> row;
     for (const auto& p : policies) {
@@ -310,9 +332,7 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::ThroughputVerdicts(
     c.paper = absl::StrFormat("%+.1f %%", 100 * a.paper);
     c.ours = absl::StrFormat("%+.1f %% (ahead on %d of %d workloads)",
                              100 * gain, ahead, n);
-    c.verdict = gain >= 0.95 * a.paper ? "holds"
-                : gain > 0             ? "holds in direction"
-                                       : "does not hold";
+    c.verdict = VerdictOf(gain >= 0.95 * a.paper, gain > 0);
     c.reason = c.verdict == "holds"
                    ? "-"
                    : "see the per-workload table and docs/reproduction.md";
@@ -338,13 +358,7 @@ void GpuletReproduction::PrintThroughput(const ThroughputResult& result,
     for (double v : result.max_rps[i]) std::fprintf(out, " %13.1f", v);
     std::fprintf(out, "\n");
   }
-  std::fprintf(out, "\nclaim | paper | Tessera | verdict | measured reason\n");
-  for (const Claim& c : ThroughputVerdicts(result)) {
-    std::fprintf(out, "%s | %s | %s | %s | %s\n", c.claim.c_str(),
-                 c.paper.c_str(), c.ours.c_str(), c.verdict.c_str(),
-                 c.reason.c_str());
-  }
-  std::fflush(out);
+  PrintClaims(ThroughputVerdicts(result), out);
 }
 
 void GpuletReproduction::Print(const Result& result, const std::string& rules,
@@ -368,13 +382,7 @@ void GpuletReproduction::Print(const Result& result, const std::string& rules,
             : "",
         p.top_refusal.c_str());
   }
-  std::fprintf(out, "\nclaim | paper | Tessera | verdict | measured reason\n");
-  for (const Claim& c : Verdicts(result)) {
-    std::fprintf(out, "%s | %s | %s | %s | %s\n", c.claim.c_str(),
-                 c.paper.c_str(), c.ours.c_str(), c.verdict.c_str(),
-                 c.reason.c_str());
-  }
-  std::fflush(out);
+  PrintClaims(Verdicts(result), out);
 }
 
 void GpuletReproduction::AppendCsv(const Result& result,

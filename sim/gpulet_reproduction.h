@@ -125,6 +125,9 @@ class GpuletReproduction {
   std::vector<double> Units() const;
 
  private:
+  // A snapshot of `models` with the paper's SLOs (2 L(32, 100 %)).
+  ClusterSnapshot PaperSnapshot(const std::vector<WorkloadModel>& models) const;
+
   const V100Setup* setup_;
   Options options_;
 };

@@ -94,6 +94,29 @@ TEST(IgniterProvisionerTest, InterferenceRaisesEveryResidentsShare) {
   }
 }
 
+TEST(IgniterProvisionerTest, BurstBoundLetsAFullBatchTakeItsBurst) {
+  // k_act(b, r) = 100 b / r ms; 320 req/s at SLO 200: b = 32, t = 3200 / r
+  // (<= 100 from r = 40), rho = 320 t / 32000 = t / 100. The queueing
+  // check (t + W <= 200, W = ln(200) rho t / (2 (1 - rho))) first holds at
+  // r = 70: t = 45.7, W = 101.9 (at 60: t = 53.3, W = 161.3, 214.7 > 200).
+  // With the burst bound at tail 0.001, a batch's time at r = 60 brings
+  // 17.1 requests on average and at most 31 <= 32 at the tail
+  // (PoissonQuantile), so the wait is one batch: 53.3 + 53.3 <= 200.
+  IgniterWorkload w = Linear("a");
+  w.k = {0, 100, 0, 0, 0};
+  const IgniterModel model(Plain());
+  IgniterRequest q{&w, 200, 320, 32};
+  q.queueing_check = true;
+  auto p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus[0][0].batch, 32);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 70);
+  q.burst_tail = 0.001;
+  p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 60);
+}
+
 TEST(IgniterProvisionerTest, TooMuchForOneGpuIsReplicated) {
   const IgniterWorkload a = Linear("a");
   const IgniterModel model(Plain());

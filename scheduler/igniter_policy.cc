@@ -61,7 +61,17 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::Create(
   PolicyOptions o = options;
   o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
                                o.rules.igniter().rate_headroom());
-  return std::unique_ptr<SchedulingPolicy>(new IgniterPolicy(std::move(o)));
+  return std::unique_ptr<SchedulingPolicy>(
+      new IgniterPolicy(std::move(o), IgniterPacking::kAlloc));
+}
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::CreateFfd(
+    const PolicyOptions& options) {
+  PolicyOptions o = options;
+  o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
+                               o.rules.igniter().rate_headroom());
+  return std::unique_ptr<SchedulingPolicy>(
+      new IgniterPolicy(std::move(o), IgniterPacking::kFirstFitLower));
 }
 
 absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(
@@ -168,14 +178,16 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
   }
   auto provision =
       ProvisionIgniter(model, requests, static_cast<int>(gpus.size()),
-                       options_.rules.max_partitions_per_gpu());
+                       options_.rules.max_partitions_per_gpu(), packing_);
   if (!provision.ok()) return provision.status();
 
   Plan plan;
-  plan.set_policy("igniter");
+  plan.set_policy(name());
   plan.set_reason(absl::StrFormat(
-      "iGniter provisioning, r_unit %.1f%%, worst k1..k5 fit error %.1f%% "
+      "%s, r_unit %.1f%%, worst k1..k5 fit error %.1f%% "
       "(%s)",
+      packing_ == IgniterPacking::kAlloc ? "iGniter provisioning"
+                                         : "FFD+ (r_lower, first fit)",
       hw.share_unit_percent, 100 * worst_fit, worst_model));
   for (size_t g = 0; g < provision->gpus.size(); ++g) {
     DevicePlan* device = plan.add_devices();
@@ -201,5 +213,6 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
 }
 
 REGISTER_SCHEDULING_POLICY("igniter", IgniterPolicy::Create);
+REGISTER_SCHEDULING_POLICY("igniter-ffd", IgniterPolicy::CreateFfd);
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include "perfmodel/igniter_model.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
+#include "scheduler/igniter_provisioner.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -36,13 +37,21 @@ namespace tessera {
 // Eq. 11 fitted to a profile undershoots at small shares and batches, and
 // plans built on the undershoot missed their SLO at light loads (a
 // Tessera addition, IgniterRules.latency_floor).
+//
+// "igniter-ffd" is the paper's FFD+ baseline (Sec. 5.1) on the same model
+// and rules: every workload at its r_lower, first-fit decreasing, no ALLOC
+// (IgniterPacking::kFirstFitLower).
 class IgniterPolicy : public SchedulingPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
+  static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateFfd(
+      const PolicyOptions& options);
 
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  std::string name() const override { return "igniter"; }
+  std::string name() const override {
+    return packing_ == IgniterPacking::kAlloc ? "igniter" : "igniter-ffd";
+  }
 
   // The workload coefficients of one model fitted from its latency model
   // (times `latency_scale`), without alpha_cache; and the worst relative
@@ -52,9 +61,10 @@ class IgniterPolicy : public SchedulingPolicy {
       double* worst_fit_error);
 
  private:
-  explicit IgniterPolicy(PolicyOptions options)
-      : options_(std::move(options)) {}
+  IgniterPolicy(PolicyOptions options, IgniterPacking packing)
+      : options_(std::move(options)), packing_(packing) {}
   PolicyOptions options_;
+  IgniterPacking packing_;
 };
 
 }  // namespace tessera

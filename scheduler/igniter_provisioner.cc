@@ -74,11 +74,30 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
   return gpu;
 }
 
+// FFD+: `fresh` at its r_lower on the first GPU from `first` with room
+// (shares within r_max and under the partition cap), else a new GPU.
+void PlaceFirstFit(const IgniterPlacement& fresh, size_t first,
+                   int max_partitions_per_gpu, double r_max,
+                   IgniterProvision* out) {
+  for (size_t j = first; j < out->gpus.size(); ++j) {
+    auto& gpu = out->gpus[j];
+    if (max_partitions_per_gpu > 0 &&
+        static_cast<int>(gpu.size()) >= max_partitions_per_gpu) {
+      continue;
+    }
+    if (Total(gpu) + fresh.share_percent <= r_max + 1e-9) {
+      gpu.push_back(fresh);
+      return;
+    }
+  }
+  out->gpus.push_back({fresh});
+}
+
 }  // namespace
 
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
-    int max_gpus, int max_partitions_per_gpu) {
+    int max_gpus, int max_partitions_per_gpu, IgniterPacking packing) {
   const double r_max = model.hardware().max_share_percent;
   std::vector<Item> items;
   IgniterProvision out;
@@ -162,6 +181,10 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
   for (const Item& item : items) {
     const IgniterPlacement fresh{item.request,  item.batch, item.lower_share,
                                  item.rate_rps, 0,          0};
+    if (packing == IgniterPacking::kFirstFitLower) {
+      PlaceFirstFit(fresh, whole, max_partitions_per_gpu, r_max, &out);
+      continue;
+    }
     int best = -1;
     double best_inc = r_max;
     std::vector<IgniterPlacement> best_trial;
@@ -200,6 +223,15 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         "the workloads need %d GPUs under iGniter's provisioning; the "
         "cluster has %d",
         out.gpus.size(), max_gpus));
+  }
+  if (packing == IgniterPacking::kFirstFitLower) {
+    for (auto& gpu : out.gpus) {
+      const auto pred = model.Predict(Residents(requests, gpu));
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        gpu[i].predicted_ms =
+            Floored(requests[gpu[i].request], gpu[i], pred[i].inference_ms);
+      }
+    }
   }
   for (auto& gpu : out.gpus) {
     for (auto& p : gpu) {

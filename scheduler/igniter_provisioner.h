@@ -52,6 +52,16 @@ struct IgniterProvision {
   std::vector<std::vector<IgniterPlacement>> gpus;
 };
 
+// How workloads are packed onto GPUs.
+enum class IgniterPacking {
+  // Algorithms 1-2: least total-share growth after ALLOC (iGniter).
+  kAlloc,
+  // The paper's FFD+ baseline (Sec. 5.1): every workload keeps r_lower,
+  // first fit in descending r_lower on the first GPU whose shares stay
+  // within r_max; no ALLOC, so co-runners' interference is ignored.
+  kFirstFitLower,
+};
+
 // iGniter's provisioning, Algorithms 1 and 2 of the paper, as the digest
 // restates them (seeds/digests/igniter.md, Sec. 3 and pitfall P7):
 //  1. per workload b = b_appr (Eq. 17, capped at max_batch) and r_lower
@@ -73,9 +83,13 @@ struct IgniterProvision {
 // RESOURCE_EXHAUSTED when more than `max_gpus` GPUs are needed or some
 // workload cannot meet half its SLO even on a whole GPU.
 // `max_partitions_per_gpu` > 0: a GPU holding that many workloads takes no
-// more (PlanningRules.max_partitions_per_gpu).
+// more (PlanningRules.max_partitions_per_gpu). `packing`: kFirstFitLower
+// packs as FFD+ instead (workloads too large for one GPU are split the
+// same way); predicted_ms is then the model's prediction beside the final
+// co-runners, which may exceed half the SLO.
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
-    int max_gpus, int max_partitions_per_gpu = 0);
+    int max_gpus, int max_partitions_per_gpu = 0,
+    IgniterPacking packing = IgniterPacking::kAlloc);
 
 }  // namespace tessera

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
-"""Plots the gpulet reproduction written by `tessera_experiments
---experiments=reproduce --reproduce_csv=FILE`: per policy and rule set, the
-share of scenarios it schedules (Fig. 16) and its mean largest schedulable
-scale as a fraction of ideal-layout's (Fig. 17).
+"""Plots one paper's reproduction written by `tessera_experiments
+--experiments=reproduce --reproduce_out=DIR` (DIR/<paper>.csv):
+ * gpulet.csv: per policy and rule set, the share of scenarios it schedules
+   (Fig. 16) and its mean largest schedulable scale as a fraction of
+   ideal-layout's (Fig. 17);
+ * igniter.csv: per policy and rule set, the GPUs it provisions for
+   W1-W12 and the workloads whose P99 misses the SLO (Fig. 14).
 
-Usage: /usr/bin/python3 scripts/plot_reproduction.py FILE.csv OUT.png
+Usage: /usr/bin/python3 scripts/plot_reproduction.py DIR/<paper>.csv OUT.png
 """
 import csv
 import sys
@@ -16,10 +19,46 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def grouped_bars(ax, policies, rules, values, title):
+    """values[rule][policy] as bars grouped by policy."""
+    width = 0.8 / len(rules)
+    for j, rule in enumerate(rules):
+        x = [i + (j - (len(rules) - 1) / 2) * width
+             for i in range(len(policies))]
+        ax.bar(x, [values[rule].get(p, 0) for p in policies], width,
+               label=f"{rule} rules")
+    ax.set_xticks(range(len(policies)))
+    ax.set_xticklabels(policies, rotation=20)
+    ax.set_title(title)
+    ax.legend(loc="upper right")
+
+
+def plot_igniter(rows, out):
+    rows = [r for r in rows if r["set"] == "fig14"]
+    rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))
+    policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))
+    gpus, violating = defaultdict(dict), defaultdict(dict)
+    for r in rows:
+        gpus[r["rules"]][r["policy"]] = int(r["gpus"])
+        violating[r["rules"]][r["policy"]] = int(r["p99_violating"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    grouped_bars(axes[0], policies, rules, gpus,
+                 "GPUs provisioned (paper: iGniter 6, gpu-lets+ 8, FFD+ 5)")
+    grouped_bars(axes[1], policies, rules, violating,
+                 "workloads with P99 > SLO, constant-rate arrivals "
+                 "(paper: 0, 3, 10)")
+    fig.suptitle("iGniter paper, Fig. 14 on the V100 models (W1-W12)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     rows = list(csv.DictReader(open(sys.argv[1])))
+    if rows and "set" in rows[0]:
+        plot_igniter(rows, sys.argv[2])
+        return
     rates = [k for k in rows[0] if k.endswith("_rps")]
     rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))
     policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))

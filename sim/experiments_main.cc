@@ -12,11 +12,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "common/usage.h"
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
 #include "sim/gpulet_reproduction.h"
+#include "sim/igniter_reproduction.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/rules_report.h"
 #include "sim/rules_study.h"
@@ -77,11 +79,13 @@ ABSL_FLAG(bool, efficiency, false,
 ABSL_FLAG(std::string, suite_half, "all",
           "additions: which half of the rules suite: all, calibration or "
           "held-out.");
-ABSL_FLAG(std::string, reproduce, "gpulet",
+ABSL_FLAG(std::string, reproduce, "gpulet,igniter",
           "reproduce: the papers whose headline experiments to run, "
-          "comma-separated. Built: gpulet (schedulability, Figs. 16-17; "
-          "docs/reproduction.md). igniter, inss and las are not built yet: "
-          "naming them is an error.");
+          "comma-separated. Built: gpulet (schedulability, Figs. 16-17, "
+          "and with --reproduce_simulate Fig. 13), igniter (GPUs and "
+          "violations for W1-W12, Fig. 14, and Table 1); "
+          "docs/reproduction.md. inss and las are not built yet: naming "
+          "them is an error.");
 ABSL_FLAG(int, reproduce_levels, 4,
           "reproduce: rate levels per model in gpulet's scenario grid "
           "(levels^4 - 1 scenarios).");
@@ -90,8 +94,10 @@ ABSL_FLAG(bool, reproduce_simulate, false,
           "count those that hold (<= 1% violations per model; "
           "--duration_s, --min_requests), and run gpulet's Fig. 13 "
           "(SLO-preserved max throughput per workload).");
-ABSL_FLAG(std::string, reproduce_csv, "",
-          "reproduce: write every scenario's result here as CSV.");
+ABSL_FLAG(std::string, reproduce_out, "",
+          "reproduce: a directory to write each paper's results to as "
+          "CSV, <paper>.csv (empty: none).");
+
 namespace tessera {
 namespace {
 
@@ -492,53 +498,86 @@ RulesReport::Options ReportOptions(const V100Setup& setup) {
   return o;
 }
 
+// A rule preset with --rules_override on top; errors are printed.
+absl::StatusOr<PolicyOptions> PresetOptions(const V100Setup& setup,
+                                            const std::string& preset) {
+  PolicyOptions o = Options(setup);
+  auto rules = RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override));
+  if (!rules.ok()) return rules.status();
+  o.rules = *rules;
+  return o;
+}
+
+constexpr const char* kPresets[] = {"paper", "tessera"};
+
+absl::Status ReproduceGpulet(const V100Setup& setup, std::string* csv) {
+  GpuletReproduction::Options options;
+  options.gpus = absl::GetFlag(FLAGS_gpus);
+  options.levels = absl::GetFlag(FLAGS_reproduce_levels);
+  options.simulate = absl::GetFlag(FLAGS_reproduce_simulate);
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  const GpuletReproduction reproduction(&setup, options);
+  for (const char* preset : kPresets) {
+    ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, preset));
+    ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
+    reproduction.Print(result, DescribeRules(o.rules), stdout);
+    reproduction.AppendCsv(result, preset, csv);
+    if (absl::GetFlag(FLAGS_reproduce_simulate)) {
+      ASSIGN_OR_RETURN(const auto throughput, reproduction.RunThroughput(o));
+      reproduction.PrintThroughput(throughput, DescribeRules(o.rules), stdout);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReproduceIgniter(const V100Setup& setup, std::string* csv) {
+  IgniterReproduction::Options options;
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  const IgniterReproduction reproduction(&setup, options);
+  for (const char* preset : kPresets) {
+    ASSIGN_OR_RETURN(PolicyOptions o, PresetOptions(setup, preset));
+    // iGniter's shadow processes (Sec. 4.2) are part of its design.
+    o.standby_shadows = true;
+    ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
+    reproduction.Print(result, DescribeRules(o.rules), stdout);
+    IgniterReproduction::AppendCsv(result, preset, csv);
+  }
+  return absl::OkStatus();
+}
+
 // The papers' headline experiments, each under the paper and the
 // tessera rules (with --rules_override on top of both).
 int Reproduce(const V100Setup& setup) {
-  std::string csv;
-  for (absl::string_view paper :
-       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',')) {
-    if (paper != "gpulet") {
-      std::fprintf(stderr, "--reproduce=%s: not built yet (built: gpulet)\n",
-                   std::string(paper).c_str());
+  const std::vector<std::string> papers =
+      absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',');
+  for (const std::string& paper : papers) {
+    if (paper != "gpulet" && paper != "igniter") {
+      std::fprintf(stderr,
+                   "--reproduce=%s: not built yet (built: gpulet, igniter)\n",
+                   paper.c_str());
       return 2;
     }
-    GpuletReproduction::Options options;
-    options.gpus = absl::GetFlag(FLAGS_gpus);
-    options.levels = absl::GetFlag(FLAGS_reproduce_levels);
-    options.simulate = absl::GetFlag(FLAGS_reproduce_simulate);
-    options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
-    options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
-    const GpuletReproduction reproduction(&setup, options);
-    for (const char* preset : {"paper", "tessera"}) {
-      PolicyOptions o = Options(setup);
-      auto rules = RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override));
-      if (!rules.ok()) {
-        std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
-        return 2;
-      }
-      o.rules = *rules;
-      auto result = reproduction.Run(o);
-      if (!result.ok()) {
-        std::fprintf(stderr, "%s\n", result.status().ToString().c_str());
+  }
+  const std::string dir = absl::GetFlag(FLAGS_reproduce_out);
+  for (const std::string& paper : papers) {
+    std::string csv;
+    const absl::Status status = paper == "gpulet"
+                                    ? ReproduceGpulet(setup, &csv)
+                                    : ReproduceIgniter(setup, &csv);
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s\n", status.ToString().c_str());
+      return absl::IsInvalidArgument(status) ? 2 : 1;
+    }
+    if (!dir.empty()) {
+      const std::string path = absl::StrCat(dir, "/", paper, ".csv");
+      std::ofstream file(path);
+      file << csv;
+      if (!file) {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
         return 1;
       }
-      reproduction.Print(*result, DescribeRules(*rules), stdout);
-      reproduction.AppendCsv(*result, preset, &csv);
-      if (absl::GetFlag(FLAGS_reproduce_simulate)) {
-        auto throughput = reproduction.RunThroughput(o);
-        if (!throughput.ok()) {
-          std::fprintf(stderr, "%s\n", throughput.status().ToString().c_str());
-          return 1;
-        }
-        reproduction.PrintThroughput(*throughput, DescribeRules(*rules),
-                                     stdout);
-      }
     }
-  }
-  const std::string path = absl::GetFlag(FLAGS_reproduce_csv);
-  if (!path.empty()) {
-    std::ofstream(path) << csv;
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "scheduler/policy_registry.h"
+#include "sim/reproduction_claim.h"
 #include "sim/throughput_search.h"
 #include "sim/workload_suite.h"
 
@@ -46,26 +47,6 @@ absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> CreatePolicies(
     policies.push_back(std::move(*p));
   }
   return policies;
-}
-
-// "holds" when the paper's number is met (within 5 %), "holds in
-// direction" when gpulet is at least ahead of the baseline, else "does
-// not hold".
-std::string VerdictOf(bool holds, bool in_direction) {
-  return holds          ? "holds"
-         : in_direction ? "holds in direction"
-                        : "does not hold";
-}
-
-void PrintClaims(const std::vector<GpuletReproduction::Claim>& claims,
-                 std::FILE* out) {
-  std::fprintf(out, "\nclaim | paper | Tessera | verdict | measured reason\n");
-  for (const auto& c : claims) {
-    std::fprintf(out, "%s | %s | %s | %s | %s\n", c.claim.c_str(),
-                 c.paper.c_str(), c.ours.c_str(), c.verdict.c_str(),
-                 c.reason.c_str());
-  }
-  std::fflush(out);
 }
 
 }  // namespace
@@ -232,8 +213,8 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
                              100 * gpulet->mean_scale_fraction,
                              100 * sbp->mean_scale_fraction);
     c.verdict =
-        VerdictOf(gpulet->mean_scale_fraction >= 0.95 * 0.926,
-                  gpulet->mean_scale_fraction > sbp->mean_scale_fraction);
+        ClaimVerdict(gpulet->mean_scale_fraction >= 0.95 * 0.926,
+                     gpulet->mean_scale_fraction > sbp->mean_scale_fraction);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -248,8 +229,8 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
     c.ours = absl::StrFormat("%.1f %% fewer (%d of %d; ideal-layout %d)",
                              100 * fewer, gpulet->schedulable,
                              gpulet->scenarios, ideal->schedulable);
-    c.verdict = VerdictOf(fewer <= 0.026 / 0.95,
-                          gpulet->schedulable > sbp->schedulable);
+    c.verdict = ClaimVerdict(fewer <= 0.026 / 0.95,
+                             gpulet->schedulable > sbp->schedulable);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -259,7 +240,7 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::Verdicts(
     c.paper = "gpulet > sbp (Figs. 5, 13)";
     c.ours = absl::StrFormat("%d vs %d scenarios", gpulet->schedulable,
                              sbp->schedulable);
-    c.verdict = VerdictOf(gpulet->schedulable >= sbp->schedulable, false);
+    c.verdict = ClaimVerdict(gpulet->schedulable >= sbp->schedulable, false);
     c.reason = c.verdict == "holds" ? "-" : reason(*gpulet);
     claims.push_back(c);
   }
@@ -332,7 +313,7 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::ThroughputVerdicts(
     c.paper = absl::StrFormat("%+.1f %%", 100 * a.paper);
     c.ours = absl::StrFormat("%+.1f %% (ahead on %d of %d workloads)",
                              100 * gain, ahead, n);
-    c.verdict = VerdictOf(gain >= 0.95 * a.paper, gain > 0);
+    c.verdict = ClaimVerdict(gain >= 0.95 * a.paper, gain > 0);
     c.reason = c.verdict == "holds"
                    ? "-"
                    : "see the per-workload table and docs/reproduction.md";

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/cluster_simulator.h"
+#include "sim/reproduction_claim.h"
 #include "sim/v100_workload.h"
 
 namespace tessera {
@@ -78,10 +79,7 @@ class GpuletReproduction {
   };
   static const std::vector<std::string>& ThroughputPolicies();
 
-  // One headline claim of the paper against the reproduction.
-  struct Claim {
-    std::string claim, paper, ours, verdict, reason;
-  };
+  using Claim = ReproductionClaim;
 
   // `setup` must outlive this object.
   GpuletReproduction(const V100Setup* setup, Options options)

@@ -145,6 +145,40 @@ TEST(IgniterProvisionerTest, TooMuchForOneGpuIsReplicated) {
   EXPECT_NE(p.status().message().find("'a'"), std::string::npos);
 }
 
+TEST(IgniterProvisionerTest, FirstFitLowerKeepsLowerSharesAndIgnoresCoRunners) {
+  // SLO 100 ms, 20 req/s: b = 1, r_lower = 1000 / 50 = 20 %. Each slows
+  // its co-runners by alpha_cache x their L2 (10 %) = 1 % per co-runner
+  // percent: beside four others, k_act x 1.4.
+  std::vector<IgniterWorkload> w;
+  for (int i = 0; i < 5; ++i)
+    w.push_back(Linear("w" + std::to_string(i), 0.01));
+  std::vector<IgniterRequest> requests;
+  for (const auto& x : w) requests.push_back({&x, 100, 20, 32});
+  const IgniterModel model(Plain());
+  // FFD+: five r_lower shares fill one GPU, each predicted at
+  // 50 x 1.4 = 70 ms, past half the SLO.
+  auto ffd =
+      ProvisionIgniter(model, requests, 4, 0, IgniterPacking::kFirstFitLower);
+  ASSERT_TRUE(ffd.ok()) << ffd.status();
+  ASSERT_EQ(ffd->gpus.size(), 1u);
+  ASSERT_EQ(ffd->gpus[0].size(), 5u);
+  for (const auto& r : ffd->gpus[0]) {
+    EXPECT_DOUBLE_EQ(r.share_percent, 20);
+    EXPECT_NEAR(r.predicted_ms, 70, 1e-9);
+  }
+  // ALLOC grows every resident instead: beside two others (x 1.2) a
+  // share of 30 % predicts 40 ms; a fourth would need 1000 x 1.3 / 50 =
+  // 26 -> 30 % each, 120 % in all. Three per GPU: two GPUs.
+  auto alloc = ProvisionIgniter(model, requests, 4);
+  ASSERT_TRUE(alloc.ok()) << alloc.status();
+  ASSERT_EQ(alloc->gpus.size(), 2u);
+  EXPECT_EQ(alloc->gpus[0].size(), 3u);
+  for (const auto& r : alloc->gpus[0]) {
+    EXPECT_DOUBLE_EQ(r.share_percent, 30);
+    EXPECT_LE(r.predicted_ms, 50);
+  }
+}
+
 TEST(IgniterProvisionerRealDataTest, ReproducesThePapersTableOne) {
   const char kPath[] =
       TESSERA_SHARED_DIR "/data/igniter-v100/coefficients.jsonl";

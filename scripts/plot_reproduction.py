@@ -5,7 +5,9 @@
    (Fig. 16) and its mean largest schedulable scale as a fraction of
    ideal-layout's (Fig. 17);
  * igniter.csv: per policy and rule set, the GPUs it provisions for
-   W1-W12 and the workloads whose P99 misses the SLO (Fig. 14).
+   W1-W12 and the workloads whose P99 misses the SLO (Fig. 14);
+ * inss.csv: per policy, rule set and SLO factor, the mean throughput
+   served at the fixed loads (Fig. 15) and the violations (Fig. 17).
 
 Usage: /usr/bin/python3 scripts/plot_reproduction.py DIR/<paper>.csv OUT.png
 """
@@ -52,12 +54,45 @@ def plot_igniter(rows, out):
     fig.savefig(out, dpi=100)
 
 
+def plot_inss(rows, out):
+    groups = list(OrderedDict.fromkeys(
+        f"{r['rules']} rules, SLO {r['slo_factor']}x" for r in rows))
+    policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))
+    served, violations = defaultdict(dict), defaultdict(dict)
+    for r in rows:
+        g = f"{r['rules']} rules, SLO {r['slo_factor']}x"
+        served[g][r["policy"]] = float(r["mean_served_rps"])
+        violations[g][r["policy"]] = (float(r["late_pct"]) +
+                                      float(r["dropped_pct"]))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+    for ax, values, title in [
+            (axes[0], served, "mean served throughput at the fixed loads "
+             "(req/s; paper: InSS +28.1 % over gpulet)"),
+            (axes[1], violations, "violations, late + dropped (%; paper: "
+             "InSS < 1 %)")]:
+        width = 0.8 / len(policies)
+        for j, p in enumerate(policies):
+            x = [i + (j - (len(policies) - 1) / 2) * width
+                 for i in range(len(groups))]
+            ax.bar(x, [values[g].get(p, 0) for g in groups], width, label=p)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=15, fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle("InSS paper, Figs. 15 and 17: six models on 4 V100s")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     rows = list(csv.DictReader(open(sys.argv[1])))
     if rows and "set" in rows[0]:
         plot_igniter(rows, sys.argv[2])
+        return
+    if rows and "mean_served_rps" in rows[0]:
+        plot_inss(rows, sys.argv[2])
         return
     rates = [k for k in rows[0] if k.endswith("_rps")]
     rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))

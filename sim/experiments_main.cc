@@ -19,6 +19,7 @@
 #include "scheduler/policy_registry.h"
 #include "sim/gpulet_reproduction.h"
 #include "sim/igniter_reproduction.h"
+#include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/rules_report.h"
 #include "sim/rules_study.h"
@@ -79,13 +80,14 @@ ABSL_FLAG(bool, efficiency, false,
 ABSL_FLAG(std::string, suite_half, "all",
           "additions: which half of the rules suite: all, calibration or "
           "held-out.");
-ABSL_FLAG(std::string, reproduce, "gpulet,igniter",
+ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss",
           "reproduce: the papers whose headline experiments to run, "
           "comma-separated. Built: gpulet (schedulability, Figs. 16-17, "
           "and with --reproduce_simulate Fig. 13), igniter (GPUs and "
-          "violations for W1-W12, Fig. 14, and Table 1); "
-          "docs/reproduction.md. inss and las are not built yet: naming "
-          "them is an error.");
+          "violations for W1-W12, Fig. 14, and Table 1), inss (six models "
+          "on 4 GPUs at fixed loads, Figs. 15 and 17; --inss_checkpoint, "
+          "default the shipped actor); docs/reproduction.md. las is not "
+          "built yet: naming it is an error.");
 ABSL_FLAG(int, reproduce_levels, 4,
           "reproduce: rate levels per model in gpulet's scenario grid "
           "(levels^4 - 1 scenarios).");
@@ -546,25 +548,44 @@ absl::Status ReproduceIgniter(const V100Setup& setup, std::string* csv) {
   return absl::OkStatus();
 }
 
+absl::Status ReproduceInss(const V100Setup& setup, std::string* csv) {
+  InssReproduction::Options options;
+  options.gpus = absl::GetFlag(FLAGS_gpus);
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  const InssReproduction reproduction(&setup, options);
+  for (const char* preset : kPresets) {
+    // --inss_checkpoint empty: the shipped actor (learner/checkpoints/
+    // inss_v100x4, the six-model mix's slots on 4 V100s).
+    ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, preset));
+    ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
+    reproduction.Print(result, DescribeRules(o.rules), stdout);
+    InssReproduction::AppendCsv(result, preset, csv);
+  }
+  return absl::OkStatus();
+}
+
 // The papers' headline experiments, each under the paper and the
 // tessera rules (with --rules_override on top of both).
 int Reproduce(const V100Setup& setup) {
   const std::vector<std::string> papers =
       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',');
   for (const std::string& paper : papers) {
-    if (paper != "gpulet" && paper != "igniter") {
-      std::fprintf(stderr,
-                   "--reproduce=%s: not built yet (built: gpulet, igniter)\n",
-                   paper.c_str());
+    if (paper != "gpulet" && paper != "igniter" && paper != "inss") {
+      std::fprintf(
+          stderr,
+          "--reproduce=%s: not built yet (built: gpulet, igniter, inss)\n",
+          paper.c_str());
       return 2;
     }
   }
   const std::string dir = absl::GetFlag(FLAGS_reproduce_out);
   for (const std::string& paper : papers) {
     std::string csv;
-    const absl::Status status = paper == "gpulet"
-                                    ? ReproduceGpulet(setup, &csv)
-                                    : ReproduceIgniter(setup, &csv);
+    const absl::Status status = paper == "gpulet" ? ReproduceGpulet(setup, &csv)
+                                : paper == "igniter"
+                                    ? ReproduceIgniter(setup, &csv)
+                                    : ReproduceInss(setup, &csv);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.ToString().c_str());
       return absl::IsInvalidArgument(status) ? 2 : 1;

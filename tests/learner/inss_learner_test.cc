@@ -1,5 +1,6 @@
 // The InSS learner with real LibTorch: the agent's save/load, the trained
 // policy plugged into the registry, and a smoke training run.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
+#include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
 
 namespace tessera {
@@ -153,6 +155,45 @@ TEST_F(InssLearnerTest, ShippedCheckpointPlansTheSixModelMix) {
   const ClusterSnapshot big = MakeV100Snapshot(*setup_, 8, models, 10);
   EXPECT_EQ((*policy)->Schedule(big).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// The InSS reproduction's smoke run: the shipped actor against gpulet on
+// the six-model mix at SLO 5x, two loads, short runs.
+TEST_F(InssLearnerTest, ReproductionHasTheTablesShapeAndServesLightLoads) {
+  InssReproduction::Options options;
+  options.slo_factors = {5};
+  options.load_fractions = {0.5, 2};
+  options.policies = {"inss", "gpulet"};
+  options.sim.duration = absl::Seconds(4);
+  options.sim.warmup = absl::Seconds(1);
+  const InssReproduction reproduction(setup_.get(), options);
+  PolicyOptions base;
+  base.interference = setup_->linear;
+  base.rules = PresetRules(RULES_PRESET_TESSERA);
+  auto result = reproduction.Run(base);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->slos.size(), 1u);
+  const auto& s = result->slos[0];
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_GT(s.reference_rps, 0);
+  EXPECT_DOUBLE_EQ(s.reference_rps, s.rows[1].max_rps);  // gpulet's
+  ASSERT_EQ(s.loads_rps.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.loads_rps[0], 0.5 * s.reference_rps);
+  for (const auto& row : s.rows) {
+    ASSERT_EQ(row.served_rps.size(), 2u) << row.policy;
+    for (size_t i = 0; i < 2; ++i) {
+      // Never more than offered (1 % for the Poisson draw).
+      EXPECT_LE(row.served_rps[i], 1.01 * s.loads_rps[i]) << row.policy;
+    }
+    // Half of gpulet's limit: every policy serves nearly all of it.
+    EXPECT_GE(row.served_rps[0], 0.97 * s.loads_rps[0]) << row.policy;
+  }
+  // Two throughput claims (gpulet; igniter is not listed) and violations.
+  const auto claims = InssReproduction::Verdicts(*result);
+  ASSERT_EQ(claims.size(), 2u);
+  std::string csv;
+  InssReproduction::AppendCsv(*result, "tessera", &csv);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 2);
 }
 
 // The agent alone on a two-head bandit: reward 1 when slot 0's device

@@ -7,7 +7,9 @@
  * igniter.csv: per policy and rule set, the GPUs it provisions for
    W1-W12 and the workloads whose P99 misses the SLO (Fig. 14);
  * inss.csv: per policy, rule set and SLO factor, the mean throughput
-   served at the fixed loads (Fig. 15) and the violations (Fig. 17).
+   served at the fixed loads (Fig. 15) and the violations (Fig. 17);
+ * las.csv: per setting and rule set, each policy's SLO-preserved max
+   throughput and the paper's sum b/T, at the centre of the scale grid.
 
 Usage: /usr/bin/python3 scripts/plot_reproduction.py DIR/<paper>.csv OUT.png
 """
@@ -84,6 +86,37 @@ def plot_inss(rows, out):
     fig.savefig(out, dpi=100)
 
 
+def plot_las(rows, out):
+    rows = [r for r in rows
+            if float(r["slo_scale"]) == 1 and float(r["rate_scale"]) == 1]
+    groups = list(OrderedDict.fromkeys(
+        f"{r['setting'].split(',')[0]}\n{r['rules']} rules" for r in rows))
+    policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))
+    ours, paper = defaultdict(dict), defaultdict(dict)
+    for r in rows:
+        g = f"{r['setting'].split(',')[0]}\n{r['rules']} rules"
+        ours[g][r["policy"]] = float(r["max_rps"])
+        paper[g][r["policy"]] = float(r["paper_throughput"])
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
+    for ax, values, title in [
+            (axes[0], ours, "SLO-preserved max throughput (req/s; ours)"),
+            (axes[1], paper, "sum b/T at the heaviest load las and sbp "
+             "both hold (the paper's metric)")]:
+        width = 0.8 / len(policies)
+        for j, p in enumerate(policies):
+            x = [i + (j - (len(policies) - 1) / 2) * width
+                 for i in range(len(groups))]
+            ax.bar(x, [values[g].get(p, 0) for g in groups], width, label=p)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle("KAIST LAS paper, Fig. 7: three services on one device "
+                 "(paper: LAS +15.9 % over p = 1)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -93,6 +126,9 @@ def main():
         return
     if rows and "mean_served_rps" in rows[0]:
         plot_inss(rows, sys.argv[2])
+        return
+    if rows and "paper_throughput" in rows[0]:
+        plot_las(rows, sys.argv[2])
         return
     rates = [k for k in rows[0] if k.endswith("_rps")]
     rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))

@@ -9,14 +9,20 @@ namespace tessera {
 
 absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
     const std::string& model_repository, const std::string& profile_dir,
-    double noise_sigma) {
+    double noise_sigma, const std::string& profile_key) {
   auto setup = std::make_unique<EmulatedSetup>();
+  setup->profile_key = profile_key;
   auto repo = ModelRepository::Load(model_repository);
   if (!repo.ok()) return repo.status();
   setup->repository = std::move(*repo);
   std::map<std::string, LatencyModel> models;
-  const std::string dir = profile_dir + "/emulated/";
+  const std::string dir = profile_dir + "/" + profile_key + "/";
   for (const std::string& name : setup->repository->ModelNames()) {
+    // A CPU repository may hold models never profiled: leave them out.
+    if (profile_key != "emulated" &&
+        !std::filesystem::exists(dir + name + ".pbtxt")) {
+      continue;
+    }
     ModelProfile profile;
     absl::Status read = ReadTextProto(dir + name + ".pbtxt", &profile);
     if (!read.ok()) return read;
@@ -59,6 +65,30 @@ ClusterSnapshot MakeEmulatedSnapshot(const EmulatedSetup& setup, int gpus,
     m.config = entry->config;
     m.rate_rps = w.rate_rps;
     m.profiles["emulated"] = profile->second;
+    snapshot.models.push_back(std::move(m));
+  }
+  return snapshot;
+}
+
+ClusterSnapshot MakeCpuSnapshot(const EmulatedSetup& setup, int devices,
+                                int cores,
+                                const std::vector<WorkloadModel>& models) {
+  ClusterSnapshot snapshot;
+  for (int i = 0; i < devices; ++i) {
+    DeviceSnapshot d{"sim", absl::StrCat("cpu", i), DEVICE_KIND_CPU, cores, 0,
+                     "cpu"};
+    for (int k = 1; k <= cores; ++k)
+      d.allowed_shares.push_back(100.0 * k / cores);
+    snapshot.devices.push_back(std::move(d));
+  }
+  for (const WorkloadModel& w : models) {
+    const ModelRepository::Entry* entry = setup.repository->Find(w.name);
+    auto profile = setup.profiles.find(w.name);
+    if (entry == nullptr || profile == setup.profiles.end()) continue;
+    ModelSnapshot m;
+    m.config = entry->config;
+    m.rate_rps = w.rate_rps;
+    m.profiles["cpu"] = profile->second;
     snapshot.models.push_back(std::move(m));
   }
   return snapshot;

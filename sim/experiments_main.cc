@@ -17,10 +17,12 @@
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
+#include "sim/emulated_workload.h"
 #include "sim/gpulet_reproduction.h"
 #include "sim/igniter_reproduction.h"
 #include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
+#include "sim/las_reproduction.h"
 #include "sim/rules_report.h"
 #include "sim/rules_study.h"
 #include "sim/throughput_search.h"
@@ -88,6 +90,10 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss",
           "on 4 GPUs at fixed loads, Figs. 15 and 17; --inss_checkpoint, "
           "default the shipped actor); docs/reproduction.md. las is not "
           "built yet: naming it is an error.");
+ABSL_FLAG(std::string, cpu_models, "models",
+          "reproduce=las: the shipped models' repository (configs).");
+ABSL_FLAG(std::string, profile_dir, "profiles",
+          "reproduce=las: profiles, read from <dir>/cpu/.");
 ABSL_FLAG(int, reproduce_levels, 4,
           "reproduce: rate levels per model in gpulet's scenario grid "
           "(levels^4 - 1 scenarios).");
@@ -565,17 +571,42 @@ absl::Status ReproduceInss(const V100Setup& setup, std::string* csv) {
   return absl::OkStatus();
 }
 
+// LAS's two settings: the shipped models on one 2-core CPU device, and
+// one V100 with the closest measured models.
+absl::Status ReproduceLas(const V100Setup& setup, std::string* csv) {
+  ASSIGN_OR_RETURN(
+      const auto cpu,
+      LoadEmulatedSetup(absl::GetFlag(FLAGS_cpu_models),
+                        absl::GetFlag(FLAGS_profile_dir), 0, "cpu"));
+  std::vector<LasReproduction::Setting> settings;
+  ASSIGN_OR_RETURN(settings.emplace_back(), LasReproduction::CpuSetting(*cpu));
+  ASSIGN_OR_RETURN(settings.emplace_back(),
+                   LasReproduction::V100Setting(setup));
+  LasReproduction::Options options;
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  const LasReproduction reproduction(options);
+  for (const char* preset : kPresets) {
+    ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, preset));
+    ASSIGN_OR_RETURN(const auto result, reproduction.Run(settings, o));
+    reproduction.Print(result, DescribeRules(o.rules), stdout);
+    reproduction.AppendCsv(result, preset, csv);
+  }
+  return absl::OkStatus();
+}
+
 // The papers' headline experiments, each under the paper and the
 // tessera rules (with --rules_override on top of both).
 int Reproduce(const V100Setup& setup) {
   const std::vector<std::string> papers =
       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',');
   for (const std::string& paper : papers) {
-    if (paper != "gpulet" && paper != "igniter" && paper != "inss") {
-      std::fprintf(
-          stderr,
-          "--reproduce=%s: not built yet (built: gpulet, igniter, inss)\n",
-          paper.c_str());
+    if (paper != "gpulet" && paper != "igniter" && paper != "inss" &&
+        paper != "las") {
+      std::fprintf(stderr,
+                   "--reproduce=%s: unknown paper (known: gpulet, igniter, "
+                   "inss, las)\n",
+                   paper.c_str());
       return 2;
     }
   }
@@ -585,7 +616,8 @@ int Reproduce(const V100Setup& setup) {
     const absl::Status status = paper == "gpulet" ? ReproduceGpulet(setup, &csv)
                                 : paper == "igniter"
                                     ? ReproduceIgniter(setup, &csv)
-                                    : ReproduceInss(setup, &csv);
+                                : paper == "inss" ? ReproduceInss(setup, &csv)
+                                                  : ReproduceLas(setup, &csv);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.ToString().c_str());
       return absl::IsInvalidArgument(status) ? 2 : 1;

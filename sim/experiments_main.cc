@@ -82,14 +82,14 @@ ABSL_FLAG(bool, efficiency, false,
 ABSL_FLAG(std::string, suite_half, "all",
           "additions: which half of the rules suite: all, calibration or "
           "held-out.");
-ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss",
+ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las",
           "reproduce: the papers whose headline experiments to run, "
-          "comma-separated. Built: gpulet (schedulability, Figs. 16-17, "
-          "and with --reproduce_simulate Fig. 13), igniter (GPUs and "
-          "violations for W1-W12, Fig. 14, and Table 1), inss (six models "
-          "on 4 GPUs at fixed loads, Figs. 15 and 17; --inss_checkpoint, "
-          "default the shipped actor); docs/reproduction.md. las is not "
-          "built yet: naming it is an error.");
+          "comma-separated: gpulet (schedulability, Figs. 16-17, and with "
+          "--reproduce_simulate Fig. 13), igniter (GPUs and violations for "
+          "W1-W12, Fig. 14, and Table 1), inss (six models on 4 GPUs at "
+          "fixed loads, Figs. 15 and 17; --inss_checkpoint, default the "
+          "shipped actor), las (three services on one device, Fig. 7; "
+          "--cpu_models, --profile_dir); docs/reproduction.md.");
 ABSL_FLAG(std::string, cpu_models, "models",
           "reproduce=las: the shipped models' repository (configs).");
 ABSL_FLAG(std::string, profile_dir, "profiles",

@@ -464,10 +464,15 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   }
   Plan current;
   std::set<std::string> unloaded;
+  // The policy in force when planning starts: SetPolicy may replace
+  // policy_ meanwhile, and this plan then finishes with the one it began
+  // with (SetPolicy asks for another plan).
+  std::shared_ptr<const SchedulingPolicy> policy;
   {
     absl::MutexLock lock(&mu_);
     current = plan_;
     unloaded = unloaded_;
+    policy = policy_;
   }
   ClusterSnapshot snapshot = BuildClusterSnapshot(
       nodes, *repository_, options_.config.profile_dir(), current,
@@ -489,7 +494,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   // Overloaded (e.g. a backend died): plan for as much of the load as
   // fits rather than keep routing to lost devices.
   auto overload =
-      ScheduleWithOverload(*policy_, snapshot, options_.config.min_rate_rps());
+      ScheduleWithOverload(*policy, snapshot, options_.config.min_rate_rps());
   if (!overload.ok()) return overload.status();
   Plan plan = std::move(overload->plan);
   // Why the frontend re-planned, then what the policy says about its plan

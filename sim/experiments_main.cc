@@ -90,10 +90,16 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las",
           "fixed loads, Figs. 15 and 17; --inss_checkpoint, default the "
           "shipped actor), las (three services on one device, Fig. 7; "
           "--cpu_models, --profile_dir); docs/reproduction.md.");
+ABSL_FLAG(std::string, emulated_models, "configs/emulated/models",
+          "reproduce=gpulet: the emulated set's model configs (the apps).");
+ABSL_FLAG(std::string, glet_apps, "../shared/data/glet/apps",
+          "reproduce=gpulet: the gpulet artifact's app definitions (game, "
+          "traffic), read at run time.");
 ABSL_FLAG(std::string, cpu_models, "models",
           "reproduce=las: the shipped models' repository (configs).");
 ABSL_FLAG(std::string, profile_dir, "profiles",
-          "reproduce=las: profiles, read from <dir>/cpu/.");
+          "reproduce: profiles, read from <dir>/cpu/ (las) and "
+          "<dir>/emulated/ (gpulet's apps).");
 ABSL_FLAG(int, reproduce_levels, 4,
           "reproduce: rate levels per model in gpulet's scenario grid "
           "(levels^4 - 1 scenarios).");
@@ -104,7 +110,7 @@ ABSL_FLAG(bool, reproduce_simulate, false,
           "(SLO-preserved max throughput per workload).");
 ABSL_FLAG(std::string, reproduce_out, "",
           "reproduce: a directory to write each paper's results to as "
-          "CSV, <paper>.csv (empty: none).");
+          "CSV, <paper>.csv (and gpulet-emulated.csv; empty: none).");
 
 namespace tessera {
 namespace {
@@ -518,7 +524,8 @@ absl::StatusOr<PolicyOptions> PresetOptions(const V100Setup& setup,
 
 constexpr const char* kPresets[] = {"paper", "tessera"};
 
-absl::Status ReproduceGpulet(const V100Setup& setup, std::string* csv) {
+absl::Status ReproduceGpulet(const V100Setup& setup,
+                             std::map<std::string, std::string>* csvs) {
   GpuletReproduction::Options options;
   options.gpus = absl::GetFlag(FLAGS_gpus);
   options.levels = absl::GetFlag(FLAGS_reproduce_levels);
@@ -526,20 +533,42 @@ absl::Status ReproduceGpulet(const V100Setup& setup, std::string* csv) {
   options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
   const GpuletReproduction reproduction(&setup, options);
+  ASSIGN_OR_RETURN(const auto emulated,
+                   LoadEmulatedSetup(absl::GetFlag(FLAGS_emulated_models),
+                                     absl::GetFlag(FLAGS_profile_dir), 0));
+  // The sweep on the emulated set: its five models, one level fewer (its
+  // grid has 5 dimensions).
+  GpuletReproduction::Options emulated_options = options;
+  emulated_options.emulated = emulated.get();
+  emulated_options.models = emulated->repository->ModelNames();
+  emulated_options.levels = std::max(2, options.levels - 1);
+  const GpuletReproduction on_emulated(&setup, emulated_options);
   for (const char* preset : kPresets) {
     ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, preset));
     ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
     reproduction.Print(result, DescribeRules(o.rules), stdout);
-    reproduction.AppendCsv(result, preset, csv);
+    reproduction.AppendCsv(result, preset, &(*csvs)["gpulet"]);
+    // The emulated set plans with its own interference model.
+    PolicyOptions e = o;
+    e.interference = emulated->interference;
+    ASSIGN_OR_RETURN(const auto emulated_result, on_emulated.Run(e));
+    on_emulated.Print(emulated_result, DescribeRules(o.rules), stdout);
+    on_emulated.AppendCsv(emulated_result, preset, &(*csvs)["gpulet-emulated"]);
     if (absl::GetFlag(FLAGS_reproduce_simulate)) {
       ASSIGN_OR_RETURN(const auto throughput, reproduction.RunThroughput(o));
       reproduction.PrintThroughput(throughput, DescribeRules(o.rules), stdout);
+      ASSIGN_OR_RETURN(
+          const auto apps,
+          reproduction.RunApps(*emulated, absl::GetFlag(FLAGS_glet_apps), e));
+      reproduction.PrintApps(apps, DescribeRules(o.rules), stdout);
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status ReproduceIgniter(const V100Setup& setup, std::string* csv) {
+absl::Status ReproduceIgniter(const V100Setup& setup,
+                              std::map<std::string, std::string>* csvs) {
+  std::string* csv = &(*csvs)["igniter"];
   IgniterReproduction::Options options;
   options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   const IgniterReproduction reproduction(&setup, options);
@@ -554,7 +583,9 @@ absl::Status ReproduceIgniter(const V100Setup& setup, std::string* csv) {
   return absl::OkStatus();
 }
 
-absl::Status ReproduceInss(const V100Setup& setup, std::string* csv) {
+absl::Status ReproduceInss(const V100Setup& setup,
+                           std::map<std::string, std::string>* csvs) {
+  std::string* csv = &(*csvs)["inss"];
   InssReproduction::Options options;
   options.gpus = absl::GetFlag(FLAGS_gpus);
   options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
@@ -573,7 +604,9 @@ absl::Status ReproduceInss(const V100Setup& setup, std::string* csv) {
 
 // LAS's two settings: the shipped models on one 2-core CPU device, and
 // one V100 with the closest measured models.
-absl::Status ReproduceLas(const V100Setup& setup, std::string* csv) {
+absl::Status ReproduceLas(const V100Setup& setup,
+                          std::map<std::string, std::string>* csvs) {
+  std::string* csv = &(*csvs)["las"];
   ASSIGN_OR_RETURN(
       const auto cpu,
       LoadEmulatedSetup(absl::GetFlag(FLAGS_cpu_models),
@@ -612,18 +645,19 @@ int Reproduce(const V100Setup& setup) {
   }
   const std::string dir = absl::GetFlag(FLAGS_reproduce_out);
   for (const std::string& paper : papers) {
-    std::string csv;
-    const absl::Status status = paper == "gpulet" ? ReproduceGpulet(setup, &csv)
-                                : paper == "igniter"
-                                    ? ReproduceIgniter(setup, &csv)
-                                : paper == "inss" ? ReproduceInss(setup, &csv)
-                                                  : ReproduceLas(setup, &csv);
+    std::map<std::string, std::string> csvs;  // file stem -> content
+    const absl::Status status =
+        paper == "gpulet"    ? ReproduceGpulet(setup, &csvs)
+        : paper == "igniter" ? ReproduceIgniter(setup, &csvs)
+        : paper == "inss"    ? ReproduceInss(setup, &csvs)
+                             : ReproduceLas(setup, &csvs);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.ToString().c_str());
       return absl::IsInvalidArgument(status) ? 2 : 1;
     }
-    if (!dir.empty()) {
-      const std::string path = absl::StrCat(dir, "/", paper, ".csv");
+    if (dir.empty()) continue;
+    for (const auto& [stem, csv] : csvs) {
+      const std::string path = absl::StrCat(dir, "/", stem, ".csv");
       std::ofstream file(path);
       file << csv;
       if (!file) {

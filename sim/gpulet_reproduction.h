@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/cluster_simulator.h"
+#include "sim/emulated_workload.h"
 #include "sim/reproduction_claim.h"
 #include "sim/v100_workload.h"
 
@@ -43,6 +44,10 @@ class GpuletReproduction {
     // violations <= 1 % (MEASURES.md).
     bool simulate = false;
     SimOptions sim;
+    // Run() and Snapshot() on the emulated set instead (`models` from its
+    // names, its GPUs, each model's configured SLO: the gpulet artifact's
+    // app SLOs). Must outlive this object.
+    const EmulatedSetup* emulated = nullptr;
   };
   struct Scenario {
     std::vector<double> rates_rps;  // per model of Options::models
@@ -97,6 +102,27 @@ class GpuletReproduction {
   // refusals.
   static std::vector<Claim> Verdicts(const Result& result);
 
+  // The paper's game and traffic apps (../shared/data/glet/apps/, read at
+  // run time: game = six lenets and resnet50 in parallel, SLO 95 ms each;
+  // traffic = ssd-mobilenet then googlenet and vgg16, their own SLOs) on
+  // `gpus` emulated GPUs (the 2080 Ti-like set of profiles/emulated, with
+  // its own interference model in `base`): every model at the app's rate,
+  // the SLO-preserved max app rate (req/s) per policy of
+  // ThroughputPolicies(). Direction only: the emulated set's truth is a
+  // fitted model.
+  struct AppsResult {
+    std::vector<std::string> apps;
+    std::vector<std::vector<double>> max_app_rps;  // [app][policy]
+    // What ended each search: "refused" or "broken" (planned, > 1 %).
+    std::vector<std::vector<std::string>> limit;  // [app][policy]
+  };
+  absl::StatusOr<AppsResult> RunApps(const EmulatedSetup& emulated,
+                                     const std::string& apps_dir,
+                                     const PolicyOptions& base) const;
+  static std::vector<Claim> AppsVerdicts(const AppsResult& result);
+  void PrintApps(const AppsResult& result, const std::string& rules,
+                 std::FILE* out) const;
+
   // Fig. 13 under `base`; every workload's models at the same base rate
   // (u of its slowest model), the search raising them together.
   absl::StatusOr<ThroughputResult> RunThroughput(
@@ -123,8 +149,11 @@ class GpuletReproduction {
   std::vector<double> Units() const;
 
  private:
-  // A snapshot of `models` with the paper's SLOs (2 L(32, 100 %)).
+  // A snapshot of `models` with the paper's SLOs (2 L(32, 100 %)), or on
+  // the emulated set with its configured SLOs.
   ClusterSnapshot PaperSnapshot(const std::vector<WorkloadModel>& models) const;
+  // The ground truth of the cluster Run() plans for.
+  const GroundTruth& Truth() const;
 
   const V100Setup* setup_;
   Options options_;

@@ -3,6 +3,8 @@
 // its shape and for numbers known from the data and the definitions.
 #include "sim/gpulet_reproduction.h"
 
+#include <filesystem>
+
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -89,6 +91,60 @@ TEST(GpuletReproductionVerdictsTest, ThroughputGainsByHand) {
   // Over gpulet-noint: (-0.25 + 0) / 2 = -12.5 %.
   EXPECT_EQ(claims[2].ours, "-12.5 % (ahead on 1 of 2 workloads)");
   EXPECT_EQ(claims[2].verdict, "does not hold");
+}
+
+// The game and traffic apps of the gpulet artifact (../shared/data/glet/
+// apps) on the emulated set: read at run time, mapped onto the set's
+// models (lenet1..6 -> replicas of lenet, ssd-mobilenetv1 ->
+// ssd_mobilenet), and searched on short runs.
+TEST(GpuletReproductionTest, AppsLoadOntoTheEmulatedSetAndGetAVerdict) {
+  const std::string apps = TESSERA_SHARED_DIR "/data/glet/apps";
+  if (!std::filesystem::exists(apps + "/game.json")) {
+    GTEST_SKIP() << apps << " absent";
+  }
+  auto setup = LoadV100Setup(kProfile, Share100Rule::kBatch1Ratio, 0);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const std::string root = TESSERA_SOURCE_DIR;
+  auto emulated = LoadEmulatedSetup(root + "/configs/emulated/models",
+                                    root + "/profiles", 0);
+  ASSERT_TRUE(emulated.ok()) << emulated.status();
+  GpuletReproduction::Options options;
+  options.sim.duration = absl::Seconds(3);
+  options.sim.warmup = absl::Seconds(1);
+  const GpuletReproduction reproduction(setup->get(), options);
+  PolicyOptions base;
+  base.interference = (*emulated)->interference;
+  base.rules = PresetRules(RULES_PRESET_TESSERA);
+  auto result = reproduction.RunApps(**emulated, apps, base);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->apps.size(), 2u);
+  EXPECT_EQ(result->apps[0], "game");
+  for (const auto& row : result->max_app_rps) {
+    ASSERT_EQ(row.size(), GpuletReproduction::ThroughputPolicies().size());
+    for (double v : row) EXPECT_GT(v, 0);  // every policy serves some of it
+  }
+  EXPECT_EQ(GpuletReproduction::AppsVerdicts(*result).size(), 2u);
+  // The schedulability sweep on the emulated set, with the configured
+  // (the apps') SLOs.
+  GpuletReproduction::Options sweep;
+  sweep.emulated = emulated->get();
+  sweep.models = {"googlenet", "resnet50"};
+  sweep.levels = 2;  // 2^2 - 1 = 3 scenarios
+  sweep.policies = {"sbp", "gpulet", "ideal-layout"};
+  sweep.bisection_steps = 3;
+  const GpuletReproduction on_emulated(setup->get(), sweep);
+  const ClusterSnapshot snap = on_emulated.Snapshot({10, 0}, 1);
+  ASSERT_EQ(snap.models.size(), 1u);
+  EXPECT_EQ(snap.models[0].config.slo_ms(), 66);  // configs/emulated
+  EXPECT_EQ(snap.devices[0].profile_key, "emulated");
+  auto swept = on_emulated.Run(base);
+  ASSERT_TRUE(swept.ok()) << swept.status();
+  ASSERT_EQ(swept->scenarios.size(), 3u);
+  EXPECT_DOUBLE_EQ(swept->policies[2].mean_scale_fraction, 1.0);
+  // A missing app directory is a clear error.
+  EXPECT_EQ(
+      reproduction.RunApps(**emulated, "/nonexistent", base).status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 }  // namespace

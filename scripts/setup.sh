@@ -25,8 +25,9 @@ for arg in "$@"; do
 done
 
 PACKAGES=(
-  # toolchain (a minimal Debian has none of it)
-  g++ cmake ninja-build ccache git pkg-config
+  # toolchain (a minimal Debian has none of it); clang checks the
+  # thread-safety annotations (scripts/check_thread_safety.py)
+  g++ clang cmake ninja-build ccache git pkg-config
   # libraries
   libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libabsl-dev libspdlog-dev libgtest-dev libgmock-dev

@@ -48,6 +48,7 @@
 #include "common/data_type.h"
 #include "common/grpc_tuning.h"
 #include "common/model_repository.h"
+#include "common/percentile.h"
 #include "common/poll_governor.h"
 #include "common/subprocess.h"
 #include "common/tensor_layout.h"
@@ -115,12 +116,6 @@ namespace tessera {
 namespace {
 
 using Samples = std::vector<double>;  // microseconds
-
-double Percentile(Samples s, double p) {
-  if (s.empty()) return 0;
-  std::sort(s.begin(), s.end());
-  return s[std::min(s.size() - 1, static_cast<size_t>(p * s.size()))];
-}
 
 // Echoes the first raw input back as the first raw output. With
 // `handoff`, the call is finished from another thread (as the frontend

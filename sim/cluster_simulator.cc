@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/clock.h"
+#include "common/percentile.h"
 #include "scheduler/dispatcher.h"
 #include "scheduler/latency_estimator.h"
 #include "scheduler/weighted_round_robin.h"
@@ -51,12 +52,6 @@ struct Event {
 };
 
 absl::Time At(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 }  // namespace
 

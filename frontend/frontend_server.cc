@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,6 +21,29 @@
 
 namespace tessera {
 namespace {
+
+// Calls `call` on every backend of `backends` at once, one thread each
+// (joined before returning), and returns the results in the map's order.
+// A cluster's plan change then takes as long as its slowest backend, not
+// the sum of all.
+template <typename Call>
+auto OnEveryBackend(const std::map<std::string, BackendClient*>& backends,
+                    Call call) {
+  using Result = decltype(call(static_cast<BackendClient*>(nullptr)));
+  std::vector<std::optional<Result>> results(backends.size());
+  std::vector<std::thread> threads;
+  size_t i = 0;
+  for (const auto& [id, backend] : backends) {
+    threads.emplace_back(
+        [&results, &call, i, b = backend] { results[i].emplace(call(b)); });
+    ++i;
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<Result> out;
+  out.reserve(results.size());
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
+}
 
 // Fills the re-planning defaults documented in config.proto.
 absl::Status ApplyDefaults(FrontendConfig* c) {
@@ -513,30 +538,44 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     // planned_rates keeps the observed rates: re-planning is due when they
     // change, not because this plan carries less.
   }
+  const absl::Time planned_at = absl::Now();
   plan.set_epoch(current.epoch() + 1);
   plan.set_reason(plan_reason);
   const int fresh = AssignGpuletIds(current, &plan);
 
   // Phase 1: every live backend starts its new gpulets (old ones keep
-  // serving). On failure, those that accepted go back to the current plan.
+  // serving), all backends at once. On failure, those that accepted go
+  // back to the current plan.
+  const std::vector<absl::StatusOr<ApplyPlanResponse>> applied =
+      OnEveryBackend(backend_by_id, [&](BackendClient* b) {
+        return b->ApplyPlan(plan, options_.backend_call_timeout);
+      });
   std::map<std::string, GpuletStatus> statuses;
-  std::vector<BackendClient*> applied_on;
-  for (auto& [id, backend] : backend_by_id) {
-    auto applied = backend->ApplyPlan(plan, options_.backend_call_timeout);
-    if (!applied.ok()) {
-      for (BackendClient* b : applied_on) {
-        if (b->ApplyPlan(current, options_.backend_call_timeout).ok()) {
-          (void)b->CommitPlan(current.epoch(), options_.backend_call_timeout);
-        }
+  std::map<std::string, BackendClient*> applied_on;
+  absl::Status rejected;
+  auto result = applied.begin();
+  for (const auto& [id, backend] : backend_by_id) {
+    const absl::StatusOr<ApplyPlanResponse>& r = *result++;
+    if (!r.ok()) {
+      if (rejected.ok()) {
+        rejected = absl::Status(
+            r.status().code(),
+            absl::StrCat("backend '", id,
+                         "' rejected plan: ", r.status().message()));
       }
-      return absl::Status(applied.status().code(),
-                          absl::StrCat("backend '", id, "' rejected plan: ",
-                                       applied.status().message()));
+      continue;
     }
-    applied_on.push_back(backend);
-    for (const GpuletStatus& s : applied->gpulets()) {
-      statuses[s.gpulet_id()] = s;
-    }
+    applied_on[id] = backend;
+    for (const GpuletStatus& s : r->gpulets()) statuses[s.gpulet_id()] = s;
+  }
+  if (!rejected.ok()) {
+    OnEveryBackend(applied_on, [&](BackendClient* b) {
+      if (b->ApplyPlan(current, options_.backend_call_timeout).ok()) {
+        (void)b->CommitPlan(current.epoch(), options_.backend_call_timeout);
+      }
+      return 0;
+    });
+    return rejected;
   }
 
   const absl::Time applied_at = absl::Now();
@@ -576,12 +615,16 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     }
   }
   const absl::Time drained_at = absl::Now();
-  for (auto& [id, backend] : backend_by_id) {
-    absl::Status committed =
-        backend->CommitPlan(plan.epoch(), options_.backend_call_timeout);
-    if (!committed.ok()) {
+  const std::vector<absl::Status> committed =
+      OnEveryBackend(backend_by_id, [&](BackendClient* b) {
+        return b->CommitPlan(plan.epoch(), options_.backend_call_timeout);
+      });
+  auto commit = committed.begin();
+  for (const auto& [id, backend] : backend_by_id) {
+    const absl::Status& c = *commit++;
+    if (!c.ok()) {
       spdlog::warn("backend '{}' did not commit plan epoch {}: {}", id,
-                   plan.epoch(), committed.ToString());
+                   plan.epoch(), c.ToString());
     }
   }
   if (!options_.plan_file.empty()) {
@@ -597,10 +640,11 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   for (const DevicePlan& d : plan.devices()) gpulets += d.gpulets_size();
   spdlog::info(
       "plan epoch {} by '{}' installed ({}): {} device(s), {} gpulet(s), {} "
-      "new, {} queued call(s) handed over; apply {} ms, drain {} ms, commit "
-      "{} ms",
+      "new, {} queued call(s) handed over; plan {} ms, apply {} ms, drain {} "
+      "ms, commit {} ms",
       plan.epoch(), plan.policy(), reason, plan.devices_size(), gpulets, fresh,
-      handed_over, absl::ToInt64Milliseconds(applied_at - planning_started),
+      handed_over, absl::ToInt64Milliseconds(planned_at - planning_started),
+      absl::ToInt64Milliseconds(applied_at - planned_at),
       absl::ToInt64Milliseconds(drained_at - applied_at),
       absl::ToInt64Milliseconds(absl::Now() - drained_at));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/data_type.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
 
 namespace tessera {
@@ -72,8 +73,7 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(), "': slo_ms must be > 0"));
   }
-  absl::Status status = ValidateTensors(config, config.input(), "input");
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(ValidateTensors(config, config.input(), "input"));
   return ValidateTensors(config, config.output(), "output");
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/grpc_tuning.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "common/thread_name.h"
 #include "frontend/admin_service.h"
@@ -83,8 +84,7 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
           "every backend needs an id and an address");
     }
   }
-  absl::Status defaults = ApplyDefaults(&options.config);
-  if (!defaults.ok()) return defaults;
+  RETURN_IF_ERROR(ApplyDefaults(&options.config));
   auto repository = ModelRepository::Load(options.model_repository);
   if (!repository.ok()) return repository.status();
   // Emulated clusters run k times slower than the GPU they emulate: so do
@@ -100,9 +100,7 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   policy_options.rules = *rules;
   if (!options.config.interference_profile().empty()) {
     InterferenceProfile ip;
-    absl::Status read =
-        ReadTextProto(options.config.interference_profile(), &ip);
-    if (!read.ok()) return read;
+    RETURN_IF_ERROR(ReadTextProto(options.config.interference_profile(), &ip));
     if (ip.linear_coefficients_size() != 5) {
       return absl::InvalidArgumentError(
           absl::StrCat(options.config.interference_profile(),

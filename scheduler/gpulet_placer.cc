@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/time_share_solver.h"
 
 namespace tessera {
@@ -339,8 +340,7 @@ absl::Status GpuletPlacer::Partition(
   while (!ctx.shortfalls.empty()) {
     auto [m, rate] = *ctx.shortfalls.begin();
     ctx.shortfalls.erase(ctx.shortfalls.begin());
-    absl::Status s = PlaceRate(*m, rate, &ctx);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(PlaceRate(*m, rate, &ctx));
   }
   return absl::OkStatus();
 }

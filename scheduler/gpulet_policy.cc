@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/policy_registry.h"
 
 namespace tessera {
@@ -42,9 +43,8 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
   std::vector<GpuLayout> layouts;
   for (const DeviceSnapshot* gpu : gpus) layouts.emplace_back(gpu);
   const GpuletPlacer placer(interference_.get(), options_.rules.gpulet());
-  absl::Status placed = placer.Partition(order, (*inputs)->share_grid(),
-                                         /*fixed=*/false, &layouts);
-  if (!placed.ok()) return placed;
+  RETURN_IF_ERROR(placer.Partition(order, (*inputs)->share_grid(),
+                                   /*fixed=*/false, &layouts));
   int used = 0;
   for (const GpuLayout& g : layouts) used += g.used() ? 1 : 0;
   return BuildPlan(layouts, name_, absl::StrCat("fits on ", used, " GPU(s)"));

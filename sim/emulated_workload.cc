@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
 
 namespace tessera {
@@ -34,8 +35,7 @@ absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
   setup->interference = std::make_shared<NoInterference>();
   if (std::filesystem::exists(dir + "interference.pbtxt")) {
     InterferenceProfile ip;
-    absl::Status read = ReadTextProto(dir + "interference.pbtxt", &ip);
-    if (!read.ok()) return read;
+    RETURN_IF_ERROR(ReadTextProto(dir + "interference.pbtxt", &ip));
     if (ip.linear_coefficients_size() != 5) {
       return absl::InvalidArgumentError(
           absl::StrCat(dir, "interference.pbtxt: needs 5 coefficients"));

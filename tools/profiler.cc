@@ -18,6 +18,7 @@
 #include "common/grpc_status_util.h"
 #include "common/model_repository.h"
 #include "common/percentile.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 namespace {
@@ -42,8 +43,7 @@ BatchRequest ZerosBatch(const ModelConfig& config, int batch) {
 absl::StatusOr<double> RunBatch(ProxyHandle* proxy, const BatchRequest& batch) {
   auto response = proxy->ExecuteAndWait(batch, absl::Seconds(300));
   if (!response.ok()) return response.status();
-  absl::Status status = FromStatusProto(response->status());
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(FromStatusProto(response->status()));
   return response->exec_time_us() / 1000.0;
 }
 

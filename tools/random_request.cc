@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status_util.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tessera {
@@ -60,8 +61,7 @@ absl::StatusOr<inference::ModelInferRequest> RandomRequestFor(
         absl::StrCat("ModelMetadata(", model, "): ", s.error_message()));
   }
   inference::ModelInferRequest request;
-  absl::Status filled = FillRandomRequest(meta, batch, rng, &request);
-  if (!filled.ok()) return filled;
+  RETURN_IF_ERROR(FillRandomRequest(meta, batch, rng, &request));
   return request;
 }
 

@@ -55,15 +55,6 @@ std::string Layout(const Plan& plan) {
 
 namespace {
 
-// The SLOs of `slos` (in the snapshot's model order).
-ClusterSnapshot WithSlos(ClusterSnapshot snap,
-                         const std::vector<double>& slos) {
-  for (size_t i = 0; i < snap.models.size() && i < slos.size(); ++i) {
-    snap.models[i].config.set_slo_ms(slos[i]);
-  }
-  return snap;
-}
-
 absl::Status SetSolo(LasReproduction::Setting* s) {
   for (const std::string& m : s->models) {
     const LatencyModel* lm = s->truth->model(m);
@@ -84,14 +75,10 @@ absl::StatusOr<LasReproduction::Setting> LasReproduction::CpuSetting(
   s.models = {"resnet18", "mobilenet_v3_small", "bert_tiny"};
   s.truth = setup.truth.get();
   s.interference = setup.interference;
-  s.snapshot = [&setup, models = s.models](const std::vector<double>& rates,
-                                           const std::vector<double>& slos) {
-    std::vector<WorkloadModel> w;
-    for (size_t i = 0; i < models.size(); ++i)
-      w.push_back({models[i], rates[i]});
-    return WithSlos(MakeCpuSnapshot(setup, 1, 2, w), slos);
+  s.snapshot = [&setup](const std::vector<WorkloadModel>& models) {
+    return MakeCpuSnapshot(setup, 1, 2, models);
   };
-  if (absl::Status st = SetSolo(&s); !st.ok()) return st;
+  RETURN_IF_ERROR(SetSolo(&s));
   return s;
 }
 
@@ -102,14 +89,10 @@ absl::StatusOr<LasReproduction::Setting> LasReproduction::V100Setting(
   s.models = {"resnet50", "alexnet", "vgg19"};
   s.truth = setup.truth.get();
   s.interference = setup.linear;
-  s.snapshot = [&setup, models = s.models](const std::vector<double>& rates,
-                                           const std::vector<double>& slos) {
-    std::vector<WorkloadModel> w;
-    for (size_t i = 0; i < models.size(); ++i)
-      w.push_back({models[i], rates[i]});
-    return WithSlos(MakeV100Snapshot(setup, 1, w, 1), slos);
+  s.snapshot = [&setup](const std::vector<WorkloadModel>& models) {
+    return MakeV100Snapshot(setup, 1, models, 1);
   };
-  if (absl::Status st = SetSolo(&s); !st.ok()) return st;
+  RETURN_IF_ERROR(SetSolo(&s));
   return s;
 }
 
@@ -171,8 +154,14 @@ absl::StatusOr<LasReproduction::SettingResult> LasReproduction::RunSetting(
                                  options_.paper_solo_ms[0] /
                                  setting.solo_ms[0]);
       }
-      const ClusterSnapshot snap =
-          setting.snapshot(cell.rates_rps, cell.slos_ms);
+      std::vector<WorkloadModel> models;
+      for (size_t i = 0; i < 3; ++i) {
+        models.push_back({setting.models[i], cell.rates_rps[i]});
+      }
+      ClusterSnapshot snap = setting.snapshot(models);
+      for (size_t i = 0; i < snap.models.size(); ++i) {
+        snap.models[i].config.set_slo_ms(cell.slos_ms[i]);
+      }
       const ClusterSimulator simulator(setting.truth, Configs(snap));
       double total = 0;
       for (double r : cell.rates_rps) total += r;

@@ -43,10 +43,9 @@ class LasReproduction {
   // One device and the three services' models on it.
   struct Setting {
     std::string name;
-    // A snapshot of one device serving `models` at `rates_rps` with
-    // `slos_ms` (in the paper's order).
-    std::function<ClusterSnapshot(const std::vector<double>& rates_rps,
-                                  const std::vector<double>& slos_ms)>
+    // A snapshot of one device serving `models` (the SLOs are then set
+    // by the reproduction).
+    std::function<ClusterSnapshot(const std::vector<WorkloadModel>& models)>
         snapshot;
     const GroundTruth* truth = nullptr;
     // The device's interference model, for the policies that plan with

@@ -19,14 +19,8 @@ absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
   std::map<std::string, LatencyModel> models;
   const std::string dir = profile_dir + "/" + profile_key + "/";
   for (const std::string& name : setup->repository->ModelNames()) {
-    // A CPU repository may hold models never profiled: leave them out.
-    if (profile_key != "emulated" &&
-        !std::filesystem::exists(dir + name + ".pbtxt")) {
-      continue;
-    }
     ModelProfile profile;
-    absl::Status read = ReadTextProto(dir + name + ".pbtxt", &profile);
-    if (!read.ok()) return read;
+    RETURN_IF_ERROR(ReadTextProto(dir + name + ".pbtxt", &profile));
     auto model = LatencyModel::FromProfile(profile);
     if (!model.ok()) return model.status();
     models.emplace(name, std::move(*model));
@@ -49,6 +43,27 @@ absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
   return setup;
 }
 
+namespace {
+
+// `models` with their configs and the setup's profiles (under its profile
+// key); models the setup lacks are left out.
+void AddModels(const EmulatedSetup& setup,
+               const std::vector<WorkloadModel>& models,
+               ClusterSnapshot* snapshot) {
+  for (const WorkloadModel& w : models) {
+    const ModelRepository::Entry* entry = setup.repository->Find(w.name);
+    auto profile = setup.profiles.find(w.name);
+    if (entry == nullptr || profile == setup.profiles.end()) continue;
+    ModelSnapshot m;
+    m.config = entry->config;
+    m.rate_rps = w.rate_rps;
+    m.profiles[setup.profile_key] = profile->second;
+    snapshot->models.push_back(std::move(m));
+  }
+}
+
+}  // namespace
+
 ClusterSnapshot MakeEmulatedSnapshot(const EmulatedSetup& setup, int gpus,
                                      const std::vector<WorkloadModel>& models) {
   ClusterSnapshot snapshot;
@@ -57,16 +72,7 @@ ClusterSnapshot MakeEmulatedSnapshot(const EmulatedSetup& setup, int gpus,
         DeviceSnapshot{"sim", absl::StrCat("gpu", i), DEVICE_KIND_EMULATED, 0,
                        int64_t{11264} << 20, "emulated"});
   }
-  for (const WorkloadModel& w : models) {
-    const ModelRepository::Entry* entry = setup.repository->Find(w.name);
-    auto profile = setup.profiles.find(w.name);
-    if (entry == nullptr || profile == setup.profiles.end()) continue;
-    ModelSnapshot m;
-    m.config = entry->config;
-    m.rate_rps = w.rate_rps;
-    m.profiles["emulated"] = profile->second;
-    snapshot.models.push_back(std::move(m));
-  }
+  AddModels(setup, models, &snapshot);
   return snapshot;
 }
 
@@ -81,16 +87,7 @@ ClusterSnapshot MakeCpuSnapshot(const EmulatedSetup& setup, int devices,
       d.allowed_shares.push_back(100.0 * k / cores);
     snapshot.devices.push_back(std::move(d));
   }
-  for (const WorkloadModel& w : models) {
-    const ModelRepository::Entry* entry = setup.repository->Find(w.name);
-    auto profile = setup.profiles.find(w.name);
-    if (entry == nullptr || profile == setup.profiles.end()) continue;
-    ModelSnapshot m;
-    m.config = entry->config;
-    m.rate_rps = w.rate_rps;
-    m.profiles["cpu"] = profile->second;
-    snapshot.models.push_back(std::move(m));
-  }
+  AddModels(setup, models, &snapshot);
   return snapshot;
 }
 

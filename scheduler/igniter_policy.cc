@@ -55,23 +55,24 @@ double FitAlphaCache(const InterferenceModel& interference,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::Create(
-    const PolicyOptions& options) {
+std::unique_ptr<SchedulingPolicy> IgniterPolicy::Make(
+    const PolicyOptions& options, IgniterPacking packing) {
   // PolicyInputs plan with SharedRules' headroom: use iGniter's.
   PolicyOptions o = options;
   o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
                                o.rules.igniter().rate_headroom());
   return std::unique_ptr<SchedulingPolicy>(
-      new IgniterPolicy(std::move(o), IgniterPacking::kAlloc));
+      new IgniterPolicy(std::move(o), packing));
+}
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::Create(
+    const PolicyOptions& options) {
+  return Make(options, IgniterPacking::kAlloc);
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IgniterPolicy::CreateFfd(
     const PolicyOptions& options) {
-  PolicyOptions o = options;
-  o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
-                               o.rules.igniter().rate_headroom());
-  return std::unique_ptr<SchedulingPolicy>(
-      new IgniterPolicy(std::move(o), IgniterPacking::kFirstFitLower));
+  return Make(options, IgniterPacking::kFirstFitLower);
 }
 
 absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(

@@ -61,6 +61,9 @@ class IgniterPolicy : public SchedulingPolicy {
       double* worst_fit_error);
 
  private:
+  // Either packing, with iGniter's own planning headroom.
+  static std::unique_ptr<SchedulingPolicy> Make(const PolicyOptions& options,
+                                                IgniterPacking packing);
   IgniterPolicy(PolicyOptions options, IgniterPacking packing)
       : options_(std::move(options)), packing_(packing) {}
   PolicyOptions options_;

@@ -1,15 +1,15 @@
 #include "sim/gpulet_reproduction.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <regex>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/text_proto.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/policy_registry.h"
 #include "sim/reproduction_claim.h"
 #include "sim/throughput_search.h"
@@ -60,20 +60,23 @@ struct AppModel {
 // The models of one app file (../shared/data/glet/apps/<app>.json): each
 // "model" with its "SLO", in order.
 absl::StatusOr<std::vector<AppModel>> LoadApp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  static const std::regex entry(
-      "\"model\"\\s*:\\s*\"([^\"]+)\"[^}]*?\"SLO\"\\s*:\\s*([0-9.]+)");
-  std::vector<AppModel> models;
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), entry);
-       it != std::sregex_iterator(); ++it) {
-    models.push_back({(*it)[1], std::stod((*it)[2])});
+  std::string text;
+  RETURN_IF_ERROR(ReadFileToString(path, &text));
+  const nlohmann::json app =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (app.is_discarded() || !app.contains("Models") ||
+      !app["Models"].is_array() || app["Models"].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an app (no \"Models\" list)"));
   }
-  if (models.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no models"));
+  std::vector<AppModel> models;
+  for (const nlohmann::json& m : app["Models"]) {
+    if (!m.contains("model") || !m["model"].is_string() || !m.contains("SLO") ||
+        !m["SLO"].is_number()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a model without \"model\" or \"SLO\""));
+    }
+    models.push_back({m["model"].get<std::string>(), m["SLO"].get<double>()});
   }
   return models;
 }

@@ -23,18 +23,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def grouped_bars(ax, policies, rules, values, title):
-    """values[rule][policy] as bars grouped by policy."""
-    width = 0.8 / len(rules)
-    for j, rule in enumerate(rules):
-        x = [i + (j - (len(rules) - 1) / 2) * width
-             for i in range(len(policies))]
-        ax.bar(x, [values[rule].get(p, 0) for p in policies], width,
-               label=f"{rule} rules")
-    ax.set_xticks(range(len(policies)))
-    ax.set_xticklabels(policies, rotation=20)
-    ax.set_title(title)
-    ax.legend(loc="upper right")
+def grouped_bars(ax, groups, series, value, title, label=str,
+                 tick_rotation=20, tick_size=None, title_size=None,
+                 legend=None):
+    """One bar per series in each group: value(series, group)."""
+    width = 0.8 / len(series)
+    for j, s in enumerate(series):
+        x = [i + (j - (len(series) - 1) / 2) * width
+             for i in range(len(groups))]
+        ax.bar(x, [value(s, g) for g in groups], width, label=label(s))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=tick_rotation,
+                       **({"fontsize": tick_size} if tick_size else {}))
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.legend(**(legend or {}))
 
 
 def plot_igniter(rows, out):
@@ -46,11 +48,15 @@ def plot_igniter(rows, out):
         gpus[r["rules"]][r["policy"]] = int(r["gpus"])
         violating[r["rules"]][r["policy"]] = int(r["p99_violating"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    grouped_bars(axes[0], policies, rules, gpus,
-                 "GPUs provisioned (paper: iGniter 6, gpu-lets+ 8, FFD+ 5)")
-    grouped_bars(axes[1], policies, rules, violating,
-                 "workloads with P99 > SLO, constant-rate arrivals "
-                 "(paper: 0, 3, 10)")
+    for ax, values, title in [
+            (axes[0], gpus,
+             "GPUs provisioned (paper: iGniter 6, gpu-lets+ 8, FFD+ 5)"),
+            (axes[1], violating, "workloads with P99 > SLO, constant-rate "
+             "arrivals (paper: 0, 3, 10)")]:
+        grouped_bars(ax, policies, rules,
+                     lambda rule, p, v=values: v[rule].get(p, 0), title,
+                     label=lambda rule: f"{rule} rules",
+                     legend={"loc": "upper right"})
     fig.suptitle("iGniter paper, Fig. 14 on the V100 models (W1-W12)")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
@@ -72,15 +78,10 @@ def plot_inss(rows, out):
              "(req/s; paper: InSS +28.1 % over gpulet)"),
             (axes[1], violations, "violations, late + dropped (%; paper: "
              "InSS < 1 %)")]:
-        width = 0.8 / len(policies)
-        for j, p in enumerate(policies):
-            x = [i + (j - (len(policies) - 1) / 2) * width
-                 for i in range(len(groups))]
-            ax.bar(x, [values[g].get(p, 0) for g in groups], width, label=p)
-        ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, rotation=15, fontsize=8)
-        ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=8)
+        grouped_bars(ax, groups, policies,
+                     lambda p, g, v=values: v[g].get(p, 0), title,
+                     tick_rotation=15, tick_size=8, title_size=9,
+                     legend={"fontsize": 8})
     fig.suptitle("InSS paper, Figs. 15 and 17: six models on 4 V100s")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
@@ -102,17 +103,47 @@ def plot_las(rows, out):
             (axes[0], ours, "SLO-preserved max throughput (req/s; ours)"),
             (axes[1], paper, "sum b/T at the heaviest load las and sbp "
              "both hold (the paper's metric)")]:
-        width = 0.8 / len(policies)
-        for j, p in enumerate(policies):
-            x = [i + (j - (len(policies) - 1) / 2) * width
-                 for i in range(len(groups))]
-            ax.bar(x, [values[g].get(p, 0) for g in groups], width, label=p)
-        ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, fontsize=7)
-        ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=8)
+        grouped_bars(ax, groups, policies,
+                     lambda p, g, v=values: v[g].get(p, 0), title,
+                     tick_rotation=0, tick_size=7, title_size=9,
+                     legend={"fontsize": 8})
     fig.suptitle("KAIST LAS paper, Fig. 7: three services on one device "
                  "(paper: LAS +15.9 % over p = 1)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
+def plot_gpulet(rows, out):
+    rates = [k for k in rows[0] if k.endswith("_rps")]
+    rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))
+    policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))
+    # (rules, scenario) -> policy -> (schedulable, max_scale)
+    table = defaultdict(dict)
+    for r in rows:
+        key = (r["rules"], tuple(r[k] for k in rates))
+        table[key][r["policy"]] = (int(r["schedulable"]), float(r["max_scale"]))
+    share, fraction = defaultdict(dict), defaultdict(dict)
+    for rule in rules:
+        scenarios = [v for (rl, _), v in table.items() if rl == rule]
+        for p in policies:
+            share[rule][p] = (100.0 * sum(s[p][0] for s in scenarios) /
+                              len(scenarios))
+            ratios = [s[p][1] / s["ideal-layout"][1] for s in scenarios
+                      if s["ideal-layout"][1] > 0]
+            fraction[rule][p] = 100.0 * sum(ratios) / max(1, len(ratios))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for ax, values, title in [
+            (axes[0], share, "scenarios schedulable (%)"),
+            (axes[1], fraction, "max schedulable scale, % of ideal-layout")]:
+        grouped_bars(ax, policies, rules,
+                     lambda rule, p, v=values: v[rule][p], title,
+                     label=lambda rule: f"{rule} rules",
+                     legend={"loc": "lower right"})
+    axes[1].axhline(92.6, color="gray", linestyle="--", linewidth=1)
+    axes[1].text(2.6, 102, "paper: gpulet at 92.6 %", fontsize=8)
+    axes[1].set_ylim(0, 110)
+    fig.suptitle("gpulet paper, Figs. 16-17 on the V100 models (4 GPUs, "
+                 "SLO = 2 L(32, 100%))")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
 
@@ -130,43 +161,7 @@ def main():
     if rows and "paper_throughput" in rows[0]:
         plot_las(rows, sys.argv[2])
         return
-    rates = [k for k in rows[0] if k.endswith("_rps")]
-    rules = list(OrderedDict.fromkeys(r["rules"] for r in rows))
-    policies = list(OrderedDict.fromkeys(r["policy"] for r in rows))
-    # (rules, scenario) -> policy -> (schedulable, max_scale)
-    table = defaultdict(dict)
-    for r in rows:
-        key = (r["rules"], tuple(r[k] for k in rates))
-        table[key][r["policy"]] = (int(r["schedulable"]), float(r["max_scale"]))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    width = 0.8 / len(rules)
-    for j, rule in enumerate(rules):
-        scenarios = [v for (rl, _), v in table.items() if rl == rule]
-        share, fraction = [], []
-        for p in policies:
-            share.append(100.0 * sum(s[p][0] for s in scenarios) /
-                         len(scenarios))
-            ratios = [s[p][1] / s["ideal-layout"][1] for s in scenarios
-                      if s["ideal-layout"][1] > 0]
-            fraction.append(100.0 * sum(ratios) / max(1, len(ratios)))
-        x = [i + (j - (len(rules) - 1) / 2) * width
-             for i in range(len(policies))]
-        axes[0].bar(x, share, width, label=f"{rule} rules")
-        axes[1].bar(x, fraction, width, label=f"{rule} rules")
-    for ax, title in zip(axes, ["scenarios schedulable (%)",
-                                "max schedulable scale, % of ideal-layout"]):
-        ax.set_xticks(range(len(policies)))
-        ax.set_xticklabels(policies, rotation=20)
-        ax.set_title(title)
-        ax.legend(loc="lower right")
-    axes[1].axhline(92.6, color="gray", linestyle="--", linewidth=1)
-    axes[1].text(2.6, 102, "paper: gpulet at 92.6 %", fontsize=8)
-    axes[1].set_ylim(0, 110)
-    fig.suptitle("gpulet paper, Figs. 16-17 on the V100 models (4 GPUs, "
-                 "SLO = 2 L(32, 100%))")
-    fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=100)
-
+    plot_gpulet(rows, sys.argv[2])
 
 if __name__ == "__main__":
     main()

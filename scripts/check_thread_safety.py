@@ -20,7 +20,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Warnings that only clang has and that are not about locking.
+# Syntax only, lock-annotation findings as errors; warning flags clang does
+# not know (the compile commands are GCC's) are ignored.
 FLAGS = ["-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety",
          "-Wno-unknown-warning-option"]
 
@@ -69,7 +70,7 @@ def main():
               file=sys.stderr)
         return 2
     wanted = {os.path.abspath(f) for f in args.files}
-    todo = []
+    sources = []
     for e in entries:
         path = os.path.abspath(os.path.join(e["directory"], e["file"]))
         if not path.startswith(ROOT + os.sep) or \
@@ -79,10 +80,10 @@ def main():
             continue
         if uses_torch(path):
             continue
-        todo.append((path, e))
-    if wanted and len(todo) != len(wanted):
+        sources.append((path, e))
+    if wanted and len(sources) != len(wanted):
         print("check_thread_safety: not in the build (or uses LibTorch): " +
-              ", ".join(sorted(wanted - {p for p, _ in todo})),
+              ", ".join(sorted(wanted - {p for p, _ in sources})),
               file=sys.stderr)
         return 2
 
@@ -95,11 +96,11 @@ def main():
 
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for path, rc, err in pool.map(check, todo):
+        for path, rc, err in pool.map(check, sources):
             if rc != 0:
                 failed += 1
                 sys.stderr.write(err)
-    print(f"check_thread_safety: {len(todo)} sources, {failed} with "
+    print(f"check_thread_safety: {len(sources)} sources, {failed} with "
           "findings")
     return 1 if failed else 0
 

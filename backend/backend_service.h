@@ -11,14 +11,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.grpc.pb.h"
+#include "backend/backend_metrics.h"
+#include "backend/backend_node.h"
+#include "backend/gpulet_table.h"
 #include "backend/mps_daemon_manager.h"
-#include "backend/proxy_handle.h"
-#include "common/metrics.h"
-#include "common/model_repository.h"
+#include "backend/plan_diff.h"
+#include "backend/proxy_launcher.h"
 #include "common/poll_governor.h"
 #include "config.pb.h"
-#include "perfmodel/interference_model.h"
-#include "perfmodel/latency_model.h"
 
 namespace tessera {
 
@@ -54,6 +54,8 @@ class BackendServiceImpl final {
     absl::Duration drain_timeout = absl::Seconds(30);
     // CUDA devices: MPS control daemons (see MpsDaemonManager).
     MpsDaemonManager::Options mps;
+    // Starts the proxies; null: spawn proxy processes.
+    std::shared_ptr<ProxyLauncher> launcher;
   };
 
   // Validates the config (ids, device kinds, cores) and loads the model
@@ -88,61 +90,35 @@ class BackendServiceImpl final {
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  struct Gpulet {
-    GpuletPlan plan;
-    std::string device_id;
-    std::vector<int> cores;
-    std::shared_ptr<ProxyHandle> proxy;
-    // Not in the plan in force: finishes what it was sent, stopped at the
-    // next CommitPlan.
-    bool retiring = false;
-  };
-
-  BackendServiceImpl(Options options, std::unique_ptr<ModelRepository> repo,
-                     std::map<std::string, LatencyModel> emulated_latency,
-                     std::unique_ptr<InterferenceModel> interference);
+  BackendServiceImpl(Options options, std::unique_ptr<BackendNode> node);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::shared_ptr<ProxyHandle>> StartProxy(
-      const Gpulet& g) const;
+  // Starts the proxies of `ids` in parallel (each loads and warms up on its
+  // own); on any failure stops those that started and returns the first
+  // error.
+  absl::StatusOr<std::vector<GpuletEntry>> StartAll(
+      const std::vector<std::string>& ids,
+      const std::map<std::string, GpuletSpec>& wanted) const;
+  absl::StatusOr<std::shared_ptr<Proxy>> StartProxy(const GpuletSpec& g) const;
   // Drains (up to the drain timeout) and stops `gpulets`.
-  void DrainAndStop(const std::vector<Gpulet>& gpulets) const;
-  // Memory the models of `g` need on an emulated device (0 elsewhere).
-  int64_t MemoryBytes(const Gpulet& g) const;
+  void DrainAndStop(const std::vector<GpuletEntry>& gpulets) const;
   // Sends each emulated gpulet the slowdown its neighbours cause.
   void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  GpuletStatus StatusOf(const std::string& id, const Gpulet& g) const;
-  const DeviceConfig* FindDevice(const std::string& id) const;
+  static GpuletStatus StatusOf(const GpuletEntry& g);
 
   const Options options_;
-  std::unique_ptr<ModelRepository> repo_;
-  // Emulated devices: latency models by model (from the profiles), and how
-  // co-located models interfere (none when no profile says).
-  const std::map<std::string, LatencyModel> emulated_latency_;
-  std::unique_ptr<InterferenceModel> interference_;
+  const std::unique_ptr<BackendNode> node_;
+  std::shared_ptr<ProxyLauncher> launcher_;
   // Thread-safe; mutable: starting a daemon does not change the service.
   mutable MpsDaemonManager mps_;
-  MetricsRegistry metrics_;
-  MetricsRegistry::Counter* batches_metric_;
-  MetricsRegistry::Histogram* exec_metric_;
-  MetricsRegistry::Counter* busy_metric_;
-  MetricsRegistry::Gauge* share_metric_;
-  MetricsRegistry::Gauge* epoch_metric_;
-  MetricsRegistry::Gauge* swaps_metric_;
+  BackendMetrics metrics_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
-  // Routable gpulets by id, retiring ones included.
-  std::map<std::string, Gpulet> gpulets_ ABSL_GUARDED_BY(mu_);
-  // Replaced under the same id by a plan: no longer routable, stopped at
-  // the next CommitPlan.
-  std::vector<Gpulet> replaced_ ABSL_GUARDED_BY(mu_);
+  GpuletTable table_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  // Gpulets stopped early for a stop-then-start swap, until the commit:
-  // batches still sent to them get UNAVAILABLE (not NOT_FOUND).
-  std::set<std::string> stopped_for_swap_ ABSL_GUARDED_BY(mu_);
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
 };

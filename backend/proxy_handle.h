@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.pb.h"
+#include "backend/proxy.h"
 #include "common/poll_governor.h"
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
@@ -27,7 +28,7 @@ namespace tessera {
 // copied once into a free slot of the region; the proxy reads them in place
 // and writes its outputs after them; the handle copies the outputs into the
 // response. Thread-safe.
-class ProxyHandle {
+class ProxyHandle final : public Proxy {
  public:
   struct Options {
     std::string proxy_binary;
@@ -51,20 +52,20 @@ class ProxyHandle {
     double time_scale = 1;
     double noise_cv = 0;
   };
-  using DoneCallback = std::function<void(BatchResponse)>;
 
   // Starts the proxy and waits until it reports ready (models loaded and
   // warmed up) or fails.
   static absl::StatusOr<std::unique_ptr<ProxyHandle>> Start(
       const Options& options);
   // Stops the proxy (see Stop()).
-  ~ProxyHandle();
+  ~ProxyHandle() override;
 
   // Runs `batch` on the proxy; `done` is called exactly once, from another
   // thread, with the outputs or a failure status. Never blocks on the
   // device: batches beyond the free slots wait in a queue. Pass the batch
   // by move: an image batch is hundreds of kilobytes.
-  void Execute(BatchRequest batch, DoneCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  void Execute(BatchRequest batch, DoneCallback done) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Execute() for callers that run one batch at a time (the profiler, the
   // benchmarks): waits up to `timeout` for the response. DEADLINE_EXCEEDED
@@ -74,19 +75,22 @@ class ProxyHandle {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits up to `timeout` for in-flight and queued batches to finish.
-  bool Drain(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Drain(absl::Duration timeout) override ABSL_LOCKS_EXCLUDED(mu_);
   // Asks the proxy to exit, then kills it if it has not after `grace`;
   // fails batches still pending with UNAVAILABLE.
-  void Stop(absl::Duration grace = absl::Seconds(5)) ABSL_LOCKS_EXCLUDED(mu_);
+  void Stop(absl::Duration grace = absl::Seconds(5)) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
-  pid_t pid() const { return process_->pid(); }
+  pid_t pid() const override { return process_->pid(); }
   const Options& options() const { return options_; }
-  const std::vector<MeasuredLatency>& warmup() const { return warmup_; }
-  bool alive() const ABSL_LOCKS_EXCLUDED(mu_);
+  const std::vector<MeasuredLatency>& warmup() const override {
+    return warmup_;
+  }
+  bool alive() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Emulated devices: the slowdown each model suffers from what runs on
   // the other partitions of its device, sent with every batch.
-  void SetInterferenceFactors(std::map<std::string, double> factors)
+  void SetInterferenceFactors(std::map<std::string, double> factors) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

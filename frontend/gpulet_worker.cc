@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "common/gpulet_id.h"
 #include "common/grpc_status_util.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/request_codec.h"
@@ -180,7 +181,8 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   const ModelConfig& config = *model_configs_[batch.model];
   BatchRequest request;
   request.set_epoch(options_.epoch);
-  request.set_gpulet_id(on_standby_ ? gpulet_id() + "/standby" : gpulet_id());
+  request.set_gpulet_id(on_standby_ ? StandbyGpuletId(gpulet_id())
+                                    : gpulet_id());
   request.set_model(config.name());
   // All shape-only: so is the batch. Mixed: zeros stand in for the data of
   // the shape-only calls.

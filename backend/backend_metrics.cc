@@ -1,0 +1,58 @@
+#include "backend/backend_metrics.h"
+
+#include "absl/status/status.h"
+
+namespace tessera {
+
+BackendMetrics::BackendMetrics() {
+  batches_ = registry_.AddCounter(
+      "tessera_backend_batches_total",
+      "Batches answered, by gpulet, model and status code.",
+      {"gpulet", "model", "code"});
+  exec_ = registry_.AddHistogram("tessera_backend_batch_exec_seconds",
+                                 "Execution time of a batch in its proxy.",
+                                 {"model"}, MetricsRegistry::LatencyBuckets());
+  busy_ = registry_.AddCounter(
+      "tessera_backend_gpulet_busy_seconds_total",
+      "Time each gpulet's proxy spent executing (rate() = busy fraction).",
+      {"gpulet"});
+  share_ = registry_.AddGauge(
+      "tessera_backend_gpulet_share_percent",
+      "Share of each live gpulet (retiring=1 while it only drains).",
+      {"gpulet", "device", "retiring"});
+  epoch_ = registry_.AddGauge("tessera_backend_plan_epoch",
+                              "Epoch of the last plan applied.", {});
+  swaps_ = registry_.AddGauge(
+      "tessera_backend_swaps",
+      "Proxies started by plan changes since start, by kind.", {"kind"});
+}
+
+void BackendMetrics::RecordBatch(const std::string& gpulet,
+                                 const std::string& model,
+                                 const BatchResponse& response) {
+  batches_->Increment({gpulet, model,
+                       absl::StatusCodeToString(static_cast<absl::StatusCode>(
+                           response.status().code()))});
+  if (response.status().code() == 0) {
+    const double exec = response.exec_time_us() / 1e6;
+    exec_->Observe({model}, exec);
+    busy_->Increment({gpulet}, exec);
+  }
+}
+
+std::string BackendMetrics::Render(const GpuletTable& table, int64_t epoch,
+                                   int64_t swaps,
+                                   int64_t stop_then_start_swaps) {
+  share_->Clear();
+  for (const auto& [id, g] : table.Routable()) {
+    share_->Set(
+        {id, g.spec.device_id, g.state == GpuletState::kRetiring ? "1" : "0"},
+        g.spec.plan.share_percent());
+  }
+  epoch_->Set({}, static_cast<double>(epoch));
+  swaps_->Set({"shadow"}, static_cast<double>(swaps - stop_then_start_swaps));
+  swaps_->Set({"stop_then_start"}, static_cast<double>(stop_then_start_swaps));
+  return registry_.Render();
+}
+
+}  // namespace tessera

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+
+#include "backend.pb.h"
+#include "backend/gpulet_table.h"
+#include "common/metrics.h"
+
+namespace tessera {
+
+// The backend's Prometheus metrics (names tessera_backend_*): batches as
+// they are answered, gpulets and plan state set right before each scrape.
+// Thread-safe.
+class BackendMetrics {
+ public:
+  BackendMetrics();
+
+  // One batch answered by `gpulet`'s proxy.
+  void RecordBatch(const std::string& gpulet, const std::string& model,
+                   const BatchResponse& response);
+  // The exposition, with the plan state `table` holds now.
+  std::string Render(const GpuletTable& table, int64_t epoch, int64_t swaps,
+                     int64_t stop_then_start_swaps);
+
+ private:
+  MetricsRegistry registry_;
+  MetricsRegistry::Counter* batches_;
+  MetricsRegistry::Histogram* exec_;
+  MetricsRegistry::Counter* busy_;
+  MetricsRegistry::Gauge* share_;
+  MetricsRegistry::Gauge* epoch_;
+  MetricsRegistry::Gauge* swaps_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,137 @@
+#include "backend/gpulet_table.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+const char* GpuletStateName(GpuletState state) {
+  switch (state) {
+    case GpuletState::kServing:
+      return "serving";
+    case GpuletState::kRetiring:
+      return "retiring";
+    case GpuletState::kReplaced:
+      return "replaced";
+    case GpuletState::kStoppedForSwap:
+      return "stopped_for_swap";
+  }
+  return "unknown";
+}
+
+GpuletTable::Route GpuletTable::Find(const std::string& id) const {
+  Route route;
+  for (const GpuletEntry& e : entries_) {
+    if (e.id() != id) continue;
+    if (IsRoutable(e.state)) route.proxy = e.proxy;
+    if (e.state == GpuletState::kStoppedForSwap) route.stopped_for_swap = true;
+  }
+  return route;
+}
+
+std::map<std::string, GpuletEntry> GpuletTable::Routable() const {
+  std::map<std::string, GpuletEntry> routable;
+  for (const GpuletEntry& e : entries_) {
+    if (IsRoutable(e.state)) routable.emplace(e.id(), e);
+  }
+  return routable;
+}
+
+std::vector<GpuletEntry> GpuletTable::Live() const {
+  std::vector<GpuletEntry> live;
+  for (const GpuletEntry& e : entries_) {
+    if (e.proxy != nullptr) live.push_back(e);
+  }
+  return live;
+}
+
+std::vector<ResidentGpulet> GpuletTable::Residents() const {
+  std::vector<ResidentGpulet> residents;
+  for (const GpuletEntry& e : entries_) {
+    if (e.proxy != nullptr) {
+      residents.push_back({e.spec, e.state, e.proxy->alive()});
+    }
+  }
+  return residents;
+}
+
+int GpuletTable::num_proxies() const {
+  return static_cast<int>(
+      std::count_if(entries_.begin(), entries_.end(),
+                    [](const GpuletEntry& e) { return e.proxy != nullptr; }));
+}
+
+std::vector<GpuletEntry> GpuletTable::TakeForStopFirst(
+    const std::string& device_id, const std::set<std::string>& keep) {
+  std::vector<GpuletEntry> taken;
+  for (GpuletEntry& e : entries_) {
+    if (e.proxy == nullptr || e.spec.device_id != device_id) continue;
+    if (IsRoutable(e.state) && keep.count(e.id()) > 0) continue;
+    taken.push_back(e);
+    const bool routable = IsRoutable(e.state);
+    e.proxy = nullptr;
+    e.state = routable ? GpuletState::kStoppedForSwap : GpuletState::kReplaced;
+  }
+  // Replaced entries leave with their proxy; stopped ones stay as markers.
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [](const GpuletEntry& e) {
+                                  return e.proxy == nullptr &&
+                                         e.state !=
+                                             GpuletState::kStoppedForSwap;
+                                }),
+                 entries_.end());
+  return taken;
+}
+
+void GpuletTable::Switch(std::vector<GpuletEntry> serving) {
+  std::map<std::string, const GpuletEntry*> next;
+  for (const GpuletEntry& e : serving) next[e.id()] = &e;
+  for (GpuletEntry& e : entries_) {
+    if (!IsRoutable(e.state)) continue;
+    auto it = next.find(e.id());
+    if (it == next.end()) {
+      e.state = GpuletState::kRetiring;
+    } else if (it->second->proxy != e.proxy) {
+      e.state = GpuletState::kReplaced;
+    }
+  }
+  // Kept entries are the serving ones with the same proxy: drop the old
+  // copy and take the plan's (its spec may carry new batch sizes).
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&next](const GpuletEntry& e) {
+                                  auto it = next.find(e.id());
+                                  return IsRoutable(e.state) &&
+                                         it != next.end() &&
+                                         it->second->proxy == e.proxy;
+                                }),
+                 entries_.end());
+  for (GpuletEntry& e : serving) {
+    e.state = GpuletState::kServing;
+    entries_.push_back(std::move(e));
+  }
+}
+
+std::vector<GpuletEntry> GpuletTable::TakeRetired() {
+  std::vector<GpuletEntry> retired;
+  std::vector<GpuletEntry> kept;
+  for (GpuletEntry& e : entries_) {
+    if (e.state == GpuletState::kRetiring ||
+        e.state == GpuletState::kReplaced) {
+      retired.push_back(std::move(e));
+    } else if (e.state != GpuletState::kStoppedForSwap) {
+      kept.push_back(std::move(e));
+    }
+  }
+  entries_ = std::move(kept);
+  return retired;
+}
+
+std::vector<GpuletEntry> GpuletTable::TakeAll() {
+  std::vector<GpuletEntry> all;
+  for (GpuletEntry& e : entries_) {
+    if (e.proxy != nullptr) all.push_back(std::move(e));
+  }
+  entries_.clear();
+  return all;
+}
+
+}  // namespace tessera

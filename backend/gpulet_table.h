@@ -1,0 +1,88 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/gpulet_spec.h"
+#include "backend/proxy.h"
+
+namespace tessera {
+
+// Where a gpulet is in its life on this backend.
+enum class GpuletState {
+  // In the plan in force: routable.
+  kServing,
+  // Dropped by the plan in force: still routable (it finishes what the
+  // frontend sent before switching), stopped at the next commit.
+  kRetiring,
+  // Replaced under the same id by a new proxy: no longer routable,
+  // stopped at the next commit.
+  kReplaced,
+  // Stopped early for a stop-then-start swap (device memory too small for
+  // a shadow proxy); no proxy. Batches still sent to it get UNAVAILABLE,
+  // not NOT_FOUND, until the commit.
+  kStoppedForSwap,
+};
+
+const char* GpuletStateName(GpuletState state);
+
+struct GpuletEntry {
+  GpuletSpec spec;
+  std::shared_ptr<Proxy> proxy;  // null only when kStoppedForSwap
+  GpuletState state = GpuletState::kServing;
+
+  const std::string& id() const { return spec.id(); }
+};
+
+// What the plan diff needs to know of a gpulet with a proxy.
+struct ResidentGpulet {
+  GpuletSpec spec;
+  GpuletState state;
+  bool alive;
+};
+
+// Every gpulet of one backend with its proxy and state; the plan changes
+// of BackendServiceImpl are transitions of this table. Not thread-safe:
+// its owner guards it.
+class GpuletTable {
+ public:
+  struct Route {
+    std::shared_ptr<Proxy> proxy;  // null: not routable
+    bool stopped_for_swap = false;
+  };
+  // Where a batch for gpulet `id` goes.
+  Route Find(const std::string& id) const;
+
+  // Serving and retiring entries, by id.
+  std::map<std::string, GpuletEntry> Routable() const;
+  // Every entry with a proxy (serving, retiring, replaced).
+  std::vector<GpuletEntry> Live() const;
+  std::vector<ResidentGpulet> Residents() const;
+  int num_proxies() const;
+
+  // Removes the entries with a proxy on `device_id` except the routable
+  // ones whose id is in `keep`, and returns them; the routable ones among
+  // them become kStoppedForSwap.
+  std::vector<GpuletEntry> TakeForStopFirst(const std::string& device_id,
+                                            const std::set<std::string>& keep);
+  // The plan in force becomes `serving` (each with its proxy). A routable
+  // entry missing from it retires; one whose id it gives a different proxy
+  // is replaced.
+  void Switch(std::vector<GpuletEntry> serving);
+  // Removes and returns the retiring and replaced entries, and forgets the
+  // stopped-for-swap ids (the commit).
+  std::vector<GpuletEntry> TakeRetired();
+  // Removes and returns every entry with a proxy.
+  std::vector<GpuletEntry> TakeAll();
+
+ private:
+  static bool IsRoutable(GpuletState s) {
+    return s == GpuletState::kServing || s == GpuletState::kRetiring;
+  }
+  std::vector<GpuletEntry> entries_;
+};
+
+}  // namespace tessera

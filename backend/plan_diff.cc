@@ -1,0 +1,63 @@
+#include "backend/plan_diff.h"
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+std::vector<std::string> ModelNames(const GpuletPlan& g) {
+  std::vector<std::string> names;
+  for (const ModelAssignment& a : g.models()) names.push_back(a.model());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The running proxy can serve `wanted`: same share, models, device and
+// cores (batch sizes are the frontend's and change freely).
+bool SameProcess(const ResidentGpulet& running, const GpuletSpec& wanted) {
+  return running.alive &&
+         running.spec.plan.share_percent() == wanted.plan.share_percent() &&
+         ModelNames(running.spec.plan) == ModelNames(wanted.plan) &&
+         running.spec.device_id == wanted.device_id &&
+         running.spec.cores == wanted.cores;
+}
+
+}  // namespace
+
+PlanDiff DiffPlan(const std::vector<ResidentGpulet>& residents,
+                  const std::map<std::string, GpuletSpec>& wanted,
+                  const std::map<std::string, int64_t>& memory_capacity_bytes) {
+  PlanDiff diff;
+  std::map<std::string, int64_t> resident_bytes;  // by device, now
+  std::map<std::string, const ResidentGpulet*> routable;
+  for (const ResidentGpulet& r : residents) {
+    resident_bytes[r.spec.device_id] += r.spec.memory_bytes;
+    if (r.state == GpuletState::kServing || r.state == GpuletState::kRetiring) {
+      routable[r.spec.id()] = &r;
+    }
+  }
+  std::map<std::string, int64_t> new_bytes;  // by device
+  for (const auto& [id, spec] : wanted) {
+    auto it = routable.find(id);
+    if (it != routable.end() && SameProcess(*it->second, spec)) {
+      diff.keep.insert(id);
+      continue;
+    }
+    diff.start.push_back(id);
+    new_bytes[spec.device_id] += spec.memory_bytes;
+  }
+  for (const auto& [device_id, bytes] : new_bytes) {
+    auto cap = memory_capacity_bytes.find(device_id);
+    if (cap == memory_capacity_bytes.end() || cap->second <= 0 ||
+        resident_bytes[device_id] + bytes <= cap->second) {
+      continue;
+    }
+    diff.stop_first_devices.push_back(device_id);
+    for (const std::string& id : diff.start) {
+      diff.stop_then_start += wanted.at(id).device_id == device_id;
+    }
+  }
+  return diff;
+}
+
+}  // namespace tessera

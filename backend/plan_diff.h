@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/gpulet_spec.h"
+#include "backend/gpulet_table.h"
+
+namespace tessera {
+
+// What applying a plan does to one backend's proxies.
+struct PlanDiff {
+  // Gpulets whose running proxy serves on unchanged.
+  std::set<std::string> keep;
+  // Gpulets that need a new proxy (new, or changed share, models, device
+  // or cores, or whose proxy died).
+  std::vector<std::string> start;
+  // Devices whose memory cannot hold the old proxies and the new ones at
+  // once: their old proxies (except kept ones) are stopped before the new
+  // ones start.
+  std::vector<std::string> stop_first_devices;
+  // Of `start`, the gpulets on a stop-first device.
+  int stop_then_start = 0;
+};
+
+// The pure diff between the gpulets running now and the plan's `wanted`
+// ones (by id). `memory_capacity_bytes` is each device's memory (absent or
+// <= 0: unlimited).
+PlanDiff DiffPlan(const std::vector<ResidentGpulet>& residents,
+                  const std::map<std::string, GpuletSpec>& wanted,
+                  const std::map<std::string, int64_t>& memory_capacity_bytes);
+
+}  // namespace tessera

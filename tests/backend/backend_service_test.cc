@@ -1,0 +1,289 @@
+// BackendServiceImpl's plan changes on in-memory proxies: which proxies a
+// plan starts, keeps, retires and stops, and where batches go meanwhile.
+#include "backend/backend_service.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/backend/fake_proxy.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using testing::FakeLauncher;
+using testing::FakeProxy;
+using ::testing::HasSubstr;
+
+constexpr char kModel[] = R"pb(
+  max_batch_size: 8
+  slo_ms: 100
+  input {
+    name: "x"
+    data_type: TYPE_FP32
+    dims: [ -1, 3 ]
+  }
+  output {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ -1, 2 ]
+  })pb";
+
+class BackendServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = fs::path(::testing::TempDir()) /
+            ("backend_repo_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(repo_);
+    for (const char* name : {"m", "n"}) {
+      fs::create_directories(repo_ / name / "1");
+      std::ofstream(repo_ / name / "config.pbtxt")
+          << "name: \"" << name << "\"\n"
+          << kModel;
+      std::ofstream(repo_ / name / "1" / "model.pt") << "x";
+    }
+  }
+  void TearDown() override { fs::remove_all(repo_); }
+
+  std::unique_ptr<BackendServiceImpl> MakeCpuBackend() {
+    BackendServiceImpl::Options options;
+    options.config.set_id("b0");
+    DeviceConfig* cpu = options.config.add_devices();
+    cpu->set_id("cpu0");
+    cpu->set_kind(DEVICE_KIND_CPU);
+    for (int c : {0, 1, 2, 3}) cpu->add_cpu_cores(c);
+    options.model_repository = repo_.string();
+    options.launcher = launcher_;
+    auto backend = BackendServiceImpl::Create(options);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    return backend.ok() ? std::move(*backend) : nullptr;
+  }
+
+  static void AddGpulet(DevicePlan* dp, const std::string& id, double share,
+                        std::vector<std::string> models) {
+    GpuletPlan* g = dp->add_gpulets();
+    g->set_gpulet_id(id);
+    g->set_share_percent(share);
+    for (const std::string& m : models) {
+      ModelAssignment* a = g->add_models();
+      a->set_model(m);
+      a->set_batch_size(4);
+    }
+  }
+
+  // Sends one batch to `gpulet` and returns the response (the fakes answer
+  // inline).
+  static BatchResponse Send(BackendServiceImpl* backend,
+                            const std::string& gpulet) {
+    BatchRequest batch;
+    batch.set_gpulet_id(gpulet);
+    batch.set_model("m");
+    batch.set_batch_id(7);
+    BatchResponse out;
+    bool answered = false;
+    backend->Route(std::move(batch), [&](BatchResponse r) {
+      out = std::move(r);
+      answered = true;
+    });
+    EXPECT_TRUE(answered);
+    return out;
+  }
+
+  static absl::StatusCode Code(const BatchResponse& r) {
+    return static_cast<absl::StatusCode>(r.status().code());
+  }
+
+  fs::path repo_;
+  std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
+};
+
+TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
+  auto backend = MakeCpuBackend();
+  ASSERT_NE(backend, nullptr);
+  Plan plan;
+  plan.set_epoch(1);
+  DevicePlan* dp = plan.add_devices();
+  dp->set_backend_id("b0");
+  dp->set_device_id("cpu0");
+  AddGpulet(dp, "g0", 25, {"m"});
+  AddGpulet(dp, "g1", 25, {"n"});
+  AddGpulet(dp, "g2", 50, {"m"});
+  ApplyPlanRequest request;
+  *request.mutable_plan() = plan;
+  ApplyPlanResponse response;
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.started(), 3);
+  ASSERT_EQ(response.gpulets_size(), 3);
+  EXPECT_THAT(response.gpulets(2).cpu_cores(), ElementsAre(2, 3));
+  std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0"),
+                             g1 = launcher_->Last("g1"),
+                             g2 = launcher_->Last("g2");
+  EXPECT_THAT(launcher_->Last("g2")->gpulet_id(), "g2");
+  EXPECT_THAT(launcher_->launched()[0].options.models.size(), 1u);
+
+  // Epoch 2 keeps g0, gives g1 another model set and drops g2.
+  Plan next;
+  next.set_epoch(2);
+  DevicePlan* nd = next.add_devices();
+  nd->set_backend_id("b0");
+  nd->set_device_id("cpu0");
+  AddGpulet(nd, "g0", 25, {"m"});
+  AddGpulet(nd, "g1", 25, {"m", "n"});
+  *request.mutable_plan() = next;
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.started(), 1);
+  EXPECT_EQ(launcher_->launched().size(), 4u);
+  std::shared_ptr<FakeProxy> g1b = launcher_->Last("g1");
+  ASSERT_NE(g1b, g1);
+
+  // Until the commit: g0 as before, g1 to its new proxy, g2 still drains.
+  EXPECT_EQ(Code(Send(backend.get(), "g0")), absl::StatusCode::kOk);
+  EXPECT_EQ(Code(Send(backend.get(), "g1")), absl::StatusCode::kOk);
+  EXPECT_EQ(Code(Send(backend.get(), "g2")), absl::StatusCode::kOk);
+  EXPECT_EQ(g0->batches(), 1);
+  EXPECT_EQ(g1->batches(), 0);
+  EXPECT_EQ(g1b->batches(), 1);
+  EXPECT_EQ(g2->batches(), 1);
+  HealthResponse health;
+  ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
+  EXPECT_EQ(health.num_proxies(), 4);
+
+  // A stale commit is refused; the right one stops the old g1 and g2.
+  CommitPlanRequest commit;
+  CommitPlanResponse committed;
+  commit.set_epoch(1);
+  grpc::Status stale = backend->CommitPlan(nullptr, &commit, &committed);
+  EXPECT_EQ(stale.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  commit.set_epoch(2);
+  ASSERT_TRUE(backend->CommitPlan(nullptr, &commit, &committed).ok());
+  std::vector<std::string> stopped(committed.stopped_gpulets().begin(),
+                                   committed.stopped_gpulets().end());
+  std::sort(stopped.begin(), stopped.end());
+  EXPECT_THAT(stopped, ElementsAre("g1", "g2"));
+  EXPECT_TRUE(g1->stopped());
+  EXPECT_TRUE(g2->stopped());
+  EXPECT_FALSE(g0->stopped());
+  EXPECT_FALSE(g1b->stopped());
+  BatchResponse gone = Send(backend.get(), "g2");
+  EXPECT_EQ(Code(gone), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(gone.gpulet_stopped());
+  ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
+  EXPECT_EQ(health.num_proxies(), 2);
+  EXPECT_TRUE(health.ready());
+}
+
+TEST_F(BackendServiceTest, FailedStartKeepsThePlanInForce) {
+  auto backend = MakeCpuBackend();
+  ASSERT_NE(backend, nullptr);
+  ApplyPlanRequest request;
+  ApplyPlanResponse response;
+  Plan* plan = request.mutable_plan();
+  plan->set_epoch(1);
+  DevicePlan* dp = plan->add_devices();
+  dp->set_backend_id("b0");
+  dp->set_device_id("cpu0");
+  AddGpulet(dp, "g0", 100, {"m"});
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
+
+  launcher_->FailFor("bad");
+  plan->set_epoch(2);
+  dp->clear_gpulets();
+  AddGpulet(dp, "g0", 50, {"m"});
+  AddGpulet(dp, "bad", 50, {"n"});
+  grpc::Status failed = backend->ApplyPlan(nullptr, &request, &response);
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // The new g0 that did start is stopped again; the old one serves on.
+  std::shared_ptr<FakeProxy> g0b = launcher_->Last("g0");
+  ASSERT_NE(g0b, g0);
+  EXPECT_TRUE(g0b->stopped());
+  EXPECT_FALSE(g0->stopped());
+  EXPECT_EQ(Code(Send(backend.get(), "g0")), absl::StatusCode::kOk);
+  EXPECT_EQ(g0->batches(), 1);
+  HealthResponse health;
+  ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
+  EXPECT_EQ(health.epoch(), 1);
+}
+
+TEST_F(BackendServiceTest, RejectsPlansItCannotServe) {
+  auto backend = MakeCpuBackend();
+  ASSERT_NE(backend, nullptr);
+  ApplyPlanRequest request;
+  ApplyPlanResponse response;
+  Plan* plan = request.mutable_plan();
+  DevicePlan* dp = plan->add_devices();
+  dp->set_backend_id("b0");
+  dp->set_device_id("gpu9");
+  AddGpulet(dp, "g0", 100, {"m"});
+  grpc::Status s = backend->ApplyPlan(nullptr, &request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("gpu9"));
+
+  dp->set_device_id("cpu0");
+  dp->clear_gpulets();
+  AddGpulet(dp, "g0", 100, {"nope"});
+  s = backend->ApplyPlan(nullptr, &request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("nope"));
+
+  dp->clear_gpulets();
+  AddGpulet(dp, "g0", 0, {"m"});
+  s = backend->ApplyPlan(nullptr, &request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(launcher_->launched().empty());
+}
+
+// An emulated device too small for a shadow: the old proxy stops before the
+// new one starts, and a batch caught in between is told to retry.
+TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
+  BackendServiceImpl::Options options;
+  options.config.set_id("b0");
+  options.config.set_profile_dir(std::string(TESSERA_SOURCE_DIR) + "/profiles");
+  DeviceConfig* gpu = options.config.add_devices();
+  gpu->set_id("gpu0");
+  gpu->set_kind(DEVICE_KIND_EMULATED);
+  gpu->set_memory_bytes(int64_t{3} << 30);  // one resnet50 (1.8 GiB) fits
+  options.model_repository =
+      std::string(TESSERA_SOURCE_DIR) + "/configs/emulated/models";
+  options.launcher = launcher_;
+  auto backend = BackendServiceImpl::Create(options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+
+  ApplyPlanRequest request;
+  ApplyPlanResponse response;
+  Plan* plan = request.mutable_plan();
+  plan->set_epoch(1);
+  DevicePlan* dp = plan->add_devices();
+  dp->set_backend_id("b0");
+  dp->set_device_id("gpu0");
+  AddGpulet(dp, "g0", 50, {"resnet50"});
+  AddGpulet(dp, "g1", 50, {"lenet"});
+  ASSERT_TRUE((*backend)->ApplyPlan(nullptr, &request, &response).ok());
+  std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
+  // Each emulated proxy learns its neighbour's slowdown.
+  EXPECT_EQ(g0->factors().count("resnet50"), 1u);
+
+  plan->set_epoch(2);
+  dp->mutable_gpulets(0)->set_share_percent(40);
+  ASSERT_TRUE((*backend)->ApplyPlan(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.started(), 1);
+  EXPECT_EQ(response.stop_then_start(), 1);
+  EXPECT_TRUE(g0->stopped());
+  EXPECT_FALSE(launcher_->Last("g1")->stopped());
+
+  // A batch the frontend sent to the old g0 now reaches the new one; one
+  // the old proxy failed would carry gpulet_stopped.
+  EXPECT_EQ(Code(Send(backend->get(), "g0")), absl::StatusCode::kOk);
+  EXPECT_EQ(launcher_->Last("g0")->batches(), 1);
+  HealthResponse health;
+  ASSERT_TRUE((*backend)->Health(nullptr, nullptr, &health).ok());
+  EXPECT_EQ(health.stop_then_start_swaps(), 1);
+  EXPECT_EQ(health.num_proxies(), 2);
+}
+
+}  // namespace
+}  // namespace tessera

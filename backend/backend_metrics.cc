@@ -40,9 +40,9 @@ void BackendMetrics::RecordBatch(const std::string& gpulet,
   }
 }
 
-std::string BackendMetrics::Render(const GpuletTable& table, int64_t epoch,
-                                   int64_t swaps,
-                                   int64_t stop_then_start_swaps) {
+void BackendMetrics::SetPlanState(const GpuletTable& table, int64_t epoch,
+                                  int64_t swaps,
+                                  int64_t stop_then_start_swaps) {
   share_->Clear();
   for (const auto& [id, g] : table.Routable()) {
     share_->Set(
@@ -52,7 +52,6 @@ std::string BackendMetrics::Render(const GpuletTable& table, int64_t epoch,
   epoch_->Set({}, static_cast<double>(epoch));
   swaps_->Set({"shadow"}, static_cast<double>(swaps - stop_then_start_swaps));
   swaps_->Set({"stop_then_start"}, static_cast<double>(stop_then_start_swaps));
-  return registry_.Render();
 }
 
 }  // namespace tessera

@@ -18,9 +18,10 @@ class BackendMetrics {
   // One batch answered by `gpulet`'s proxy.
   void RecordBatch(const std::string& gpulet, const std::string& model,
                    const BatchResponse& response);
-  // The exposition, with the plan state `table` holds now.
-  std::string Render(const GpuletTable& table, int64_t epoch, int64_t swaps,
-                     int64_t stop_then_start_swaps);
+  // Sets the plan-state gauges from what `table` holds now.
+  void SetPlanState(const GpuletTable& table, int64_t epoch, int64_t swaps,
+                    int64_t stop_then_start_swaps);
+  std::string Render() const { return registry_.Render(); }
 
  private:
   MetricsRegistry registry_;

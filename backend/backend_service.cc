@@ -49,37 +49,44 @@ absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartProxy(
   const DeviceConfig* device = node_->FindDevice(g.device_id);
   ProxyHandle::Options po;
   po.proxy_binary = options_.proxy_binary;
-  po.model_repository = options_.model_repository;
-  po.gpulet_id = g.id();
-  po.device_id = g.device_id;
   po.num_slots = options_.proxy_slots;
   po.startup_timeout = options_.proxy_startup_timeout;
-  if (device->kind() == DEVICE_KIND_EMULATED) {
-    po.device_kind = "emulated";
-    po.proxy_binary = options_.emulated_proxy_binary.empty()
-                          ? options_.proxy_binary
-                          : options_.emulated_proxy_binary;
-    po.share_percent = g.plan.share_percent();
-    po.profile_dir = node_->config().profile_dir();
-    po.time_scale = device->time_scale();
-    po.noise_cv = device->noise_cv();
-  } else if (device->kind() == DEVICE_KIND_CUDA) {
-    // The share is the proxy's own MPS active-thread percentage, fixed for
-    // its life: a new share is a new process.
-    RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
-    po.poll = options_.proxy_poll;
-    po.device_kind = "cuda";
-    po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
-    po.threads = 1;
-  } else {
-    po.poll = options_.proxy_poll;
-    po.cpu_cores = g.cores;
-    po.threads = static_cast<int>(g.cores.size());
-  }
+  ProxyConfig& config = po.config;
+  config.set_gpulet_id(g.id());
+  config.set_device_id(g.device_id);
+  config.set_device_kind(device->kind());
+  config.set_model_repository(options_.model_repository);
   std::set<std::string> names;
   for (const ModelAssignment& a : g.plan.models()) names.insert(a.model());
   for (const std::string& name : names) {
-    po.models.push_back(node_->repo().Find(name)->config);
+    *config.add_models() = node_->repo().Find(name)->config;
+  }
+  switch (device->kind()) {
+    case DEVICE_KIND_EMULATED: {
+      // Emulated proxies never poll: they share cores by design.
+      if (!options_.emulated_proxy_binary.empty()) {
+        po.proxy_binary = options_.emulated_proxy_binary;
+      }
+      EmulatedProxyConfig* e = config.mutable_emulated();
+      e->set_share_percent(g.plan.share_percent());
+      e->set_profile_dir(node_->config().profile_dir());
+      e->set_time_scale(device->time_scale());
+      e->set_noise_cv(device->noise_cv());
+      e->set_seed(std::hash<std::string>()(g.id()));
+      break;
+    }
+    case DEVICE_KIND_CUDA:
+      // The share is the proxy's own MPS active-thread percentage, fixed
+      // for its life: a new share is a new process.
+      RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
+      SetProxyPoll(options_.proxy_poll, &config);
+      po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
+      config.set_threads(1);
+      break;
+    default:
+      SetProxyPoll(options_.proxy_poll, &config);
+      for (int c : g.cores) config.add_cpu_cores(c);
+      config.set_threads(static_cast<int>(g.cores.size()));
   }
   return launcher_->Launch(po);
 }
@@ -149,6 +156,7 @@ GpuletStatus BackendServiceImpl::StatusOf(const GpuletEntry& g) {
   for (const ModelAssignment& a : g.spec.plan.models()) names.insert(a.model());
   for (const std::string& m : names) s.add_models(m);
   s.set_retiring(g.state == GpuletState::kRetiring);
+  *s.mutable_proxy_config() = g.proxy->config();
   return s;
 }
 
@@ -310,8 +318,11 @@ bool BackendServiceImpl::Ready() const {
 }
 
 std::string BackendServiceImpl::RenderMetrics() {
-  absl::MutexLock lock(&mu_);
-  return metrics_.Render(table_, epoch_, swaps_, stop_then_start_swaps_);
+  {
+    absl::MutexLock lock(&mu_);
+    metrics_.SetPlanState(table_, epoch_, swaps_, stop_then_start_swaps_);
+  }
+  return metrics_.Render();
 }
 
 void BackendServiceImpl::StopProxies() {

@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "backend.pb.h"
+#include "proxy_config.pb.h"
 
 namespace tessera {
 
@@ -31,6 +32,8 @@ class Proxy {
   virtual void Stop(absl::Duration grace = absl::Seconds(5)) = 0;
   virtual bool alive() const = 0;
   virtual pid_t pid() const = 0;
+  // What the proxy reported it runs with (models' configs left out).
+  virtual const ProxyConfig& config() const = 0;
   // Per-model latencies measured while warming up.
   virtual const std::vector<MeasuredLatency>& warmup() const = 0;
   // Emulated devices: the slowdown each model suffers from what runs on

@@ -21,6 +21,11 @@ constexpr int kChildShmFd = 4;
 
 }  // namespace
 
+void SetProxyPoll(const PollOptions& poll, ProxyConfig* config) {
+  config->set_poll_window_us(absl::ToInt64Microseconds(poll.window));
+  config->set_poll_idle_percent(poll.idle_budget * 100);
+}
+
 size_t SlotBytesFor(const std::vector<ModelConfig>& models) {
   size_t slot = 4096;
   for (const ModelConfig& m : models) {
@@ -34,14 +39,16 @@ size_t SlotBytesFor(const std::vector<ModelConfig>& models) {
 ProxyHandle::ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
                          std::unique_ptr<SeqPacketChannel> channel,
                          std::unique_ptr<SharedMemoryRegion> region,
-                         size_t slot_bytes, std::vector<MeasuredLatency> warmup)
+                         size_t slot_bytes, std::vector<MeasuredLatency> warmup,
+                         ProxyConfig running_config)
     : options_(std::move(options)),
       process_(std::move(process)),
       channel_(std::move(channel)),
       region_(std::move(region)),
       slot_bytes_(slot_bytes),
-      warmup_(std::move(warmup)) {
-  for (const ModelConfig& m : options_.models) configs_[m.name()] = m;
+      warmup_(std::move(warmup)),
+      running_config_(std::move(running_config)) {
+  for (const ModelConfig& m : options_.config.models()) configs_[m.name()] = m;
   for (int s = options_.num_slots - 1; s >= 0; --s) free_slots_.push_back(s);
   reader_ = std::thread([this] { ReaderLoop(); });
 }
@@ -50,13 +57,16 @@ ProxyHandle::~ProxyHandle() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
     const Options& options) {
-  if (options.models.empty()) {
+  const ProxyConfig& config = options.config;
+  if (config.models().empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("gpulet '", options.gpulet_id, "' has no models"));
+        absl::StrCat("gpulet '", config.gpulet_id(), "' has no models"));
   }
-  const size_t slot_bytes = SlotBytesFor(options.models);
+  const std::vector<ModelConfig> models(config.models().begin(),
+                                        config.models().end());
+  const size_t slot_bytes = SlotBytesFor(models);
   auto region =
-      SharedMemoryRegion::Create(("tessera-" + options.gpulet_id).c_str(),
+      SharedMemoryRegion::Create(("tessera-" + config.gpulet_id()).c_str(),
                                  slot_bytes * std::max(1, options.num_slots));
   if (!region.ok()) return region.status();
   auto pair = SeqPacketChannel::CreatePair();
@@ -64,63 +74,47 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
   std::unique_ptr<SeqPacketChannel> ours = std::move(pair->first);
   std::unique_ptr<SeqPacketChannel> theirs = std::move(pair->second);
 
-  std::string model_list;
-  for (const ModelConfig& m : options.models) {
-    if (!model_list.empty()) model_list += ",";
-    model_list += m.name();
-  }
   Subprocess::Options spawn;
-  spawn.argv = {
-      options.proxy_binary,
-      absl::StrCat("--control_fd=", kChildControlFd),
-      absl::StrCat("--shm_fd=", kChildShmFd),
-      "--model_repository=" + options.model_repository,
-      "--models=" + model_list,
-      "--device=" + options.device_kind,
-      "--cores=" + FormatCoreList(options.cpu_cores),
-      absl::StrCat("--threads=", options.threads),
-      "--gpulet_id=" + options.gpulet_id,
-      absl::StrCat("--poll_us=",
-                   absl::ToInt64Microseconds(options.poll.window)),
-      absl::StrCat("--poll_idle_percent=", options.poll.idle_budget * 100)};
-  if (options.device_kind == "emulated") {
-    spawn.argv.push_back("--profile_dir=" + options.profile_dir);
-    spawn.argv.push_back(
-        absl::StrCat("--share_percent=", options.share_percent));
-    spawn.argv.push_back(absl::StrCat("--time_scale=", options.time_scale));
-    spawn.argv.push_back(absl::StrCat("--noise_cv=", options.noise_cv));
-    spawn.argv.push_back(
-        absl::StrCat("--seed=", std::hash<std::string>()(options.gpulet_id)));
-  }
+  spawn.argv = {options.proxy_binary,
+                absl::StrCat("--control_fd=", kChildControlFd),
+                absl::StrCat("--shm_fd=", kChildShmFd),
+                "--gpulet_id=" + config.gpulet_id()};
   spawn.env = options.extra_env;
   spawn.inherit_fds = {{kChildControlFd, theirs->fd()},
                        {kChildShmFd, (*region)->fd()}};
   auto process = Subprocess::Spawn(spawn);
   if (!process.ok()) return process.status();
   theirs.reset();  // the child holds its end now
+  ProxyCommand configure;
+  *configure.mutable_configure() = config;
+  if (absl::Status sent = ours->Send(configure); !sent.ok()) {
+    (*process)->Stop(absl::Seconds(2));
+    return absl::UnavailableError(absl::StrCat(
+        "proxy for gpulet '", config.gpulet_id(), "': ", sent.ToString()));
+  }
 
   ProxyEvent event;
   absl::Status status = ours->Receive(&event, options.startup_timeout);
   if (!status.ok() || !event.has_ready()) {
     (*process)->Stop(absl::Seconds(2));
     return absl::UnavailableError(absl::StrCat(
-        "proxy for gpulet '", options.gpulet_id, "' did not become ready: ",
+        "proxy for gpulet '", config.gpulet_id(), "' did not become ready: ",
         status.ok() ? "unexpected message" : status.ToString()));
   }
   status = FromStatusProto(event.ready().status());
   if (!status.ok()) {
     (*process)->Stop(absl::Seconds(2));
     return absl::Status(status.code(),
-                        absl::StrCat("proxy for gpulet '", options.gpulet_id,
+                        absl::StrCat("proxy for gpulet '", config.gpulet_id(),
                                      "' failed to start: ", status.message()));
   }
   std::vector<MeasuredLatency> warmup(event.ready().warmup().begin(),
                                       event.ready().warmup().end());
-  spdlog::info("gpulet {} on {}: proxy pid {} ready", options.gpulet_id,
-               options.device_id, (*process)->pid());
-  return std::unique_ptr<ProxyHandle>(
-      new ProxyHandle(options, std::move(*process), std::move(ours),
-                      std::move(*region), slot_bytes, std::move(warmup)));
+  spdlog::info("gpulet {} on {}: proxy pid {} ready", config.gpulet_id(),
+               config.device_id(), (*process)->pid());
+  return std::unique_ptr<ProxyHandle>(new ProxyHandle(
+      options, std::move(*process), std::move(ours), std::move(*region),
+      slot_bytes, std::move(warmup), event.ready().config()));
 }
 
 void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {
@@ -143,9 +137,10 @@ void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {
   if (dead) {
     BatchResponse response;
     response.set_batch_id(batch_id);
-    ToStatusProto(absl::UnavailableError(absl::StrCat(
-                      "proxy of gpulet '", options_.gpulet_id, "' is down")),
-                  response.mutable_status());
+    ToStatusProto(
+        absl::UnavailableError(absl::StrCat(
+            "proxy of gpulet '", options_.config.gpulet_id(), "' is down")),
+        response.mutable_status());
     p.done(std::move(response));
     return;
   }
@@ -166,8 +161,8 @@ absl::StatusOr<BatchResponse> ProxyHandle::ExecuteAndWait(
   });
   if (!result->done.WaitForNotificationWithTimeout(timeout)) {
     return absl::DeadlineExceededError(
-        absl::StrCat("gpulet '", options_.gpulet_id, "': no response within ",
-                     absl::FormatDuration(timeout)));
+        absl::StrCat("gpulet '", options_.config.gpulet_id(),
+                     "': no response within ", absl::FormatDuration(timeout)));
   }
   return std::move(result->response);
 }
@@ -182,15 +177,15 @@ void ProxyHandle::Launch(Pending p, int slot) {
   cmd->set_model(p.batch.model());
   auto cit = configs_.find(p.batch.model());
   if (cit == configs_.end()) {
-    status = absl::NotFoundError(absl::StrCat("model '", p.batch.model(),
-                                              "' is not served by gpulet '",
-                                              options_.gpulet_id, "'"));
+    status = absl::NotFoundError(
+        absl::StrCat("model '", p.batch.model(), "' is not served by gpulet '",
+                     options_.config.gpulet_id(), "'"));
   }
   const size_t base = static_cast<size_t>(slot) * slot_bytes_;
   // Shape-only batches: an emulated device needs no data; a real one gets
   // zeros fabricated here.
-  const bool fabricate =
-      p.batch.shape_only() && options_.device_kind != "emulated";
+  const bool fabricate = p.batch.shape_only() &&
+                         options_.config.device_kind() != DEVICE_KIND_EMULATED;
   size_t offset = 0;
   for (int i = 0; status.ok() && i < p.batch.inputs_size(); ++i) {
     const Tensor& t = p.batch.inputs(i);
@@ -265,7 +260,7 @@ void ProxyHandle::Launch(Pending p, int slot) {
 }
 
 void ProxyHandle::ReaderLoop() {
-  NameThisThread("rd:" + options_.gpulet_id);
+  NameThisThread("rd:" + options_.config.gpulet_id());
   // The reader shares the proxy's cores. The proxy wakes it as it goes back
   // to wait for its next command, so the result is picked up on a core that
   // is awake: on the project's VMs a wake-up that lands on an idle core
@@ -274,11 +269,13 @@ void ProxyHandle::ReaderLoop() {
   // (docs/benchmarks.md). Under load the reader's short work runs on the
   // gpulet's cores instead of elsewhere; lenet at 3500 and 5500 requests/s
   // showed no loss.
-  if (!options_.cpu_cores.empty()) {
-    absl::Status pinned = SetCpuAffinity(options_.cpu_cores);
+  if (!options_.config.cpu_cores().empty()) {
+    absl::Status pinned =
+        SetCpuAffinity(std::vector<int>(options_.config.cpu_cores().begin(),
+                                        options_.config.cpu_cores().end()));
     if (!pinned.ok()) {
-      spdlog::warn("gpulet {}: reader not pinned: {}", options_.gpulet_id,
-                   pinned.ToString());
+      spdlog::warn("gpulet {}: reader not pinned: {}",
+                   options_.config.gpulet_id(), pinned.ToString());
     }
   }
   while (true) {
@@ -286,7 +283,7 @@ void ProxyHandle::ReaderLoop() {
     absl::Status status = channel_->Receive(&event);
     if (!status.ok()) {
       FailAll(absl::UnavailableError(
-          absl::StrCat("proxy of gpulet '", options_.gpulet_id,
+          absl::StrCat("proxy of gpulet '", options_.config.gpulet_id(),
                        "' exited or closed its channel: ", status.message())));
       return;
     }

@@ -20,6 +20,7 @@
 #include "common/seqpacket_channel.h"
 #include "common/shared_memory_region.h"
 #include "common/subprocess.h"
+#include "proxy.pb.h"
 
 namespace tessera {
 
@@ -32,25 +33,12 @@ class ProxyHandle final : public Proxy {
  public:
   struct Options {
     std::string proxy_binary;
-    std::string model_repository;
-    std::string gpulet_id;
-    std::string device_id;
-    std::string device_kind = "cpu";
-    std::vector<ModelConfig> models;
-    std::vector<int> cpu_cores;  // empty = not pinned
-    int threads = 1;
+    // Sent to the proxy as its first command: what it serves and how.
+    ProxyConfig config;
     // Batches that may sit in the proxy at once (each needs a slot).
     int num_slots = 4;
-    // How the proxy polls its channel before it sleeps (its --poll_us and
-    // --poll_idle_percent).
-    PollOptions poll;
     absl::Duration startup_timeout = absl::Seconds(120);
     std::map<std::string, std::string> extra_env;
-    // Emulated devices (device_kind "emulated").
-    double share_percent = 100;
-    std::string profile_dir;
-    double time_scale = 1;
-    double noise_cv = 0;
   };
 
   // Starts the proxy and waits until it reports ready (models loaded and
@@ -83,6 +71,7 @@ class ProxyHandle final : public Proxy {
 
   pid_t pid() const override { return process_->pid(); }
   const Options& options() const { return options_; }
+  const ProxyConfig& config() const override { return running_config_; }
   const std::vector<MeasuredLatency>& warmup() const override {
     return warmup_;
   }
@@ -110,7 +99,7 @@ class ProxyHandle final : public Proxy {
   ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
               std::unique_ptr<SeqPacketChannel> channel,
               std::unique_ptr<SharedMemoryRegion> region, size_t slot_bytes,
-              std::vector<MeasuredLatency> warmup);
+              std::vector<MeasuredLatency> warmup, ProxyConfig running_config);
 
   // Copies `p`'s inputs into `slot` and sends the command. On failure calls
   // the callback with the error and frees the slot.
@@ -124,6 +113,7 @@ class ProxyHandle final : public Proxy {
   std::unique_ptr<SharedMemoryRegion> region_;
   const size_t slot_bytes_;
   const std::vector<MeasuredLatency> warmup_;
+  const ProxyConfig running_config_;
   std::map<std::string, ModelConfig> configs_;
 
   mutable absl::Mutex mu_;
@@ -140,6 +130,9 @@ class ProxyHandle final : public Proxy {
   absl::Time last_completion_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread reader_;
 };
+
+// Sets `config`'s polling from `poll`.
+void SetProxyPoll(const PollOptions& poll, ProxyConfig* config);
 
 // Bytes one slot needs for the largest batch of any of `models`: inputs and
 // outputs at max batch size, each 64-byte aligned.

@@ -782,14 +782,17 @@ int Run() {
       if (absl::GetFlag(FLAGS_reference_proxy)) {
         ProxyHandle::Options po;
         po.proxy_binary = absl::GetFlag(FLAGS_bin_dir) + "/tessera_proxy";
-        po.model_repository = *subset;
-        po.gpulet_id = absl::StrCat("bench-reference-", getpid(), "-", m);
-        po.device_id = "reference";
-        po.models = {(*repo)->Find(m)->config};
-        po.cpu_cores = cores[m];
-        po.threads = std::max<int>(1, cores[m].size());
-        po.poll = *MakePollOptions(absl::GetFlag(FLAGS_proxy_poll_us),
-                                   absl::GetFlag(FLAGS_poll_idle_percent));
+        po.config.set_model_repository(*subset);
+        po.config.set_gpulet_id(
+            absl::StrCat("bench-reference-", getpid(), "-", m));
+        po.config.set_device_id("reference");
+        po.config.set_device_kind(DEVICE_KIND_CPU);
+        *po.config.add_models() = (*repo)->Find(m)->config;
+        for (int c : cores[m]) po.config.add_cpu_cores(c);
+        po.config.set_threads(std::max<int>(1, cores[m].size()));
+        SetProxyPoll(*MakePollOptions(absl::GetFlag(FLAGS_proxy_poll_us),
+                                      absl::GetFlag(FLAGS_poll_idle_percent)),
+                     &po.config);
         auto started = ProxyHandle::Start(po);
         if (!started.ok()) {
           std::fprintf(stderr, "second proxy for %s: %s\n", m.c_str(),

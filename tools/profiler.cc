@@ -256,13 +256,14 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
       -> absl::StatusOr<std::unique_ptr<ProxyHandle>> {
     ProxyHandle::Options po;
     po.proxy_binary = options.proxy_binary;
-    po.model_repository = options.model_repository;
-    po.gpulet_id = id;
-    po.device_id = "cpu";
-    po.cpu_cores = cores;
-    po.threads = static_cast<int>(cores.size());
+    po.config.set_model_repository(options.model_repository);
+    po.config.set_gpulet_id(id);
+    po.config.set_device_id("cpu");
+    po.config.set_device_kind(DEVICE_KIND_CPU);
+    for (int c : cores) po.config.add_cpu_cores(c);
+    po.config.set_threads(static_cast<int>(cores.size()));
     po.num_slots = 1;
-    for (const auto& n : names) po.models.push_back(configs[n]);
+    for (const auto& n : names) *po.config.add_models() = configs[n];
     return ProxyHandle::Start(po);
   };
   // `runs` timed batches after the warm-up ones. With a neighbour, keeps

@@ -123,7 +123,16 @@ TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
                              g1 = launcher_->Last("g1"),
                              g2 = launcher_->Last("g2");
   EXPECT_THAT(launcher_->Last("g2")->gpulet_id(), "g2");
-  EXPECT_THAT(launcher_->launched()[0].options.models.size(), 1u);
+  // What each proxy is told: its cores, threads and models.
+  for (const auto& launched : launcher_->launched()) {
+    const ProxyConfig& c = launched.options.config;
+    EXPECT_EQ(c.device_kind(), DEVICE_KIND_CPU);
+    EXPECT_EQ(c.models_size(), 1);
+    EXPECT_EQ(c.threads(), c.cpu_cores_size());
+    if (c.gpulet_id() == "g2") EXPECT_THAT(c.cpu_cores(), ElementsAre(2, 3));
+  }
+  EXPECT_THAT(response.gpulets(2).proxy_config().cpu_cores(),
+              ElementsAre(2, 3));
 
   // Epoch 2 keeps g0, gives g1 another model set and drops g2.
   Plan next;
@@ -264,6 +273,11 @@ TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
   AddGpulet(dp, "g1", 50, {"lenet"});
   ASSERT_TRUE((*backend)->ApplyPlan(nullptr, &request, &response).ok());
   std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
+  const ProxyConfig& sent = launcher_->launched()[0].options.config;
+  EXPECT_EQ(sent.device_kind(), DEVICE_KIND_EMULATED);
+  EXPECT_EQ(sent.emulated().share_percent(), 50);
+  EXPECT_EQ(sent.emulated().time_scale(), 1);
+  EXPECT_EQ(sent.poll_window_us(), 0);  // emulated proxies never poll
   // Each emulated proxy learns its neighbour's slowdown.
   EXPECT_EQ(g0->factors().count("resnet50"), 1u);
 

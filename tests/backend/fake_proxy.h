@@ -18,8 +18,13 @@ namespace testing {
 // stopped) and records what it was sent.
 class FakeProxy final : public Proxy {
  public:
-  explicit FakeProxy(std::string gpulet_id)
-      : gpulet_id_(std::move(gpulet_id)) {}
+  explicit FakeProxy(std::string gpulet_id) : gpulet_id_(std::move(gpulet_id)) {
+    config_.set_gpulet_id(gpulet_id_);
+  }
+  explicit FakeProxy(ProxyConfig config)
+      : gpulet_id_(config.gpulet_id()), config_(std::move(config)) {
+    config_.clear_models();
+  }
 
   void Execute(BatchRequest batch, DoneCallback done) override {
     BatchResponse response;
@@ -46,6 +51,7 @@ class FakeProxy final : public Proxy {
     return !stopped_;
   }
   pid_t pid() const override { return 1; }
+  const ProxyConfig& config() const override { return config_; }
   const std::vector<MeasuredLatency>& warmup() const override {
     return warmup_;
   }
@@ -67,6 +73,7 @@ class FakeProxy final : public Proxy {
 
  private:
   const std::string gpulet_id_;
+  ProxyConfig config_;
   const std::vector<MeasuredLatency> warmup_;
   mutable absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
@@ -81,10 +88,10 @@ class FakeLauncher final : public ProxyLauncher {
   absl::StatusOr<std::shared_ptr<Proxy>> Launch(
       const ProxyHandle::Options& options) override {
     absl::MutexLock lock(&mu_);
-    if (fail_.count(options.gpulet_id) > 0) {
+    if (fail_.count(options.config.gpulet_id()) > 0) {
       return absl::ResourceExhaustedError("fake launch failure");
     }
-    auto proxy = std::make_shared<FakeProxy>(options.gpulet_id);
+    auto proxy = std::make_shared<FakeProxy>(options.config);
     launched_.push_back({options, proxy});
     return std::shared_ptr<Proxy>(proxy);
   }
@@ -105,7 +112,7 @@ class FakeLauncher final : public ProxyLauncher {
   std::shared_ptr<FakeProxy> Last(const std::string& gpulet_id) const {
     absl::MutexLock lock(&mu_);
     for (auto it = launched_.rbegin(); it != launched_.rend(); ++it) {
-      if (it->options.gpulet_id == gpulet_id) return it->proxy;
+      if (it->options.config.gpulet_id() == gpulet_id) return it->proxy;
     }
     return nullptr;
   }

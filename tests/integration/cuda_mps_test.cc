@@ -194,7 +194,7 @@ exit 1
   EXPECT_THAT(env_of("g100"), HasSubstr("CUDA_VISIBLE_DEVICES=1"));
   EXPECT_THAT(env_of("g100"), HasSubstr(mps + "/gpu1/pipe"));
   EXPECT_THAT(absl::StrJoin(Lines(proxies + "/g30.args"), ""),
-              HasSubstr("--device=cuda"));
+              HasSubstr("--gpulet_id=g30"));
   // One daemon per GPU, though three proxies started.
   EXPECT_EQ(DaemonStarts().size(), 2u) << absl::StrJoin(Lines(log_), "\n");
   backend->Stop(absl::Seconds(10));

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "admin.grpc.pb.h"
+#include "backend.grpc.pb.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/model_repository.h"
@@ -649,8 +650,16 @@ class ProxyPollCluster : public PollCluster {
         PollCluster::StartCluster(absl::StrCat("proxy_poll_", poll_us), {},
                                   {absl::StrCat("--proxy_poll_us=", poll_us),
                                    "--poll_idle_percent=100"}));
-    EXPECT_THAT(CommandLine(proxy_),
-                HasSubstr(absl::StrCat("--poll_us=", poll_us)));
+    // The proxy reports the window it was configured with.
+    auto stub = BackendService::NewStub(grpc::CreateChannel(
+        cluster_->backend_address(0), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    HealthResponse health;
+    ASSERT_TRUE(stub->Health(&context, HealthRequest(), &health).ok());
+    ASSERT_EQ(health.gpulets_size(), 1);
+    EXPECT_EQ(health.gpulets(0).proxy_config().poll_window_us(), poll_us);
+    EXPECT_EQ(health.gpulets(0).proxy_config().poll_idle_percent(), 100);
   }
 };
 

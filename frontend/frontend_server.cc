@@ -71,6 +71,12 @@ absl::Status ApplyDefaults(FrontendConfig* c) {
 
 absl::Duration Seconds(double s) { return absl::Milliseconds(s * 1000); }
 
+std::vector<std::string> BackendIds(const FrontendConfig& config) {
+  std::vector<std::string> ids;
+  for (const BackendEndpoint& b : config.backends()) ids.push_back(b.id());
+  return ids;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
@@ -130,12 +136,13 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
           clock_),
       router_(&monitor_),
+      trigger_(ReplanTrigger::Options{options_.config.replan_threshold(),
+                                      options_.config.min_rate_rps(),
+                                      options_.config.rate_window_s(),
+                                      options_.config.heartbeat_misses()},
+               BackendIds(options_.config)),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
-               options_.repository_token) {
-  for (const BackendEndpoint& b : options_.config.backends()) {
-    backend_state_[b.id()] = BackendState{};
-  }
-}
+               options_.repository_token) {}
 
 FrontendServer::~FrontendServer() { Shutdown(); }
 
@@ -210,29 +217,20 @@ absl::Status FrontendServer::Start() {
     }
     spdlog::info("frontend admin service on port {}", admin_port_);
   }
-  {
-    absl::MutexLock lock(&mu_);
-    replan_reason_ = "initial plan";
-  }
+  trigger_.Request("initial plan");
   planner_ = std::thread([this] { PlannerLoop(); });
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();
 }
 
-void FrontendServer::WaitForWork(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || !replan_reason_.empty();
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
-}
-
 absl::Status FrontendServer::SetPolicy(const std::string& name) {
   auto policy = PolicyRegistry::Create(name, policy_options_);
   if (!policy.ok()) return policy.status();
-  absl::MutexLock lock(&mu_);
-  policy_ = std::move(*policy);
-  replan_reason_ = "policy switched to '" + name + "'";
+  {
+    absl::MutexLock lock(&mu_);
+    policy_ = std::move(*policy);
+  }
+  trigger_.Override("policy switched to '" + name + "'");
   spdlog::info("scheduling policy switched to '{}'", name);
   return absl::OkStatus();
 }
@@ -243,14 +241,14 @@ AdminStatus FrontendServer::Status() const {
     absl::MutexLock lock(&mu_);
     status.set_policy(policy_->name());
     *status.mutable_plan() = plan_;
-    for (const auto& [m, r] : planned_rates_) {
-      (*status.mutable_planned_rates_rps())[m] = r;
-    }
-    for (const auto& [id, state] : backend_state_) {
-      (*status.mutable_backends_up())[id] = state.alive;
-    }
     status.set_plans_installed(stats_.plans);
     status.set_plan_failures(stats_.plan_failures);
+  }
+  for (const auto& [m, r] : trigger_.PlannedRates()) {
+    (*status.mutable_planned_rates_rps())[m] = r;
+  }
+  for (const auto& [id, up] : trigger_.AliveBackends()) {
+    (*status.mutable_backends_up())[id] = up;
   }
   for (const auto& [m, r] : monitor_.Rates()) {
     (*status.mutable_observed_rates_rps())[m] = r;
@@ -262,8 +260,7 @@ AdminStatus FrontendServer::Status() const {
 }
 
 void FrontendServer::RequestReplan(const std::string& reason) {
-  absl::MutexLock lock(&mu_);
-  if (replan_reason_.empty()) replan_reason_ = reason;
+  trigger_.Request(reason);
 }
 
 void FrontendServer::PlannerLoop() {
@@ -273,65 +270,45 @@ void FrontendServer::PlannerLoop() {
   absl::Time last_log = absl::InfinitePast();
   std::string last_error;
   while (true) {
-    std::string reason;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
-      reason = replan_reason_;
     }
-    if (reason.empty() && clock_->Now() >= next_check) {
+    if (trigger_.Pending().empty() && clock_->Now() >= next_check) {
       next_check = clock_->Now() + period;
-      std::map<std::string, double> planned;
-      {
-        absl::MutexLock lock(&mu_);
-        planned = planned_rates_;
-      }
-      std::string why;
-      // Rates over less than a quarter window are too noisy to act on.
-      if (monitor_.Coverage() >= 0.25 &&
-          RatesChanged(
-              planned, monitor_.Rates(), options_.config.replan_threshold(),
-              options_.config.min_rate_rps(),
-              options_.config.rate_window_s() * monitor_.Coverage(), &why)) {
-        reason = "rate change: " + why;
-      }
+      trigger_.CheckRates(monitor_.Rates(), monitor_.Coverage());
     }
-    if (!reason.empty()) {
-      absl::Status status = PlanAndApply(reason);
-      absl::MutexLock lock(&mu_);
-      if (status.ok()) {
-        // A request that came in while planning is served by this plan
-        // only if it was made for the same reason; ask again otherwise.
-        if (replan_reason_ == reason) replan_reason_.clear();
-        failures = 0;
-      } else {
-        ++stats_.plan_failures;
-        ++failures;
-        if (replan_reason_.empty()) replan_reason_ = reason;
-        // The first failure, a different failure, then at most one line
-        // every 30 s.
-        if (absl::Now() - last_log >= absl::Seconds(30) ||
-            status.ToString() != last_error) {
-          last_error = status.ToString();
-          spdlog::warn(
-              "planning ({}) failed ({} attempt(s) so far), retrying every "
-              "{}: {}",
-              reason, failures,
-              absl::FormatDuration(options_.plan_retry_interval),
-              status.ToString());
-          last_log = absl::Now();
-        }
-      }
-      if (!status.ok()) {
-        auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stopping_;
-        };
-        mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                             options_.plan_retry_interval);
-      }
+    const std::string reason = trigger_.Pending();
+    if (reason.empty()) {
+      trigger_.WaitForRequest(
+          std::max(absl::Milliseconds(10), next_check - clock_->Now()));
       continue;
     }
-    WaitForWork(std::max(absl::Milliseconds(10), next_check - clock_->Now()));
+    absl::Status status = PlanAndApply(reason);
+    trigger_.Finished(reason, status.ok());
+    if (status.ok()) {
+      failures = 0;
+      continue;
+    }
+    ++failures;
+    // The first failure, a different failure, then at most one line
+    // every 30 s.
+    if (clock_->Now() - last_log >= absl::Seconds(30) ||
+        status.ToString() != last_error) {
+      last_error = status.ToString();
+      spdlog::warn(
+          "planning ({}) failed ({} attempt(s) so far), retrying every {}: {}",
+          reason, failures, absl::FormatDuration(options_.plan_retry_interval),
+          status.ToString());
+      last_log = clock_->Now();
+    }
+    absl::MutexLock lock(&mu_);
+    ++stats_.plan_failures;
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                         options_.plan_retry_interval);
   }
 }
 
@@ -349,39 +326,13 @@ void FrontendServer::HeartbeatLoop() {
     CheckStandbys();
     for (auto& backend : backends_) {
       auto health = backend->Health(interval);
-      absl::MutexLock lock(&mu_);
-      BackendState& state = backend_state_[backend->id()];
-      if (!health.ok()) {
-        ++state.misses;
-        if (state.alive && state.misses >= options_.config.heartbeat_misses()) {
-          state.alive = false;
-          spdlog::warn(
-              "backend '{}' missed {} heartbeats ({}): re-planning "
-              "without it",
-              backend->id(), state.misses, health.status().ToString());
-          if (replan_reason_.empty()) {
-            replan_reason_ = "backend '" + backend->id() + "' lost";
-          }
-        }
-        continue;
+      int64_t plan_epoch = 0;  // none to compare while a plan is applied
+      {
+        absl::MutexLock lock(&mu_);
+        if (!planning_) plan_epoch = plan_.epoch();
       }
-      state.misses = 0;
-      if (!state.alive) {
-        state.alive = true;
-        spdlog::info("backend '{}' answers again: re-planning with it",
-                     backend->id());
-        if (replan_reason_.empty()) {
-          replan_reason_ = "backend '" + backend->id() + "' back";
-        }
-      } else if (!planning_ && plan_.epoch() > 0 &&
-                 health->epoch() < plan_.epoch()) {
-        // Restarted (or missed a plan): it serves nothing of ours.
-        spdlog::warn("backend '{}' is at plan epoch {}, not {}: re-planning",
-                     backend->id(), health->epoch(), plan_.epoch());
-        if (replan_reason_.empty()) {
-          replan_reason_ = "backend '" + backend->id() + "' lost its plan";
-        }
-      }
+      trigger_.OnHeartbeat(backend->id(), health.status(),
+                           health.ok() ? health->epoch() : 0, plan_epoch);
     }
   }
 }
@@ -455,10 +406,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   std::map<std::string, BackendClient*> backend_by_id;
   std::vector<NodeInfo> nodes;
   for (auto& backend : backends_) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!backend_state_[backend->id()].alive) continue;
-    }
+    if (!trigger_.Alive(backend->id())) continue;
     auto info = backend->GetNodeInfo(absl::Seconds(5));
     if (!info.ok()) {
       return absl::UnavailableError(
@@ -486,7 +434,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
     return absl::UnavailableError("no backend is alive");
   }
   Plan current;
-  std::set<std::string> unloaded;
+  const std::set<std::string> unloaded = unloaded_.All();
   // The policy in force when planning starts: SetPolicy may replace
   // policy_ meanwhile, and this plan then finishes with the one it began
   // with (SetPolicy asks for another plan).
@@ -494,7 +442,6 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   {
     absl::MutexLock lock(&mu_);
     current = plan_;
-    unloaded = unloaded_;
     policy = policy_;
   }
   ClusterSnapshot snapshot = BuildClusterSnapshot(
@@ -594,7 +541,7 @@ absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
   {
     absl::MutexLock lock(&mu_);
     plan_ = plan;
-    planned_rates_ = planned_rates;
+    trigger_.SetPlannedRates(planned_rates);
     ++stats_.plans;
     stats_.gpulets_started += fresh;
     stats_.calls_handed_over += handed_over;
@@ -719,10 +666,12 @@ int FrontendServer::http_port() const {
 }
 
 bool FrontendServer::Ready() const {
-  absl::MutexLock lock(&mu_);
-  if (plan_.epoch() == 0) return false;
-  for (const auto& [id, state] : backend_state_) {
-    if (!state.alive) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (plan_.epoch() == 0) return false;
+  }
+  for (const auto& [id, up] : trigger_.AliveBackends()) {
+    if (!up) return false;
   }
   return true;
 }
@@ -730,12 +679,11 @@ bool FrontendServer::Ready() const {
 std::string FrontendServer::RenderMetrics() {
   Plan plan;
   Stats stats;
-  std::map<std::string, bool> alive;
+  const std::map<std::string, bool> alive = trigger_.AliveBackends();
   {
     absl::MutexLock lock(&mu_);
     plan = plan_;
     stats = stats_;
-    for (const auto& [id, state] : backend_state_) alive[id] = state.alive;
   }
   metrics_.plan_epoch()->Set({}, static_cast<double>(plan.epoch()));
   metrics_.plans()->Set({}, static_cast<double>(stats.plans));
@@ -781,8 +729,7 @@ absl::Status FrontendServer::LoadModel(const std::string& name,
 }
 
 bool FrontendServer::IsUnloaded(const std::string& name) const {
-  absl::MutexLock lock(&mu_);
-  return unloaded_.count(name) > 0;
+  return unloaded_.Contains(name);
 }
 
 absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
@@ -793,14 +740,7 @@ absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
   }
   const std::string reason =
       absl::StrCat("model '", name, loaded ? "' loaded" : "' unloaded");
-  {
-    absl::MutexLock lock(&mu_);
-    if (loaded) {
-      unloaded_.erase(name);
-    } else {
-      unloaded_.insert(name);
-    }
-  }
+  unloaded_.Set(name, !loaded);
   spdlog::info("{} through the repository API", reason);
   // Ask for a plan until one honours the change: a plan already being made
   // when the change came may not.
@@ -835,6 +775,7 @@ void FrontendServer::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  trigger_.Stop();
   if (planner_.joinable()) planner_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
   http_.reset();

@@ -22,8 +22,10 @@
 #include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
 #include "frontend/model_control.h"
+#include "frontend/replan_trigger.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"
+#include "frontend/unloaded_models.h"
 #include "grpcpp/server.h"
 #include "scheduler/scheduling_policy.h"
 
@@ -118,19 +120,13 @@ class FrontendServer : public ModelControl {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status LoadModel(const std::string& name, absl::Time deadline) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  bool IsUnloaded(const std::string& name) const override
-      ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsUnloaded(const std::string& name) const override;
 
  private:
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
                  PolicyOptions policy_options,
                  std::unique_ptr<SchedulingPolicy> policy);
-  struct BackendState {
-    bool alive = true;
-    int misses = 0;
-  };
-
   void PlannerLoop();
   void HeartbeatLoop();
   // iGniter's shadow processes (it checks the p99 every second): every
@@ -154,8 +150,6 @@ class FrontendServer : public ModelControl {
   // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
   absl::Status SetLoaded(const std::string& name, bool loaded,
                          absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks up to `timeout` unless stopping or a re-plan is requested.
-  void WaitForWork(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
   const Clock* clock_;
@@ -171,6 +165,8 @@ class FrontendServer : public ModelControl {
   RequestMonitor monitor_;
   FrontendMetrics metrics_;
   Router router_;
+  ReplanTrigger trigger_;
+  UnloadedModels unloaded_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -178,12 +174,6 @@ class FrontendServer : public ModelControl {
   mutable absl::Mutex mu_;
   std::shared_ptr<const SchedulingPolicy> policy_ ABSL_GUARDED_BY(mu_);
   Plan plan_ ABSL_GUARDED_BY(mu_);
-  // Rates (req/s) the plan in force was made for.
-  std::map<std::string, double> planned_rates_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, BackendState> backend_state_ ABSL_GUARDED_BY(mu_);
-  std::string replan_reason_ ABSL_GUARDED_BY(mu_);  // empty: none asked
-  // Models unloaded through the repository API: left out of snapshots.
-  std::set<std::string> unloaded_ ABSL_GUARDED_BY(mu_);
   bool planning_ ABSL_GUARDED_BY(mu_) = false;
   // From the start of a plan change until its routing switch: calls of
   // stopped gpulets are parked, not routed back to them.

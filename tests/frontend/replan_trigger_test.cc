@@ -1,0 +1,114 @@
+#include "frontend/replan_trigger.h"
+
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+ReplanTrigger MakeTrigger() {
+  ReplanTrigger::Options options;
+  options.replan_threshold = 0.2;
+  options.min_rate_rps = 1;
+  options.rate_window_s = 10;
+  options.heartbeat_misses = 3;
+  return ReplanTrigger(options, {"b0", "b1"});
+}
+
+TEST(ReplanTriggerTest, FirstReasonStandsUntilItsPlanSucceeds) {
+  ReplanTrigger trigger = MakeTrigger();
+  EXPECT_EQ(trigger.Pending(), "");
+  trigger.Request("initial plan");
+  trigger.Request("admin");  // one reason at a time: the first stands
+  EXPECT_EQ(trigger.Pending(), "initial plan");
+
+  trigger.Finished("initial plan", /*ok=*/false);
+  EXPECT_EQ(trigger.Pending(), "initial plan");  // retried
+  trigger.Finished("initial plan", /*ok=*/true);
+  EXPECT_EQ(trigger.Pending(), "");
+
+  // A policy switch during planning replaces the reason; the plan made
+  // for the old one does not clear it.
+  trigger.Request("rate change");
+  trigger.Override("policy switched to 'sbp'");
+  trigger.Finished("rate change", /*ok=*/true);
+  EXPECT_EQ(trigger.Pending(), "policy switched to 'sbp'");
+}
+
+TEST(ReplanTriggerTest, HeartbeatsLoseRestoreAndCatchARestartedBackend) {
+  ReplanTrigger trigger = MakeTrigger();
+  const absl::Status down = absl::UnavailableError("connection refused");
+  trigger.OnHeartbeat("b1", down, 0, 4);
+  trigger.OnHeartbeat("b1", down, 0, 4);
+  EXPECT_TRUE(trigger.Alive("b1"));  // two misses of three
+  EXPECT_EQ(trigger.Pending(), "");
+  trigger.OnHeartbeat("b1", down, 0, 4);
+  EXPECT_FALSE(trigger.Alive("b1"));
+  EXPECT_EQ(trigger.Pending(), "backend 'b1' lost");
+  EXPECT_THAT(trigger.AliveBackends(),
+              ElementsAre(Pair("b0", true), Pair("b1", false)));
+  trigger.Finished("backend 'b1' lost", true);
+
+  trigger.OnHeartbeat("b1", absl::OkStatus(), 0, 5);
+  EXPECT_TRUE(trigger.Alive("b1"));
+  EXPECT_EQ(trigger.Pending(), "backend 'b1' back");
+  trigger.Finished("backend 'b1' back", true);
+
+  // Alive, but at an older epoch than the plan in force: restarted.
+  trigger.OnHeartbeat("b0", absl::OkStatus(), 5, 6);
+  EXPECT_EQ(trigger.Pending(), "backend 'b0' lost its plan");
+  trigger.Finished("backend 'b0' lost its plan", true);
+  // No plan to compare with (none yet, or one being applied): nothing.
+  trigger.OnHeartbeat("b0", absl::OkStatus(), 5, 0);
+  trigger.OnHeartbeat("b0", absl::OkStatus(), 6, 6);
+  EXPECT_EQ(trigger.Pending(), "");
+  EXPECT_FALSE(trigger.Alive("b9"));  // not configured
+}
+
+TEST(ReplanTriggerTest, RatesReplanOnlyOnSignificantChangeOverEnoughWindow) {
+  ReplanTrigger trigger = MakeTrigger();
+  trigger.SetPlannedRates({{"m", 100}});
+  // +50 % but measured over a tenth of the window: too noisy.
+  EXPECT_FALSE(trigger.CheckRates({{"m", 150}}, 0.1));
+  // +5 %: within the threshold.
+  EXPECT_FALSE(trigger.CheckRates({{"m", 105}}, 1.0));
+  EXPECT_EQ(trigger.Pending(), "");
+  EXPECT_TRUE(trigger.CheckRates({{"m", 150}}, 1.0));
+  EXPECT_THAT(trigger.Pending(), HasSubstr("rate change"));
+  EXPECT_THAT(trigger.Pending(), HasSubstr("m"));
+  EXPECT_THAT(trigger.PlannedRates(), ElementsAre(Pair("m", 100)));
+}
+
+TEST(ReplanTriggerTest, WaitReturnsOnARequestOrStop) {
+  ReplanTrigger trigger = MakeTrigger();
+  const absl::Time start = absl::Now();
+  trigger.WaitForRequest(absl::Milliseconds(20));  // times out
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
+
+  std::thread asker([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    trigger.Request("admin");
+  });
+  trigger.WaitForRequest(absl::Seconds(30));
+  EXPECT_EQ(trigger.Pending(), "admin");
+  asker.join();
+
+  trigger.Finished("admin", true);
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    trigger.Stop();
+  });
+  const absl::Time before = absl::Now();
+  trigger.WaitForRequest(absl::Seconds(30));
+  EXPECT_LT(absl::Now() - before, absl::Seconds(20));
+  stopper.join();
+}
+
+}  // namespace
+}  // namespace tessera

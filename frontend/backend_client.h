@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.grpc.pb.h"
+#include "frontend/backend_control.h"
 
 namespace tessera {
 
@@ -27,32 +28,28 @@ namespace tessera {
 // loops, which also serve the clients' calls: with one loop no event is
 // handed between threads; see docs/benchmarks.md). Without one, the client
 // polls a queue of its own.
-class BackendClient {
+class BackendClient final : public BackendControl {
  public:
-  // `status` is OK iff the batch executed; `response` carries the outputs.
-  using Callback =
-      std::function<void(absl::Status status, BatchResponse response)>;
-
   // `cq` (may be null: the client runs a queue and a thread of its own)
   // must be polled by the caller's loop until after Shutdown.
   BackendClient(std::string id, std::string address,
                 grpc::CompletionQueue* cq = nullptr);
-  ~BackendClient();
+  ~BackendClient() override;
 
-  const std::string& id() const { return id_; }
-  const std::string& address() const { return address_; }
+  const std::string& id() const override { return id_; }
+  const std::string& address() const override { return address_; }
 
-  absl::StatusOr<NodeInfo> GetNodeInfo(absl::Duration timeout);
+  absl::StatusOr<NodeInfo> GetNodeInfo(absl::Duration timeout) override;
   absl::StatusOr<ApplyPlanResponse> ApplyPlan(const Plan& plan,
-                                              absl::Duration timeout);
-  // Stops the backend's gpulets that plan `epoch` does not have.
-  absl::Status CommitPlan(int64_t epoch, absl::Duration timeout);
-  absl::StatusOr<HealthResponse> Health(absl::Duration timeout);
+                                              absl::Duration timeout) override;
+  absl::Status CommitPlan(int64_t epoch, absl::Duration timeout) override;
+  absl::StatusOr<HealthResponse> Health(absl::Duration timeout) override;
 
   // Sends `batch` (its batch_id is overwritten) on the stream; `done` is
   // called exactly once, possibly before Send returns, on the thread that
   // polls the queue or the caller's. Never blocks on the network.
-  void Send(BatchRequest batch, Callback done) ABSL_LOCKS_EXCLUDED(mu_);
+  void Send(BatchRequest batch, Callback done) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Fails pending batches and stops reconnecting.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 

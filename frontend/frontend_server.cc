@@ -1,12 +1,9 @@
 #include "frontend/frontend_server.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/grpc_tuning.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
@@ -15,36 +12,12 @@
 #include "frontend/cluster_snapshot_builder.h"
 #include "grpcpp/grpcpp.h"
 #include "perfmodel/interference_model.h"
-#include "scheduler/overload_planning.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
 namespace {
-
-// Calls `call` on every backend of `backends` at once, one thread each
-// (joined before returning), and returns the results in the map's order.
-// A cluster's plan change then takes as long as its slowest backend, not
-// the sum of all.
-template <typename Call>
-auto OnEveryBackend(const std::map<std::string, BackendClient*>& backends,
-                    Call call) {
-  using Result = decltype(call(static_cast<BackendClient*>(nullptr)));
-  std::vector<std::optional<Result>> results(backends.size());
-  std::vector<std::thread> threads;
-  size_t i = 0;
-  for (const auto& [id, backend] : backends) {
-    threads.emplace_back(
-        [&results, &call, i, b = backend] { results[i].emplace(call(b)); });
-    ++i;
-  }
-  for (std::thread& t : threads) t.join();
-  std::vector<Result> out;
-  out.reserve(results.size());
-  for (auto& r : results) out.push_back(std::move(*r));
-  return out;
-}
 
 // Fills the re-planning defaults documented in config.proto.
 absl::Status ApplyDefaults(FrontendConfig* c) {
@@ -131,7 +104,6 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       clock_(clock),
       repository_(std::move(repository)),
       policy_options_(std::move(policy_options)),
-      policy_(std::move(policy)),
       monitor_(
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
           clock_),
@@ -142,7 +114,13 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
                                       options_.config.heartbeat_misses()},
                BackendIds(options_.config)),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
-               options_.repository_token) {}
+               options_.repository_token),
+      coordinator_(PlanCoordinator::Options{options_.config,
+                                            options_.backend_call_timeout,
+                                            options_.plan_file},
+                   PlanCoordinator::Deps{repository_.get(), &router_, &monitor_,
+                                         &trigger_, &unloaded_, clock_},
+                   std::move(policy)) {}
 
 FrontendServer::~FrontendServer() { Shutdown(); }
 
@@ -168,10 +146,13 @@ absl::Status FrontendServer::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
+  std::vector<BackendControl*> controls;
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(
         b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get()));
+    controls.push_back(backends_.back().get());
   }
+  coordinator_.SetBackends(std::move(controls));
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
@@ -226,10 +207,7 @@ absl::Status FrontendServer::Start() {
 absl::Status FrontendServer::SetPolicy(const std::string& name) {
   auto policy = PolicyRegistry::Create(name, policy_options_);
   if (!policy.ok()) return policy.status();
-  {
-    absl::MutexLock lock(&mu_);
-    policy_ = std::move(*policy);
-  }
+  coordinator_.SetPolicy(std::move(*policy));
   trigger_.Override("policy switched to '" + name + "'");
   spdlog::info("scheduling policy switched to '{}'", name);
   return absl::OkStatus();
@@ -237,13 +215,11 @@ absl::Status FrontendServer::SetPolicy(const std::string& name) {
 
 AdminStatus FrontendServer::Status() const {
   AdminStatus status;
-  {
-    absl::MutexLock lock(&mu_);
-    status.set_policy(policy_->name());
-    *status.mutable_plan() = plan_;
-    status.set_plans_installed(stats_.plans);
-    status.set_plan_failures(stats_.plan_failures);
-  }
+  status.set_policy(coordinator_.policy()->name());
+  *status.mutable_plan() = coordinator_.current_plan();
+  const Stats stats = coordinator_.stats();
+  status.set_plans_installed(stats.plans);
+  status.set_plan_failures(stats.plan_failures);
   for (const auto& [m, r] : trigger_.PlannedRates()) {
     (*status.mutable_planned_rates_rps())[m] = r;
   }
@@ -284,7 +260,7 @@ void FrontendServer::PlannerLoop() {
           std::max(absl::Milliseconds(10), next_check - clock_->Now()));
       continue;
     }
-    absl::Status status = PlanAndApply(reason);
+    absl::Status status = coordinator_.PlanAndApply(reason);
     trigger_.Finished(reason, status.ok());
     if (status.ok()) {
       failures = 0;
@@ -302,13 +278,8 @@ void FrontendServer::PlannerLoop() {
           status.ToString());
       last_log = clock_->Now();
     }
-    absl::MutexLock lock(&mu_);
-    ++stats_.plan_failures;
-    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&stopping),
-                         options_.plan_retry_interval);
+    coordinator_.CountPlanFailure();
+    coordinator_.SleepUnlessStopped(options_.plan_retry_interval);
   }
 }
 
@@ -326,13 +297,9 @@ void FrontendServer::HeartbeatLoop() {
     CheckStandbys();
     for (auto& backend : backends_) {
       auto health = backend->Health(interval);
-      int64_t plan_epoch = 0;  // none to compare while a plan is applied
-      {
-        absl::MutexLock lock(&mu_);
-        if (!planning_) plan_epoch = plan_.epoch();
-      }
       trigger_.OnHeartbeat(backend->id(), health.status(),
-                           health.ok() ? health->epoch() : 0, plan_epoch);
+                           health.ok() ? health->epoch() : 0,
+                           coordinator_.SettledEpoch());
     }
   }
 }
@@ -354,311 +321,16 @@ void FrontendServer::CheckStandbys() {
         "switched to its standby proxy ({}% share)",
         w->gpulet_id(), window.late, window.answered,
         w->options().gpulet.standby_share_percent());
-    absl::MutexLock lock(&mu_);
-    ++stats_.standby_switches;
+    coordinator_.CountStandbySwitch();
   }
-}
-
-void FrontendServer::Reroute(std::unique_ptr<InferCall> call) {
-  absl::Status routed = router_.Reroute(call);
-  if (!routed.ok()) FinishCall(std::move(call), routed);
-}
-
-void FrontendServer::RetryAfterSwap(std::unique_ptr<InferCall> call) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (parking_) {
-      parked_.push_back(std::move(call));
-      return;
-    }
-  }
-  Reroute(std::move(call));
-}
-
-void FrontendServer::ReleaseParked() {
-  std::vector<std::unique_ptr<InferCall>> parked;
-  {
-    absl::MutexLock lock(&mu_);
-    parking_ = false;
-    parked.swap(parked_);
-  }
-  for (auto& call : parked) Reroute(std::move(call));
-}
-
-absl::Status FrontendServer::PlanAndApply(const std::string& reason) {
-  struct PlanningFlag {
-    FrontendServer* self;
-    explicit PlanningFlag(FrontendServer* s) : self(s) {
-      absl::MutexLock lock(&self->mu_);
-      self->planning_ = true;
-      self->parking_ = true;
-    }
-    ~PlanningFlag() {
-      {
-        absl::MutexLock lock(&self->mu_);
-        self->planning_ = false;
-      }
-      self->ReleaseParked();  // a failed plan change routes them back
-    }
-  } planning_flag(this);
-
-  const absl::Time planning_started = absl::Now();
-  std::map<std::string, BackendClient*> backend_by_id;
-  std::vector<NodeInfo> nodes;
-  for (auto& backend : backends_) {
-    if (!trigger_.Alive(backend->id())) continue;
-    auto info = backend->GetNodeInfo(absl::Seconds(5));
-    if (!info.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("backend '", backend->id(), "' at ", backend->address(),
-                       ": ", info.status().message()));
-    }
-    if (info->backend_id() != backend->id()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "backend at ", backend->address(), " says its id is '",
-          info->backend_id(), "', config says '", backend->id(), "'"));
-    }
-    for (const DeviceInfo& d : info->devices()) {
-      if (d.kind() == DEVICE_KIND_EMULATED &&
-          std::abs(d.time_scale() - options_.config.time_scale()) > 1e-9) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "backend '", backend->id(), "' device '", d.device_id(),
-            "' runs at time scale ", d.time_scale(),
-            "; this frontend's time_scale is ", options_.config.time_scale()));
-      }
-    }
-    backend_by_id[backend->id()] = backend.get();
-    nodes.push_back(std::move(*info));
-  }
-  if (nodes.empty()) {
-    return absl::UnavailableError("no backend is alive");
-  }
-  Plan current;
-  const std::set<std::string> unloaded = unloaded_.All();
-  // The policy in force when planning starts: SetPolicy may replace
-  // policy_ meanwhile, and this plan then finishes with the one it began
-  // with (SetPolicy asks for another plan).
-  std::shared_ptr<const SchedulingPolicy> policy;
-  {
-    absl::MutexLock lock(&mu_);
-    current = plan_;
-    policy = policy_;
-  }
-  ClusterSnapshot snapshot = BuildClusterSnapshot(
-      nodes, *repository_, options_.config.profile_dir(), current,
-      clock_->Now(), options_.config.time_scale());
-  snapshot.models.erase(
-      std::remove_if(snapshot.models.begin(), snapshot.models.end(),
-                     [&](const ModelSnapshot& m) {
-                       return unloaded.count(m.config.name()) > 0;
-                     }),
-      snapshot.models.end());
-  const std::map<std::string, double> observed = monitor_.Rates();
-  std::map<std::string, double> planned_rates;
-  for (ModelSnapshot& m : snapshot.models) {
-    auto it = observed.find(m.config.name());
-    m.rate_rps = std::max(options_.config.min_rate_rps(),
-                          it == observed.end() ? 0.0 : it->second);
-    planned_rates[m.config.name()] = m.rate_rps;
-  }
-  // Overloaded (e.g. a backend died): plan for as much of the load as
-  // fits rather than keep routing to lost devices.
-  auto overload =
-      ScheduleWithOverload(*policy, snapshot, options_.config.min_rate_rps());
-  if (!overload.ok()) return overload.status();
-  Plan plan = std::move(overload->plan);
-  // Why the frontend re-planned, then what the policy says about its plan
-  // (e.g. that inss fell back to another policy).
-  std::string plan_reason = reason;
-  if (!plan.reason().empty())
-    absl::StrAppend(&plan_reason, "; ", plan.reason());
-  if (overload->scale < 1) {
-    plan_reason += absl::StrFormat(
-        "; overloaded: planned for %.0f%% of the observed rates",
-        100 * overload->scale);
-    spdlog::warn(
-        "{}: the policy cannot place the observed load; planning "
-        "for {:.0f}% of it",
-        reason, 100 * overload->scale);
-    // planned_rates keeps the observed rates: re-planning is due when they
-    // change, not because this plan carries less.
-  }
-  const absl::Time planned_at = absl::Now();
-  plan.set_epoch(current.epoch() + 1);
-  plan.set_reason(plan_reason);
-  const int fresh = AssignGpuletIds(current, &plan);
-
-  // Phase 1: every live backend starts its new gpulets (old ones keep
-  // serving), all backends at once. On failure, those that accepted go
-  // back to the current plan.
-  const std::vector<absl::StatusOr<ApplyPlanResponse>> applied =
-      OnEveryBackend(backend_by_id, [&](BackendClient* b) {
-        return b->ApplyPlan(plan, options_.backend_call_timeout);
-      });
-  std::map<std::string, GpuletStatus> statuses;
-  std::map<std::string, BackendClient*> applied_on;
-  absl::Status rejected;
-  auto result = applied.begin();
-  for (const auto& [id, backend] : backend_by_id) {
-    const absl::StatusOr<ApplyPlanResponse>& r = *result++;
-    if (!r.ok()) {
-      if (rejected.ok()) {
-        rejected = absl::Status(
-            r.status().code(),
-            absl::StrCat("backend '", id,
-                         "' rejected plan: ", r.status().message()));
-      }
-      continue;
-    }
-    applied_on[id] = backend;
-    for (const GpuletStatus& s : r->gpulets()) statuses[s.gpulet_id()] = s;
-  }
-  if (!rejected.ok()) {
-    OnEveryBackend(applied_on, [&](BackendClient* b) {
-      if (b->ApplyPlan(current, options_.backend_call_timeout).ok()) {
-        (void)b->CommitPlan(current.epoch(), options_.backend_call_timeout);
-      }
-      return 0;
-    });
-    return rejected;
-  }
-
-  const absl::Time applied_at = absl::Now();
-  // Phase 2: switch routing; queued calls of the retired workers move to
-  // the new ones, and calls still routed to them are forwarded.
-  std::vector<std::shared_ptr<GpuletWorker>> retired =
-      router_.Install(MakeWorkers(plan, snapshot, statuses, backend_by_id));
-  int64_t handed_over = 0;
-  for (auto& w : retired) {
-    auto queued = w->Retire(
-        [this](std::unique_ptr<InferCall> call) { Reroute(std::move(call)); });
-    handed_over += static_cast<int64_t>(queued.size());
-    for (auto& call : queued) Reroute(std::move(call));
-  }
-  // Calls that met a gpulet stopped for a stop-then-start swap go to the
-  // new plan's gpulets.
-  ReleaseParked();
-  {
-    absl::MutexLock lock(&mu_);
-    plan_ = plan;
-    trigger_.SetPlannedRates(planned_rates);
-    ++stats_.plans;
-    stats_.gpulets_started += fresh;
-    stats_.calls_handed_over += handed_over;
-  }
-
-  // Phase 3: once the retired workers' batches are answered, the backends
-  // stop the gpulets the plan dropped.
-  const absl::Time drain_deadline =
-      absl::Now() + Seconds(options_.config.drain_timeout_s());
-  for (auto& w : retired) {
-    if (!w->WaitIdle(
-            std::max(absl::ZeroDuration(), drain_deadline - absl::Now()))) {
-      spdlog::warn("retired gpulet {} still has batches in flight after {} s",
-                   w->gpulet_id(), options_.config.drain_timeout_s());
-      graveyard_.push_back(w);
-    }
-  }
-  const absl::Time drained_at = absl::Now();
-  const std::vector<absl::Status> committed =
-      OnEveryBackend(backend_by_id, [&](BackendClient* b) {
-        return b->CommitPlan(plan.epoch(), options_.backend_call_timeout);
-      });
-  auto commit = committed.begin();
-  for (const auto& [id, backend] : backend_by_id) {
-    const absl::Status& c = *commit++;
-    if (!c.ok()) {
-      spdlog::warn("backend '{}' did not commit plan epoch {}: {}", id,
-                   plan.epoch(), c.ToString());
-    }
-  }
-  if (!options_.plan_file.empty()) {
-    absl::Status written = WriteTextProto(options_.plan_file + ".tmp", plan);
-    if (written.ok()) {
-      std::filesystem::rename(options_.plan_file + ".tmp", options_.plan_file);
-    } else {
-      spdlog::warn("cannot write the plan to {}: {}", options_.plan_file,
-                   written.ToString());
-    }
-  }
-  int gpulets = 0;
-  for (const DevicePlan& d : plan.devices()) gpulets += d.gpulets_size();
-  spdlog::info(
-      "plan epoch {} by '{}' installed ({}): {} device(s), {} gpulet(s), {} "
-      "new, {} queued call(s) handed over; plan {} ms, apply {} ms, drain {} "
-      "ms, commit {} ms",
-      plan.epoch(), plan.policy(), reason, plan.devices_size(), gpulets, fresh,
-      handed_over, absl::ToInt64Milliseconds(planned_at - planning_started),
-      absl::ToInt64Milliseconds(applied_at - planned_at),
-      absl::ToInt64Milliseconds(drained_at - applied_at),
-      absl::ToInt64Milliseconds(absl::Now() - drained_at));
-  return absl::OkStatus();
-}
-
-std::vector<std::shared_ptr<GpuletWorker>> FrontendServer::MakeWorkers(
-    const Plan& plan, const ClusterSnapshot& snapshot,
-    const std::map<std::string, GpuletStatus>& statuses,
-    const std::map<std::string, BackendClient*>& backend_by_id) {
-  std::vector<std::shared_ptr<GpuletWorker>> workers;
-  for (const DevicePlan& device : plan.devices()) {
-    DeviceKind kind = DEVICE_KIND_UNSPECIFIED;
-    for (const DeviceSnapshot& d : snapshot.devices) {
-      if (d.backend_id == device.backend_id() &&
-          d.device_id == device.device_id()) {
-        kind = d.kind;
-      }
-    }
-    for (const GpuletPlan& g : device.gpulets()) {
-      GpuletWorker::Options wo;
-      wo.backend_id = device.backend_id();
-      wo.device_id = device.device_id();
-      wo.gpulet = g;
-      wo.epoch = plan.epoch();
-      const int inflight = options_.config.max_inflight_batches_per_gpulet();
-      wo.dispatch.max_inflight_batches = inflight > 0 ? inflight : 2;
-      wo.retry = [this](std::unique_ptr<InferCall> call) {
-        RetryAfterSwap(std::move(call));
-      };
-      LatencyEstimator estimator;
-      for (const ModelAssignment& a : g.models()) {
-        const ModelRepository::Entry* entry = repository_->Find(a.model());
-        wo.configs[a.model()] = &entry->config;
-        for (const ModelSnapshot& m : snapshot.models) {
-          auto it = m.profiles.find(ProfileKey(kind));
-          if (m.config.name() == a.model() && it != m.profiles.end()) {
-            estimator.SeedFromProfile(it->second, g.share_percent());
-          }
-        }
-      }
-      // Measured on this very proxy: preferred over profiles.
-      auto sit = statuses.find(g.gpulet_id());
-      if (sit != statuses.end()) {
-        for (const MeasuredLatency& m : sit->second.warmup()) {
-          estimator.Seed(
-              m.model(), m.batch_size(),
-              absl::Microseconds(static_cast<int64_t>(m.latency_ms() * 1000)));
-        }
-      }
-      workers.push_back(std::make_shared<GpuletWorker>(
-          std::move(wo), backend_by_id.at(device.backend_id()), clock_,
-          std::move(estimator)));
-    }
-  }
-  return workers;
 }
 
 bool FrontendServer::WaitUntilReady(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return plan_.epoch() > 0 || stopping_;
-  };
-  return mu_.AwaitWithTimeout(absl::Condition(&ready), timeout) &&
-         plan_.epoch() > 0;
+  return coordinator_.WaitForPlan(timeout);
 }
 
 Plan FrontendServer::current_plan() const {
-  absl::MutexLock lock(&mu_);
-  return plan_;
+  return coordinator_.current_plan();
 }
 
 int FrontendServer::http_port() const {
@@ -666,10 +338,7 @@ int FrontendServer::http_port() const {
 }
 
 bool FrontendServer::Ready() const {
-  {
-    absl::MutexLock lock(&mu_);
-    if (plan_.epoch() == 0) return false;
-  }
+  if (coordinator_.current_plan().epoch() == 0) return false;
   for (const auto& [id, up] : trigger_.AliveBackends()) {
     if (!up) return false;
   }
@@ -677,14 +346,9 @@ bool FrontendServer::Ready() const {
 }
 
 std::string FrontendServer::RenderMetrics() {
-  Plan plan;
-  Stats stats;
+  const Plan plan = coordinator_.current_plan();
+  const Stats stats = coordinator_.stats();
   const std::map<std::string, bool> alive = trigger_.AliveBackends();
-  {
-    absl::MutexLock lock(&mu_);
-    plan = plan_;
-    stats = stats_;
-  }
   metrics_.plan_epoch()->Set({}, static_cast<double>(plan.epoch()));
   metrics_.plans()->Set({}, static_cast<double>(stats.plans));
   metrics_.gpulets_started()->Set({},
@@ -714,8 +378,7 @@ std::string FrontendServer::RenderMetrics() {
 }
 
 FrontendServer::Stats FrontendServer::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  return coordinator_.stats();
 }
 
 absl::Status FrontendServer::UnloadModel(const std::string& name,
@@ -746,12 +409,11 @@ absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
   // when the change came may not.
   absl::Time ask = absl::InfinitePast();
   while (true) {
-    Plan plan;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return absl::UnavailableError("the frontend is stopping");
-      plan = plan_;
     }
+    const Plan plan = coordinator_.current_plan();
     if (plan.epoch() > 0 && PlanServes(plan, name) == loaded) {
       return absl::OkStatus();
     }
@@ -776,6 +438,7 @@ void FrontendServer::Shutdown() {
     stopping_ = true;
   }
   trigger_.Stop();
+  coordinator_.Stop();
   if (planner_.joinable()) planner_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
   http_.reset();
@@ -798,7 +461,7 @@ void FrontendServer::Shutdown() {
   }
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});
-  graveyard_.clear();
+  coordinator_.DropRetired();
   if (loops_.empty()) return;
   // Every call answered (repository calls wait for their plan at most until
   // their deadline) before the queues shut down under them.

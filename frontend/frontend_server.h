@@ -22,6 +22,7 @@
 #include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
 #include "frontend/model_control.h"
+#include "frontend/plan_coordinator.h"
 #include "frontend/replan_trigger.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"
@@ -76,14 +77,7 @@ class FrontendServer : public ModelControl {
     PollOptions poll;
   };
 
-  // What the frontend has done so far (for tests, metrics and logs).
-  struct Stats {
-    int64_t plans = 0;              // plans installed
-    int64_t gpulets_started = 0;    // new gpulets across plan changes
-    int64_t calls_handed_over = 0;  // queued calls moved to new gpulets
-    int64_t plan_failures = 0;
-    int64_t standby_switches = 0;  // gpulets moved to their standby
-  };
+  using Stats = PlanCoordinator::Stats;
 
   static absl::StatusOr<std::unique_ptr<FrontendServer>> Create(
       Options options, const Clock* clock = RealClock::Get());
@@ -133,20 +127,6 @@ class FrontendServer : public ModelControl {
   // gpulet with a standby whose calls missed their SLO for more than 1 %
   // over its last 20 or more answered calls moves to its standby proxy.
   void CheckStandbys() ABSL_LOCKS_EXCLUDED(mu_);
-  // One attempt: snapshot -> policy -> apply -> switch -> commit.
-  absl::Status PlanAndApply(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
-  // Builds the gpulet workers of `plan`.
-  std::vector<std::shared_ptr<GpuletWorker>> MakeWorkers(
-      const Plan& plan, const ClusterSnapshot& snapshot,
-      const std::map<std::string, GpuletStatus>& statuses,
-      const std::map<std::string, BackendClient*>& backend_by_id);
-  // Routes `call` again (a retired gpulet handed it over).
-  void Reroute(std::unique_ptr<InferCall> call);
-  // A call whose gpulet a backend stopped for a stop-then-start swap: held
-  // until the plan being applied is routed, then routed again.
-  void RetryAfterSwap(std::unique_ptr<InferCall> call) ABSL_LOCKS_EXCLUDED(mu_);
-  // Routes the held calls again.
-  void ReleaseParked() ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
   absl::Status SetLoaded(const std::string& name, bool loaded,
                          absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -171,19 +151,9 @@ class FrontendServer : public ModelControl {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 
+  PlanCoordinator coordinator_;
   mutable absl::Mutex mu_;
-  std::shared_ptr<const SchedulingPolicy> policy_ ABSL_GUARDED_BY(mu_);
-  Plan plan_ ABSL_GUARDED_BY(mu_);
-  bool planning_ ABSL_GUARDED_BY(mu_) = false;
-  // From the start of a plan change until its routing switch: calls of
-  // stopped gpulets are parked, not routed back to them.
-  bool parking_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::unique_ptr<InferCall>> parked_ ABSL_GUARDED_BY(mu_);
-  Stats stats_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Retired workers with batches still in flight after the drain timeout:
-  // kept until shutdown, as those batches' callbacks point to them.
-  std::vector<std::shared_ptr<GpuletWorker>> graveyard_;  // planner only
   std::thread planner_;
   std::thread heartbeat_;
   std::unique_ptr<HttpEndpoint> http_;

@@ -39,7 +39,7 @@ void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
   call->finish(ToGrpcStatus(status));
 }
 
-GpuletWorker::GpuletWorker(Options options, BackendClient* backend,
+GpuletWorker::GpuletWorker(Options options, BatchSink* backend,
                            const Clock* clock, LatencyEstimator estimator)
     : options_(std::move(options)),
       backend_(backend),

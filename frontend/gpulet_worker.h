@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "frontend/backend_client.h"
+#include "frontend/backend_control.h"
 #include "frontend/infer_call.h"
 #include "plan.pb.h"
 #include "scheduler/dispatcher.h"
@@ -44,7 +44,7 @@ class GpuletWorker {
 
   // `backend` and `clock` must outlive the worker. `estimator` is seeded
   // by the caller (profiles, warm-up latencies).
-  GpuletWorker(Options options, BackendClient* backend, const Clock* clock,
+  GpuletWorker(Options options, BatchSink* backend, const Clock* clock,
                LatencyEstimator estimator);
   ~GpuletWorker();
 
@@ -109,7 +109,7 @@ class GpuletWorker {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
-  BackendClient* backend_;
+  BatchSink* backend_;
   const Clock* clock_;
   std::map<std::string, int> model_index_;
   std::vector<const ModelConfig*> model_configs_;  // by dispatcher index

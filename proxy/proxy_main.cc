@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/allocator_tuning.h"
 #include "common/cpu_affinity.h"
-#include "common/grpc_status_util.h"
+#include "common/status_proto.h"
 #include "common/model_repository.h"
 #include "common/poll_governor.h"
 #include "common/seqpacket_channel.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/data_type.h"
-#include "common/grpc_status_util.h"
+#include "common/status_proto.h"
 #include "common/tensor_layout.h"
 #include "proxy.pb.h"
 #include "spdlog/spdlog.h"

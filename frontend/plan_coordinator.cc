@@ -315,29 +315,9 @@ absl::Status PlanCoordinator::PlanAndApply(const std::string& reason) {
     policy = policy_;
   }
   const ClusterSnapshot snapshot = MakeSnapshot(nodes, current);
-  // Overloaded (e.g. a backend died): plan for as much of the load as
-  // fits rather than keep routing to lost devices.
-  ASSIGN_OR_RETURN(
-      OverloadPlan overload,
-      ScheduleWithOverload(*policy, snapshot, options_.config.min_rate_rps()));
-  Plan plan = std::move(overload.plan);
-  // Why the frontend re-planned, then what the policy says about its plan
-  // (e.g. that inss fell back to another policy).
-  std::string plan_reason = reason;
-  if (!plan.reason().empty())
-    absl::StrAppend(&plan_reason, "; ", plan.reason());
-  if (overload.scale < 1) {
-    plan_reason += absl::StrFormat(
-        "; overloaded: planned for %.0f%% of the observed rates",
-        100 * overload.scale);
-    spdlog::warn(
-        "{}: the policy cannot place the observed load; planning for "
-        "{:.0f}% of it",
-        reason, 100 * overload.scale);
-  }
-  plan.set_epoch(current.epoch() + 1);
-  plan.set_reason(plan_reason);
-  const int fresh = AssignGpuletIds(current, &plan);
+  int fresh = 0;
+  ASSIGN_OR_RETURN(Plan plan,
+                   MakePlan(reason, *policy, snapshot, current, &fresh));
   const absl::Time planned_at = deps_.clock->Now();
 
   // Phase 1: every live backend starts its new gpulets while the old ones
@@ -365,16 +345,7 @@ absl::Status PlanCoordinator::PlanAndApply(const std::string& reason) {
   }
   // Phase 3: once the retired workers' batches are answered, the backends
   // stop the gpulets the plan dropped.
-  const absl::Time drain_deadline =
-      deps_.clock->Now() + Seconds(options_.config.drain_timeout_s());
-  for (auto& w : retired) {
-    if (!w->WaitIdle(std::max(absl::ZeroDuration(),
-                              drain_deadline - deps_.clock->Now()))) {
-      spdlog::warn("retired gpulet {} still has batches in flight after {} s",
-                   w->gpulet_id(), options_.config.drain_timeout_s());
-      graveyard_.push_back(w);
-    }
-  }
+  DrainRetired(retired);
   const absl::Time drained_at = deps_.clock->Now();
   CommitEverywhere(plan, backends);
   WritePlanFile(plan);
@@ -390,6 +361,51 @@ absl::Status PlanCoordinator::PlanAndApply(const std::string& reason) {
       absl::ToInt64Milliseconds(drained_at - applied_at),
       absl::ToInt64Milliseconds(deps_.clock->Now() - drained_at));
   return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> PlanCoordinator::MakePlan(const std::string& reason,
+                                               const SchedulingPolicy& policy,
+                                               const ClusterSnapshot& snapshot,
+                                               const Plan& current,
+                                               int* fresh) const {
+  // Overloaded (e.g. a backend died): plan for as much of the load as
+  // fits rather than keep routing to lost devices.
+  ASSIGN_OR_RETURN(
+      OverloadPlan overload,
+      ScheduleWithOverload(policy, snapshot, options_.config.min_rate_rps()));
+  Plan plan = std::move(overload.plan);
+  // Why the frontend re-planned, then what the policy says about its plan
+  // (e.g. that inss fell back to another policy).
+  std::string plan_reason = reason;
+  if (!plan.reason().empty())
+    absl::StrAppend(&plan_reason, "; ", plan.reason());
+  if (overload.scale < 1) {
+    plan_reason += absl::StrFormat(
+        "; overloaded: planned for %.0f%% of the observed rates",
+        100 * overload.scale);
+    spdlog::warn(
+        "{}: the policy cannot place the observed load; planning for "
+        "{:.0f}% of it",
+        reason, 100 * overload.scale);
+  }
+  plan.set_epoch(current.epoch() + 1);
+  plan.set_reason(plan_reason);
+  *fresh = AssignGpuletIds(current, &plan);
+  return plan;
+}
+
+void PlanCoordinator::DrainRetired(
+    const std::vector<std::shared_ptr<GpuletWorker>>& retired) {
+  const absl::Time deadline =
+      deps_.clock->Now() + Seconds(options_.config.drain_timeout_s());
+  for (const auto& w : retired) {
+    if (!w->WaitIdle(
+            std::max(absl::ZeroDuration(), deadline - deps_.clock->Now()))) {
+      spdlog::warn("retired gpulet {} still has batches in flight after {} s",
+                   w->gpulet_id(), options_.config.drain_timeout_s());
+      graveyard_.push_back(w);
+    }
+  }
 }
 
 std::vector<std::shared_ptr<GpuletWorker>> PlanCoordinator::MakeWorkers(

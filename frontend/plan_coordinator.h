@@ -102,6 +102,15 @@ class PlanCoordinator {
   // models and their observed rates (not below min_rate_rps).
   ClusterSnapshot MakeSnapshot(const std::vector<NodeInfo>& nodes,
                                const Plan& current) const;
+  // The policy's plan for `snapshot`, scaled down when overloaded, with
+  // its epoch, reason and gpulet ids (`fresh`: how many are new).
+  absl::StatusOr<Plan> MakePlan(const std::string& reason,
+                                const SchedulingPolicy& policy,
+                                const ClusterSnapshot& snapshot,
+                                const Plan& current, int* fresh) const;
+  // Waits, up to the drain timeout, for the retired workers' batches;
+  // those still busy are kept until shutdown.
+  void DrainRetired(const std::vector<std::shared_ptr<GpuletWorker>>& retired);
   // ApplyPlan on every backend at once; if one refuses, those that
   // accepted go back to `current`. The gpulets' statuses by id.
   absl::StatusOr<std::map<std::string, GpuletStatus>> ApplyEverywhere(

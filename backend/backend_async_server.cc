@@ -30,18 +30,19 @@ void ArmUnary(BackendAsyncServer* server, AsyncService* async,
                                                          const Request*,
                                                          Response*),
               bool blocking) {
-  ArmAsyncUnary(server->calls(), async, cq, request,
-                [service, handle, blocking](
-                    grpc::ServerContext*, const Request* r, Response* out,
-                    typename AsyncUnaryCall<Request, Response>::Finish finish) {
-                  if (!blocking) {
-                    finish((service->*handle)(nullptr, r, out));
-                    return;
-                  }
-                  std::thread([service, handle, r, out, finish] {
-                    finish((service->*handle)(nullptr, r, out));
-                  }).detach();
-                });
+  ArmAsyncUnary(
+      server->calls(), async, cq, request,
+      [server, service, handle, blocking](
+          grpc::ServerContext*, const Request* r, Response* out,
+          typename AsyncUnaryCall<Request, Response>::Finish finish) {
+        if (!blocking) {
+          finish((service->*handle)(nullptr, r, out));
+          return;
+        }
+        server->plan_threads()->Start([service, handle, r, out, finish] {
+          finish((service->*handle)(nullptr, r, out));
+        });
+      });
 }
 
 // One Execute stream. The loop thread reads batches and routes them; the
@@ -235,11 +236,13 @@ void BackendAsyncServer::Shutdown(absl::Duration grace) {
   }
   if (!idle) {
     // Shutting the queue would break the calls still using it.
+    plan_threads_.Abandon();
     loop_.detach();
     (void)cq_.release();
     (void)server_.release();
     return;
   }
+  plan_threads_.JoinAll();  // their calls finished: they are returning
   cq_->Shutdown();
   if (loop_.joinable()) loop_.join();
 }

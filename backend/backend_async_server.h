@@ -11,6 +11,7 @@
 #include "backend.grpc.pb.h"
 #include "backend/backend_service.h"
 #include "common/async_call.h"
+#include "common/owned_threads.h"
 #include "common/poll_governor.h"
 #include "grpcpp/grpcpp.h"
 
@@ -53,6 +54,9 @@ class BackendAsyncServer {
   // The call objects alive on the queue (for the call classes in the .cc
   // file).
   AsyncCallCount* calls() { return &calls_; }
+  // Where the plan calls (ApplyPlan, CommitPlan: they wait for proxies)
+  // run, off the loop; joined at Shutdown.
+  OwnedThreads* plan_threads() { return &plan_threads_; }
 
  private:
   BackendAsyncServer() = default;
@@ -64,6 +68,7 @@ class BackendAsyncServer {
   int port_ = 0;
 
   AsyncCallCount calls_;
+  OwnedThreads plan_threads_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -1,10 +1,5 @@
 #include "frontend/cluster_snapshot_builder.h"
 
-#include <filesystem>
-
-#include "absl/strings/str_cat.h"
-#include "common/text_proto.h"
-
 namespace tessera {
 
 std::string ProfileKey(DeviceKind kind) {
@@ -22,9 +17,8 @@ std::string ProfileKey(DeviceKind kind) {
 
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
                                      const ModelRepository& repository,
-                                     const std::string& profile_dir,
-                                     const Plan& current_plan, absl::Time now,
-                                     double time_scale) {
+                                     const ProfileStore& profiles,
+                                     const Plan& current_plan, absl::Time now) {
   ClusterSnapshot snapshot;
   snapshot.now = now;
   snapshot.current_plan = current_plan;
@@ -45,25 +39,7 @@ ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
   for (const std::string& name : repository.ModelNames()) {
     ModelSnapshot m;
     m.config = repository.Find(name)->config;
-    if (!profile_dir.empty()) {
-      for (DeviceKind kind :
-           {DEVICE_KIND_CPU, DEVICE_KIND_EMULATED, DEVICE_KIND_CUDA}) {
-        const std::string key = ProfileKey(kind);
-        const std::string path =
-            absl::StrCat(profile_dir, "/", key, "/", name, ".pbtxt");
-        ModelProfile profile;
-        if (std::filesystem::exists(path) &&
-            ReadTextProto(path, &profile).ok()) {
-          if (kind == DEVICE_KIND_EMULATED && time_scale != 1) {
-            for (LatencyPoint& p : *profile.mutable_latency()) {
-              p.set_latency_ms(p.latency_ms() * time_scale);
-              p.set_latency_p99_ms(p.latency_p99_ms() * time_scale);
-            }
-          }
-          m.profiles[key] = profile;
-        }
-      }
-    }
+    m.profiles = profiles.ProfilesOf(name);
     snapshot.models.push_back(std::move(m));
   }
   return snapshot;

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "backend.pb.h"
 #include "common/model_repository.h"
+#include "frontend/profile_store.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -16,15 +17,11 @@ std::string ProfileKey(DeviceKind kind);
 
 // The snapshot the frontend hands its policy: the devices the backends
 // reported (each with the profile key of its kind), every model of the
-// repository with the profiles found under
-// `profile_dir`/<profile key>/<model>.pbtxt (none when profile_dir is
-// empty; unreadable files are skipped), and `current_plan`. Emulated
-// profiles' latencies are multiplied by `time_scale` (the cluster's k).
-// Rates are left 0 for the caller to fill.
+// repository with its profiles from `profiles`, and `current_plan`. Rates
+// are left 0 for the caller to fill.
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
                                      const ModelRepository& repository,
-                                     const std::string& profile_dir,
-                                     const Plan& current_plan, absl::Time now,
-                                     double time_scale = 1);
+                                     const ProfileStore& profiles,
+                                     const Plan& current_plan, absl::Time now);
 
 }  // namespace tessera

@@ -69,6 +69,10 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   // Emulated clusters run k times slower than the GPU they emulate: so do
   // their SLOs.
   (*repository)->ScaleSlos(options.config.time_scale());
+  ASSIGN_OR_RETURN(
+      ProfileStore profiles,
+      ProfileStore::Load(options.config.profile_dir(), **repository,
+                         options.config.time_scale()));
   PolicyOptions policy_options;
   policy_options.static_plan = options.config.static_plan();
   policy_options.standby_shadows = options.config.standby_shadows();
@@ -91,18 +95,20 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
   }
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();
-  return std::unique_ptr<FrontendServer>(
-      new FrontendServer(std::move(options), clock, std::move(*repository),
-                         std::move(policy_options), std::move(*policy)));
+  return std::unique_ptr<FrontendServer>(new FrontendServer(
+      std::move(options), clock, std::move(*repository), std::move(profiles),
+      std::move(policy_options), std::move(*policy)));
 }
 
 FrontendServer::FrontendServer(Options options, const Clock* clock,
                                std::unique_ptr<ModelRepository> repository,
+                               ProfileStore profiles,
                                PolicyOptions policy_options,
                                std::unique_ptr<SchedulingPolicy> policy)
     : options_(std::move(options)),
       clock_(clock),
       repository_(std::move(repository)),
+      profiles_(std::move(profiles)),
       policy_options_(std::move(policy_options)),
       monitor_(
           RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
@@ -115,12 +121,13 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
                BackendIds(options_.config)),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
                options_.repository_token),
-      coordinator_(PlanCoordinator::Options{options_.config,
-                                            options_.backend_call_timeout,
-                                            options_.plan_file},
-                   PlanCoordinator::Deps{repository_.get(), &router_, &monitor_,
-                                         &trigger_, &unloaded_, clock_},
-                   std::move(policy)) {}
+      coordinator_(
+          PlanCoordinator::Options{options_.config,
+                                   options_.backend_call_timeout,
+                                   options_.plan_file},
+          PlanCoordinator::Deps{repository_.get(), &profiles_, &router_,
+                                &monitor_, &trigger_, &unloaded_, clock_},
+          std::move(policy)) {}
 
 FrontendServer::~FrontendServer() { Shutdown(); }
 

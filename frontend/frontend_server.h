@@ -119,7 +119,7 @@ class FrontendServer : public ModelControl {
  private:
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
-                 PolicyOptions policy_options,
+                 ProfileStore profiles, PolicyOptions policy_options,
                  std::unique_ptr<SchedulingPolicy> policy);
   void PlannerLoop();
   void HeartbeatLoop();
@@ -134,6 +134,7 @@ class FrontendServer : public ModelControl {
   const Options options_;
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
+  const ProfileStore profiles_;
   const PolicyOptions policy_options_;
   // The event loops: each thread polls one completion queue for KServe
   // calls and its backends' streams (docs/ARCHITECTURE.md, threads).

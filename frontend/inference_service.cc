@@ -237,9 +237,10 @@ void InferenceService::RunControl(
   // Waiting for a plan can take seconds: not on the loop thread. The
   // frontend's shutdown waits for this call to finish, and the control
   // gives up when the frontend stops.
-  std::thread([this, finish = std::move(finish), model, op, deadline] {
-    Done(finish, (control_->*op)(model, deadline));
-  }).detach();
+  control_threads_.Start(
+      [this, finish = std::move(finish), model, op, deadline] {
+        Done(finish, (control_->*op)(model, deadline));
+      });
 }
 
 void InferenceService::RepositoryModelLoad(

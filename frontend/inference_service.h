@@ -5,6 +5,7 @@
 #include "common/async_call.h"
 #include "common/clock.h"
 #include "common/model_repository.h"
+#include "common/owned_threads.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/model_control.h"
 #include "frontend/router.h"
@@ -87,6 +88,8 @@ class InferenceService {
   FrontendMetrics* metrics_;
   ModelControl* control_;
   const std::string repository_token_;
+  // Repository load/unload calls wait for a plan, off the loop thread.
+  OwnedThreads control_threads_;
 
   // Checks the caller's token for the repository load/unload RPCs.
   absl::Status Authorize(const grpc::ServerContext* context) const;

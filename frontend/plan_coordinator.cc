@@ -194,8 +194,7 @@ absl::Status PlanCoordinator::CollectNodes(
 ClusterSnapshot PlanCoordinator::MakeSnapshot(
     const std::vector<NodeInfo>& nodes, const Plan& current) const {
   ClusterSnapshot snapshot = BuildClusterSnapshot(
-      nodes, *deps_.repository, options_.config.profile_dir(), current,
-      deps_.clock->Now(), options_.config.time_scale());
+      nodes, *deps_.repository, *deps_.profiles, current, deps_.clock->Now());
   const std::set<std::string> unloaded = deps_.unloaded->All();
   snapshot.models.erase(
       std::remove_if(snapshot.models.begin(), snapshot.models.end(),

@@ -13,6 +13,7 @@
 #include "common/model_repository.h"
 #include "config.pb.h"
 #include "frontend/backend_control.h"
+#include "frontend/profile_store.h"
 #include "frontend/replan_trigger.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"
@@ -50,6 +51,7 @@ class PlanCoordinator {
   // Borrowed; all must outlive the coordinator.
   struct Deps {
     const ModelRepository* repository = nullptr;
+    const ProfileStore* profiles = nullptr;
     Router* router = nullptr;
     RequestMonitor* monitor = nullptr;
     ReplanTrigger* trigger = nullptr;

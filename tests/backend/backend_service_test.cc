@@ -273,7 +273,7 @@ TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
   AddGpulet(dp, "g1", 50, {"lenet"});
   ASSERT_TRUE((*backend)->ApplyPlan(nullptr, &request, &response).ok());
   std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
-  const ProxyConfig& sent = launcher_->launched()[0].options.config;
+  const ProxyConfig sent = launcher_->launched()[0].options.config;
   EXPECT_EQ(sent.device_kind(), DEVICE_KIND_EMULATED);
   EXPECT_EQ(sent.emulated().share_percent(), 50);
   EXPECT_EQ(sent.emulated().time_scale(), 1);

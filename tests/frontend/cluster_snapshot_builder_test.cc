@@ -47,8 +47,11 @@ TEST(ClusterSnapshotBuilderTest, ProfilesAreFoundUnderTheDevicesProfileKey) {
   cpu->set_device_id("cpu0");
   cpu->set_kind(DEVICE_KIND_CPU);
   cpu->set_num_cores(2);
-  ClusterSnapshot snapshot = BuildClusterSnapshot(
-      {node}, **repo, (root / "profiles").string(), Plan(), absl::Now());
+  auto profiles = ProfileStore::Load((root / "profiles").string(), **repo);
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  EXPECT_EQ(profiles->size(), 1);
+  ClusterSnapshot snapshot =
+      BuildClusterSnapshot({node}, **repo, *profiles, Plan(), absl::Now());
 
   ASSERT_EQ(snapshot.devices.size(), 1u);
   EXPECT_EQ(snapshot.devices[0].backend_id, "b0");
@@ -57,6 +60,27 @@ TEST(ClusterSnapshotBuilderTest, ProfilesAreFoundUnderTheDevicesProfileKey) {
   EXPECT_EQ(snapshot.devices[0].allowed_shares, (std::vector<double>{50, 100}));
   ASSERT_EQ(snapshot.models.size(), 1u);
   EXPECT_EQ(snapshot.models[0].profiles.count("cpu"), 1u);
+
+  // Emulated profiles are scaled by the cluster's time scale.
+  fs::create_directories(root / "profiles" / "emulated");
+  ASSERT_TRUE(
+      WriteTextProto((root / "profiles" / "emulated" / "m.pbtxt").string(),
+                     profile)
+          .ok());
+  auto scaled = ProfileStore::Load((root / "profiles").string(), **repo, 10);
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  EXPECT_DOUBLE_EQ(
+      scaled->ProfilesOf("m").at("emulated").latency(0).latency_ms(),
+      10 * profile.latency(0).latency_ms());
+  EXPECT_DOUBLE_EQ(scaled->ProfilesOf("m").at("cpu").latency(0).latency_ms(),
+                   profile.latency(0).latency_ms());
+
+  // A profile that does not parse is an error naming its file, at load.
+  std::ofstream(root / "profiles" / "cpu" / "m.pbtxt") << "latency { oops";
+  auto broken = ProfileStore::Load((root / "profiles").string(), **repo);
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(broken.status().message().find("cpu/m.pbtxt"), std::string::npos)
+      << broken.status();
 
   // A profile-based policy can plan from it.
   snapshot.models[0].rate_rps = 50;
@@ -95,7 +119,10 @@ TEST(ClusterSnapshotBuilderTest, NoProfileDirMeansNoProfiles) {
     })pb";
   auto repo = ModelRepository::Load(root.string());
   ASSERT_TRUE(repo.ok());
-  ClusterSnapshot s = BuildClusterSnapshot({}, **repo, "", Plan(), absl::Now());
+  auto profiles = ProfileStore::Load("", **repo);
+  ASSERT_TRUE(profiles.ok());
+  ClusterSnapshot s =
+      BuildClusterSnapshot({}, **repo, *profiles, Plan(), absl::Now());
   ASSERT_EQ(s.models.size(), 1u);
   EXPECT_TRUE(s.models[0].profiles.empty());
   EXPECT_TRUE(s.devices.empty());

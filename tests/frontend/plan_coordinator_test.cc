@@ -182,8 +182,8 @@ class PlanCoordinatorTest : public ::testing::Test {
     options.config.set_drain_timeout_s(5);
     auto coordinator = std::make_unique<PlanCoordinator>(
         options,
-        PlanCoordinator::Deps{repo_.get(), &router_, &monitor_, trigger_.get(),
-                              &unloaded_, RealClock::Get()},
+        PlanCoordinator::Deps{repo_.get(), &profiles_, &router_, &monitor_,
+                              trigger_.get(), &unloaded_, RealClock::Get()},
         std::make_shared<OneGpuletPerBackend>("first"));
     std::vector<BackendControl*> controls;
     for (auto& b : backends_) controls.push_back(b.get());
@@ -197,6 +197,7 @@ class PlanCoordinatorTest : public ::testing::Test {
                           RealClock::Get()};
   Router router_{&monitor_};
   UnloadedModels unloaded_;
+  ProfileStore profiles_;
   std::unique_ptr<Rendezvous> applying_;
   std::vector<std::unique_ptr<FakeBackend>> backends_;
   std::unique_ptr<ReplanTrigger> trigger_;

@@ -10,6 +10,7 @@
 #include "common/thread_name.h"
 #include "frontend/admin_service.h"
 #include "frontend/cluster_snapshot_builder.h"
+#include "frontend/frontend_config.h"
 #include "grpcpp/grpcpp.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/plan_ids.h"
@@ -18,29 +19,6 @@
 
 namespace tessera {
 namespace {
-
-// Fills the re-planning defaults documented in config.proto.
-absl::Status ApplyDefaults(FrontendConfig* c) {
-  if (c->policy().empty()) c->set_policy("static");
-  if (c->time_scale() == 0) c->set_time_scale(1);
-  if (c->replan_period_s() == 0) c->set_replan_period_s(20);
-  if (c->rate_window_s() == 0) c->set_rate_window_s(20);
-  if (c->replan_threshold() == 0) c->set_replan_threshold(0.25);
-  if (c->min_rate_rps() == 0) c->set_min_rate_rps(1);
-  if (c->heartbeat_interval_s() == 0) c->set_heartbeat_interval_s(1);
-  if (c->heartbeat_misses() == 0) c->set_heartbeat_misses(3);
-  if (c->drain_timeout_s() == 0) c->set_drain_timeout_s(30);
-  if (!(c->time_scale() > 0) || !(c->replan_period_s() > 0) ||
-      !(c->rate_window_s() > 0) || !(c->replan_threshold() > 0) ||
-      c->min_rate_rps() < 0 || !(c->heartbeat_interval_s() > 0) ||
-      c->heartbeat_misses() < 1 || !(c->drain_timeout_s() > 0)) {
-    return absl::InvalidArgumentError(
-        "frontend config: time_scale, replan_period_s, rate_window_s, "
-        "replan_threshold, heartbeat_interval_s, heartbeat_misses and "
-        "drain_timeout_s must be positive; min_rate_rps >= 0");
-  }
-  return absl::OkStatus();
-}
 
 absl::Duration Seconds(double s) { return absl::Milliseconds(s * 1000); }
 
@@ -54,16 +32,7 @@ std::vector<std::string> BackendIds(const FrontendConfig& config) {
 
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     Options options, const Clock* clock) {
-  if (options.config.backends_size() == 0) {
-    return absl::InvalidArgumentError("frontend config lists no backends");
-  }
-  for (const BackendEndpoint& b : options.config.backends()) {
-    if (b.id().empty() || b.address().empty()) {
-      return absl::InvalidArgumentError(
-          "every backend needs an id and an address");
-    }
-  }
-  RETURN_IF_ERROR(ApplyDefaults(&options.config));
+  RETURN_IF_ERROR(ValidateFrontendConfig(&options.config));
   auto repository = ModelRepository::Load(options.model_repository);
   if (!repository.ok()) return repository.status();
   // Emulated clusters run k times slower than the GPU they emulate: so do
@@ -73,26 +42,8 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
       ProfileStore profiles,
       ProfileStore::Load(options.config.profile_dir(), **repository,
                          options.config.time_scale()));
-  PolicyOptions policy_options;
-  policy_options.static_plan = options.config.static_plan();
-  policy_options.standby_shadows = options.config.standby_shadows();
-  policy_options.inss_checkpoint = options.config.inss_checkpoint_path();
-  policy_options.inss_fallback = options.config.inss_fallback_policy();
-  auto rules = ResolvePlanningRules(options.config.rules());
-  if (!rules.ok()) return rules.status();
-  policy_options.rules = *rules;
-  if (!options.config.interference_profile().empty()) {
-    InterferenceProfile ip;
-    RETURN_IF_ERROR(ReadTextProto(options.config.interference_profile(), &ip));
-    if (ip.linear_coefficients_size() != 5) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(options.config.interference_profile(),
-                       ": the linear form needs 5 coefficients"));
-    }
-    policy_options.interference =
-        std::make_shared<LinearInterference>(std::vector<double>(
-            ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
-  }
+  ASSIGN_OR_RETURN(PolicyOptions policy_options,
+                   PolicyOptionsFromConfig(options.config));
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();
   return std::unique_ptr<FrontendServer>(new FrontendServer(

@@ -1,0 +1,73 @@
+#include "frontend/frontend_config.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+FrontendConfig OneBackend() {
+  FrontendConfig c;
+  BackendEndpoint* b = c.add_backends();
+  b->set_id("b0");
+  b->set_address("127.0.0.1:1");
+  return c;
+}
+
+TEST(FrontendConfigTest, FillsTheDocumentedDefaults) {
+  FrontendConfig c = OneBackend();
+  ASSERT_TRUE(ValidateFrontendConfig(&c).ok());
+  EXPECT_EQ(c.policy(), "static");
+  EXPECT_EQ(c.time_scale(), 1);
+  EXPECT_EQ(c.replan_period_s(), 20);
+  EXPECT_EQ(c.rate_window_s(), 20);
+  EXPECT_EQ(c.replan_threshold(), 0.25);
+  EXPECT_EQ(c.min_rate_rps(), 1);
+  EXPECT_EQ(c.heartbeat_interval_s(), 1);
+  EXPECT_EQ(c.heartbeat_misses(), 3);
+  EXPECT_EQ(c.drain_timeout_s(), 30);
+}
+
+TEST(FrontendConfigTest, RejectsWhatItCannotRun) {
+  FrontendConfig none;
+  EXPECT_THAT(ValidateFrontendConfig(&none).message(),
+              HasSubstr("no backends"));
+  FrontendConfig nameless = OneBackend();
+  nameless.mutable_backends(0)->clear_id();
+  EXPECT_THAT(ValidateFrontendConfig(&nameless).message(),
+              HasSubstr("id and an address"));
+  FrontendConfig negative = OneBackend();
+  negative.set_replan_period_s(-1);
+  EXPECT_EQ(ValidateFrontendConfig(&negative).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FrontendConfigTest, InterferenceProfileMustBeTheLinearForm) {
+  const std::string path = ::testing::TempDir() + "/interference_" +
+                           std::to_string(::getpid()) + ".pbtxt";
+  std::ofstream(path) << "linear_coefficients: [ 1, 2 ]";
+  FrontendConfig c = OneBackend();
+  c.set_interference_profile(path);
+  auto options = PolicyOptionsFromConfig(c);
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.status().message(), HasSubstr(path));
+
+  std::ofstream(path) << "linear_coefficients: [ 1, 0.1, 0.1, 0.1, 0.1 ]";
+  options = PolicyOptionsFromConfig(c);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_NE(options->interference, nullptr);
+  std::filesystem::remove(path);
+
+  c.clear_interference_profile();
+  options = PolicyOptionsFromConfig(c);
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->interference, nullptr);
+}
+
+}  // namespace
+}  // namespace tessera

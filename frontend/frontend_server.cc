@@ -15,6 +15,7 @@
 #include "perfmodel/interference_model.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/standby_rule.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -263,14 +264,12 @@ void FrontendServer::HeartbeatLoop() {
 }
 
 void FrontendServer::CheckStandbys() {
-  constexpr int64_t kMinAnswered = 20;
   for (const auto& w : router_.workers()) {
     if (w->options().gpulet.standby_share_percent() <= 0 || w->on_standby()) {
       continue;
     }
-    const GpuletWorker::Window window = w->TakeWindow(kMinAnswered);
-    if (window.answered < kMinAnswered ||
-        window.late * 100 <= window.answered) {
+    const GpuletWorker::Window window = w->TakeWindow(kStandbyMinAnswered);
+    if (!ShouldSwitchToStandby(window.answered, window.late)) {
       continue;
     }
     if (!w->SwitchToStandby()) continue;

@@ -123,9 +123,8 @@ class FrontendServer : public ModelControl {
                  std::unique_ptr<SchedulingPolicy> policy);
   void PlannerLoop();
   void HeartbeatLoop();
-  // iGniter's shadow processes (it checks the p99 every second): every
-  // gpulet with a standby whose calls missed their SLO for more than 1 %
-  // over its last 20 or more answered calls moves to its standby proxy.
+  // iGniter's shadow processes (ShouldSwitchToStandby, checked at every
+  // heartbeat): a gpulet whose calls miss their SLO moves to its standby.
   void CheckStandbys() ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
   absl::Status SetLoaded(const std::string& name, bool loaded,

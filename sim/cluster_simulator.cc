@@ -9,6 +9,7 @@
 #include "common/percentile.h"
 #include "scheduler/dispatcher.h"
 #include "scheduler/latency_estimator.h"
+#include "scheduler/standby_rule.h"
 #include "scheduler/weighted_round_robin.h"
 
 namespace tessera {
@@ -259,10 +260,11 @@ SimResult ClusterSimulator::RunTrace(
         break;
       case EventType::kCheck:
         for (GpuletSim& g : gpulets) {
-          if (g.standby_share <= 0 || g.on_standby || g.answered < 20) {
+          if (g.standby_share <= 0 || g.on_standby ||
+              g.answered < kStandbyMinAnswered) {
             continue;
           }
-          if (g.late * 100 > g.answered) {
+          if (ShouldSwitchToStandby(g.answered, g.late)) {
             g.on_standby = true;
             g.share = g.standby_share;
             ++result.standby_switches;

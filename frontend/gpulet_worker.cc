@@ -25,7 +25,9 @@ std::vector<Dispatcher::ModelSlot> Slots(const GpuletPlan& gpulet) {
 
 void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
   if (call->metrics != nullptr) {
-    const absl::Time now = absl::Now();
+    const Clock* clock =
+        call->clock != nullptr ? call->clock : RealClock::Get();
+    const absl::Time now = clock->Now();
     call->metrics->RecordRequest(call->config->name(), status.code(),
                                  now - call->arrival,
                                  (status.ok() && now > call->deadline) ||

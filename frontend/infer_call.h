@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "grpc_service.pb.h"
 #include "grpcpp/support/status.h"
 #include "model_config.pb.h"
@@ -40,8 +41,10 @@ struct InferCall {
   DecodedRequest decoded;
   absl::Time arrival;
   absl::Time deadline;
-  // Where the answer is counted (may be null).
+  // Where the answer is counted (may be null), and the clock `arrival` and
+  // `deadline` are on (null: the real clock).
   FrontendMetrics* metrics = nullptr;
+  const Clock* clock = nullptr;
 };
 
 }  // namespace tessera

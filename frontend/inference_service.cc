@@ -134,7 +134,7 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
     if (metrics_ != nullptr) {
       const bool known = repository_->Find(request->model_name()) != nullptr;
       metrics_->RecordRequest(known ? request->model_name() : "_unknown",
-                              status.code(), absl::Now() - arrival,
+                              status.code(), clock_->Now() - arrival,
                               absl::IsDeadlineExceeded(status));
     }
     return Done(finish, status);
@@ -161,6 +161,7 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   call->decoded = std::move(*decoded);
   call->arrival = arrival;
   call->metrics = metrics_;
+  call->clock = clock_;
   call->deadline =
       arrival +
       absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/cpu_partitioner.h"
+#include "backend/proxy_handle.h"
 #include "common/cpu_affinity.h"
 #include "common/gpulet_id.h"
 #include "common/status_macros.h"
@@ -247,6 +248,39 @@ absl::StatusOr<std::map<std::string, GpuletSpec>> BackendNode::Resolve(
     RETURN_IF_ERROR(ResolveDevice(dp, &wanted));
   }
   return wanted;
+}
+
+ProxyConfig BackendNode::ProxyConfigFor(const GpuletSpec& g,
+                                        const std::string& model_repository,
+                                        const PollOptions& poll) const {
+  const DeviceConfig* device = FindDevice(g.device_id);
+  ProxyConfig config;
+  config.set_gpulet_id(g.id());
+  config.set_device_id(g.device_id);
+  config.set_device_kind(device->kind());
+  config.set_model_repository(model_repository);
+  std::set<std::string> names;
+  for (const ModelAssignment& a : g.plan.models()) names.insert(a.model());
+  for (const std::string& name : names) {
+    *config.add_models() = repo_->Find(name)->config;
+  }
+  if (device->kind() == DEVICE_KIND_EMULATED) {
+    EmulatedProxyConfig* e = config.mutable_emulated();
+    e->set_share_percent(g.plan.share_percent());
+    e->set_profile_dir(config_.profile_dir());
+    e->set_time_scale(device->time_scale());
+    e->set_noise_cv(device->noise_cv());
+    e->set_seed(std::hash<std::string>()(g.id()));
+    return config;
+  }
+  SetProxyPoll(poll, &config);
+  if (device->kind() == DEVICE_KIND_CUDA) {
+    config.set_threads(1);
+  } else {
+    for (int c : g.cores) config.add_cpu_cores(c);
+    config.set_threads(static_cast<int>(g.cores.size()));
+  }
+  return config;
 }
 
 std::vector<std::optional<std::map<std::string, double>>>

@@ -10,10 +10,12 @@
 #include "backend/gpulet_spec.h"
 #include "backend/gpulet_table.h"
 #include "common/model_repository.h"
+#include "common/poll_governor.h"
 #include "config.pb.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 #include "plan.pb.h"
+#include "proxy_config.pb.h"
 
 namespace tessera {
 
@@ -45,6 +47,14 @@ class BackendNode {
   // model on a real device, or models that overflow a device's memory.
   absl::StatusOr<std::map<std::string, GpuletSpec>> Resolve(
       const Plan& plan) const;
+
+  // What the proxy of `g` is told: its models' configs, device, cores and
+  // threads (cpu: one per core; cuda: one), polling (cpu and cuda; emulated
+  // proxies never poll), and an emulated GPU's share, time scale, noise and
+  // a seed from the gpulet id.
+  ProxyConfig ProxyConfigFor(const GpuletSpec& g,
+                             const std::string& model_repository,
+                             const PollOptions& poll) const;
 
   // The slowdown each model of each live gpulet suffers from its device's
   // other residents (gpulet's rule: the slowest neighbour dominates), in

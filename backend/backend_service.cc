@@ -51,42 +51,17 @@ absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartProxy(
   po.proxy_binary = options_.proxy_binary;
   po.num_slots = options_.proxy_slots;
   po.startup_timeout = options_.proxy_startup_timeout;
-  ProxyConfig& config = po.config;
-  config.set_gpulet_id(g.id());
-  config.set_device_id(g.device_id);
-  config.set_device_kind(device->kind());
-  config.set_model_repository(options_.model_repository);
-  std::set<std::string> names;
-  for (const ModelAssignment& a : g.plan.models()) names.insert(a.model());
-  for (const std::string& name : names) {
-    *config.add_models() = node_->repo().Find(name)->config;
+  po.config =
+      node_->ProxyConfigFor(g, options_.model_repository, options_.proxy_poll);
+  if (device->kind() == DEVICE_KIND_EMULATED &&
+      !options_.emulated_proxy_binary.empty()) {
+    po.proxy_binary = options_.emulated_proxy_binary;
   }
-  switch (device->kind()) {
-    case DEVICE_KIND_EMULATED: {
-      // Emulated proxies never poll: they share cores by design.
-      if (!options_.emulated_proxy_binary.empty()) {
-        po.proxy_binary = options_.emulated_proxy_binary;
-      }
-      EmulatedProxyConfig* e = config.mutable_emulated();
-      e->set_share_percent(g.plan.share_percent());
-      e->set_profile_dir(node_->config().profile_dir());
-      e->set_time_scale(device->time_scale());
-      e->set_noise_cv(device->noise_cv());
-      e->set_seed(std::hash<std::string>()(g.id()));
-      break;
-    }
-    case DEVICE_KIND_CUDA:
-      // The share is the proxy's own MPS active-thread percentage, fixed
-      // for its life: a new share is a new process.
-      RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
-      SetProxyPoll(options_.proxy_poll, &config);
-      po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
-      config.set_threads(1);
-      break;
-    default:
-      SetProxyPoll(options_.proxy_poll, &config);
-      for (int c : g.cores) config.add_cpu_cores(c);
-      config.set_threads(static_cast<int>(g.cores.size()));
+  if (device->kind() == DEVICE_KIND_CUDA) {
+    // The share is the proxy's own MPS active-thread percentage, fixed for
+    // its life: a new share is a new process.
+    RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
+    po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
   }
   return launcher_->Launch(po);
 }

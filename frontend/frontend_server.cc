@@ -10,6 +10,7 @@
 #include "common/thread_name.h"
 #include "frontend/admin_service.h"
 #include "frontend/cluster_snapshot_builder.h"
+#include "frontend/control_loops.h"
 #include "frontend/frontend_config.h"
 #include "grpcpp/grpcpp.h"
 #include "perfmodel/interference_model.h"
@@ -105,13 +106,12 @@ absl::Status FrontendServer::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
-  std::vector<BackendControl*> controls;
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(
         b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get()));
-    controls.push_back(backends_.back().get());
+    controls_.push_back(backends_.back().get());
   }
-  coordinator_.SetBackends(std::move(controls));
+  coordinator_.SetBackends(controls_);
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
@@ -158,8 +158,13 @@ absl::Status FrontendServer::Start() {
     spdlog::info("frontend admin service on port {}", admin_port_);
   }
   trigger_.Request("initial plan");
-  planner_ = std::thread([this] { PlannerLoop(); });
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  control_ = std::make_unique<ControlLoops>(
+      ControlLoops::Options{Seconds(options_.config.replan_period_s()),
+                            Seconds(options_.config.heartbeat_interval_s()),
+                            options_.plan_retry_interval},
+      ControlLoops::Deps{&coordinator_, &trigger_, &monitor_, &router_,
+                         controls_, clock_});
+  control_->Start();
   return absl::OkStatus();
 }
 
@@ -196,90 +201,6 @@ AdminStatus FrontendServer::Status() const {
 
 void FrontendServer::RequestReplan(const std::string& reason) {
   trigger_.Request(reason);
-}
-
-void FrontendServer::PlannerLoop() {
-  const absl::Duration period = Seconds(options_.config.replan_period_s());
-  absl::Time next_check = clock_->Now() + period;
-  int failures = 0;
-  absl::Time last_log = absl::InfinitePast();
-  std::string last_error;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return;
-    }
-    if (trigger_.Pending().empty() && clock_->Now() >= next_check) {
-      next_check = clock_->Now() + period;
-      trigger_.CheckRates(monitor_.Rates(), monitor_.Coverage());
-    }
-    const std::string reason = trigger_.Pending();
-    if (reason.empty()) {
-      trigger_.WaitForRequest(
-          std::max(absl::Milliseconds(10), next_check - clock_->Now()));
-      continue;
-    }
-    absl::Status status = coordinator_.PlanAndApply(reason);
-    trigger_.Finished(reason, status.ok());
-    if (status.ok()) {
-      failures = 0;
-      continue;
-    }
-    ++failures;
-    // The first failure, a different failure, then at most one line
-    // every 30 s.
-    if (clock_->Now() - last_log >= absl::Seconds(30) ||
-        status.ToString() != last_error) {
-      last_error = status.ToString();
-      spdlog::warn(
-          "planning ({}) failed ({} attempt(s) so far), retrying every {}: {}",
-          reason, failures, absl::FormatDuration(options_.plan_retry_interval),
-          status.ToString());
-      last_log = clock_->Now();
-    }
-    coordinator_.CountPlanFailure();
-    coordinator_.SleepUnlessStopped(options_.plan_retry_interval);
-  }
-}
-
-void FrontendServer::HeartbeatLoop() {
-  const absl::Duration interval =
-      Seconds(options_.config.heartbeat_interval_s());
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_;
-      };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
-    }
-    CheckStandbys();
-    for (auto& backend : backends_) {
-      auto health = backend->Health(interval);
-      trigger_.OnHeartbeat(backend->id(), health.status(),
-                           health.ok() ? health->epoch() : 0,
-                           coordinator_.SettledEpoch());
-    }
-  }
-}
-
-void FrontendServer::CheckStandbys() {
-  for (const auto& w : router_.workers()) {
-    if (w->options().gpulet.standby_share_percent() <= 0 || w->on_standby()) {
-      continue;
-    }
-    const GpuletWorker::Window window = w->TakeWindow(kStandbyMinAnswered);
-    if (!ShouldSwitchToStandby(window.answered, window.late)) {
-      continue;
-    }
-    if (!w->SwitchToStandby()) continue;
-    spdlog::warn(
-        "gpulet {}: {} of {} calls missed their SLO since the last check: "
-        "switched to its standby proxy ({}% share)",
-        w->gpulet_id(), window.late, window.answered,
-        w->options().gpulet.standby_share_percent());
-    coordinator_.CountStandbySwitch();
-  }
 }
 
 bool FrontendServer::WaitUntilReady(absl::Duration timeout) {
@@ -394,10 +315,9 @@ void FrontendServer::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  if (control_ != nullptr) control_->Stop();
   trigger_.Stop();
   coordinator_.Stop();
-  if (planner_.joinable()) planner_.join();
-  if (heartbeat_.joinable()) heartbeat_.join();
   http_.reset();
   // Stop dispatching (queued and newly arriving calls get UNAVAILABLE),
   // let in-flight batches finish, stop the gRPC server, close the backend

@@ -19,6 +19,7 @@
 #include "common/poll_governor.h"
 #include "config.pb.h"
 #include "frontend/backend_client.h"
+#include "frontend/control_loops.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
 #include "frontend/model_control.h"
@@ -121,11 +122,6 @@ class FrontendServer : public ModelControl {
                  std::unique_ptr<ModelRepository> repository,
                  ProfileStore profiles, PolicyOptions policy_options,
                  std::unique_ptr<SchedulingPolicy> policy);
-  void PlannerLoop();
-  void HeartbeatLoop();
-  // iGniter's shadow processes (ShouldSwitchToStandby, checked at every
-  // heartbeat): a gpulet whose calls miss their SLO moves to its standby.
-  void CheckStandbys() ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
   absl::Status SetLoaded(const std::string& name, bool loaded,
                          absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -154,8 +150,10 @@ class FrontendServer : public ModelControl {
   PlanCoordinator coordinator_;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread planner_;
-  std::thread heartbeat_;
+  // The backends as the coordinator and the control loops see them.
+  std::vector<BackendControl*> controls_;
+  // The planner and heartbeat threads; created by Start().
+  std::unique_ptr<ControlLoops> control_;
   std::unique_ptr<HttpEndpoint> http_;
   std::unique_ptr<AdminService::Service> admin_service_;
   std::unique_ptr<grpc::ServerCompletionQueue> admin_unpolled_cq_;

@@ -3,6 +3,8 @@
 // the policy can be switched while plans are made.
 #include "frontend/plan_coordinator.h"
 
+#include "frontend/control_loops.h"
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -80,7 +82,15 @@ class FakeBackend final : public BackendControl {
     return absl::OkStatus();
   }
   absl::StatusOr<HealthResponse> Health(absl::Duration) override {
-    return HealthResponse();
+    absl::MutexLock lock(&mu_);
+    if (down_) return absl::UnavailableError("connection refused");
+    HealthResponse health;
+    health.set_epoch(applied_.empty() ? 0 : applied_.back());
+    return health;
+  }
+  void SetDown(bool down) {
+    absl::MutexLock lock(&mu_);
+    down_ = down;
   }
   void Send(BatchRequest, Callback done) override {
     done(absl::UnavailableError("no batches in this test"), BatchResponse());
@@ -105,6 +115,7 @@ class FakeBackend final : public BackendControl {
   Rendezvous* applying_;
   mutable absl::Mutex mu_;
   bool refuse_ ABSL_GUARDED_BY(mu_) = false;
+  bool down_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<int64_t> applied_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> committed_ ABSL_GUARDED_BY(mu_);
 };
@@ -283,6 +294,35 @@ TEST_F(PlanCoordinatorTest, PolicySwitchesDuringPlanningAreSafe) {
   EXPECT_EQ(coordinator->policy()->name() == "first" ||
                 coordinator->policy()->name() == "second",
             true);
+}
+
+// The control loops: a requested plan is made, and a backend that stops
+// answering heartbeats is planned around.
+TEST_F(PlanCoordinatorTest, ControlLoopsPlanOnRequestAndAroundALostBackend) {
+  auto coordinator = MakeCoordinator(2);
+  std::vector<BackendControl*> controls;
+  for (auto& b : backends_) controls.push_back(b.get());
+  ControlLoops loops(
+      ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
+                            absl::Milliseconds(10)},
+      ControlLoops::Deps{coordinator.get(), trigger_.get(), &monitor_, &router_,
+                         controls, RealClock::Get()});
+  trigger_->Request("initial plan");
+  loops.Start();
+  ASSERT_TRUE(coordinator->WaitForPlan(absl::Seconds(30)));
+  EXPECT_EQ(coordinator->current_plan().devices_size(), 2);
+
+  backends_[1]->SetDown(true);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (coordinator->current_plan().epoch() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const Plan plan = coordinator->current_plan();
+  EXPECT_EQ(plan.epoch(), 2);
+  EXPECT_EQ(plan.devices_size(), 1);
+  EXPECT_THAT(plan.reason(), HasSubstr("backend 'b1' lost"));
+  loops.Stop();
+  EXPECT_FALSE(trigger_->Alive("b1"));
 }
 
 }  // namespace

@@ -2,53 +2,22 @@
 // plan starts, keeps, retires and stops, and where batches go meanwhile.
 #include "backend/backend_service.h"
 
-#include <filesystem>
-#include <fstream>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/backend/fake_proxy.h"
+#include "tests/common/temp_model_repository.h"
 
 namespace tessera {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using testing::FakeLauncher;
 using testing::FakeProxy;
 using ::testing::HasSubstr;
-
-constexpr char kModel[] = R"pb(
-  max_batch_size: 8
-  slo_ms: 100
-  input {
-    name: "x"
-    data_type: TYPE_FP32
-    dims: [ -1, 3 ]
-  }
-  output {
-    name: "y"
-    data_type: TYPE_FP32
-    dims: [ -1, 2 ]
-  })pb";
+using testing::TempModelRepository;
 
 class BackendServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    repo_ = fs::path(::testing::TempDir()) /
-            ("backend_repo_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(repo_);
-    for (const char* name : {"m", "n"}) {
-      fs::create_directories(repo_ / name / "1");
-      std::ofstream(repo_ / name / "config.pbtxt")
-          << "name: \"" << name << "\"\n"
-          << kModel;
-      std::ofstream(repo_ / name / "1" / "model.pt") << "x";
-    }
-  }
-  void TearDown() override { fs::remove_all(repo_); }
-
   std::unique_ptr<BackendServiceImpl> MakeCpuBackend() {
     BackendServiceImpl::Options options;
     options.config.set_id("b0");
@@ -56,7 +25,7 @@ class BackendServiceTest : public ::testing::Test {
     cpu->set_id("cpu0");
     cpu->set_kind(DEVICE_KIND_CPU);
     for (int c : {0, 1, 2, 3}) cpu->add_cpu_cores(c);
-    options.model_repository = repo_.string();
+    options.model_repository = repo_.root();
     options.launcher = launcher_;
     auto backend = BackendServiceImpl::Create(options);
     EXPECT_TRUE(backend.ok()) << backend.status();
@@ -97,7 +66,7 @@ class BackendServiceTest : public ::testing::Test {
     return static_cast<absl::StatusCode>(r.status().code());
   }
 
-  fs::path repo_;
+  TempModelRepository repo_{{"m", "n"}};
   std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
 };
 

@@ -6,18 +6,16 @@
 #include "frontend/control_loops.h"
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/temp_model_repository.h"
 
 namespace tessera {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -152,30 +150,10 @@ class OneGpuletPerBackend final : public SchedulingPolicy {
 class PlanCoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    repo_dir_ = fs::path(::testing::TempDir()) /
-                ("coordinator_repo_" + std::to_string(::getpid()));
-    fs::remove_all(repo_dir_);
-    fs::create_directories(repo_dir_ / "m" / "1");
-    std::ofstream(repo_dir_ / "m" / "config.pbtxt") << R"pb(
-      name: "m"
-      max_batch_size: 4
-      slo_ms: 100
-      input {
-        name: "x"
-        data_type: TYPE_FP32
-        dims: [ -1, 3 ]
-      }
-      output {
-        name: "y"
-        data_type: TYPE_FP32
-        dims: [ -1, 2 ]
-      })pb";
-    std::ofstream(repo_dir_ / "m" / "1" / "model.pt") << "x";
-    auto repo = ModelRepository::Load(repo_dir_.string());
+    auto repo = ModelRepository::Load(repo_dir_.root());
     ASSERT_TRUE(repo.ok()) << repo.status();
     repo_ = std::move(*repo);
   }
-  void TearDown() override { fs::remove_all(repo_dir_); }
 
   std::unique_ptr<PlanCoordinator> MakeCoordinator(int backends,
                                                    bool overlap = false) {
@@ -202,7 +180,7 @@ class PlanCoordinatorTest : public ::testing::Test {
     return coordinator;
   }
 
-  fs::path repo_dir_;
+  testing::TempModelRepository repo_dir_{{"m"}};
   std::unique_ptr<ModelRepository> repo_;
   RequestMonitor monitor_{RequestMonitor::Options{absl::Seconds(10), 20},
                           RealClock::Get()};

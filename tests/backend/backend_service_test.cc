@@ -32,6 +32,18 @@ class BackendServiceTest : public ::testing::Test {
     return backend.ok() ? std::move(*backend) : nullptr;
   }
 
+  // Sets `plan` to epoch `epoch` on device `device_id` of backend b0 and
+  // returns that device's plan, for gpulets to be added.
+  static DevicePlan* OnDevice(Plan* plan, int64_t epoch,
+                              const std::string& device_id) {
+    plan->Clear();
+    plan->set_epoch(epoch);
+    DevicePlan* dp = plan->add_devices();
+    dp->set_backend_id("b0");
+    dp->set_device_id(device_id);
+    return dp;
+  }
+
   static void AddGpulet(DevicePlan* dp, const std::string& id, double share,
                         std::vector<std::string> models) {
     GpuletPlan* g = dp->add_gpulets();
@@ -74,10 +86,7 @@ TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
   auto backend = MakeCpuBackend();
   ASSERT_NE(backend, nullptr);
   Plan plan;
-  plan.set_epoch(1);
-  DevicePlan* dp = plan.add_devices();
-  dp->set_backend_id("b0");
-  dp->set_device_id("cpu0");
+  DevicePlan* dp = OnDevice(&plan, 1, "cpu0");
   AddGpulet(dp, "g0", 25, {"m"});
   AddGpulet(dp, "g1", 25, {"n"});
   AddGpulet(dp, "g2", 50, {"m"});
@@ -105,10 +114,7 @@ TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
 
   // Epoch 2 keeps g0, gives g1 another model set and drops g2.
   Plan next;
-  next.set_epoch(2);
-  DevicePlan* nd = next.add_devices();
-  nd->set_backend_id("b0");
-  nd->set_device_id("cpu0");
+  DevicePlan* nd = OnDevice(&next, 2, "cpu0");
   AddGpulet(nd, "g0", 25, {"m"});
   AddGpulet(nd, "g1", 25, {"m", "n"});
   *request.mutable_plan() = next;
@@ -160,10 +166,7 @@ TEST_F(BackendServiceTest, FailedStartKeepsThePlanInForce) {
   ApplyPlanRequest request;
   ApplyPlanResponse response;
   Plan* plan = request.mutable_plan();
-  plan->set_epoch(1);
-  DevicePlan* dp = plan->add_devices();
-  dp->set_backend_id("b0");
-  dp->set_device_id("cpu0");
+  DevicePlan* dp = OnDevice(plan, 1, "cpu0");
   AddGpulet(dp, "g0", 100, {"m"});
   ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
   std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
@@ -192,10 +195,7 @@ TEST_F(BackendServiceTest, RejectsPlansItCannotServe) {
   ASSERT_NE(backend, nullptr);
   ApplyPlanRequest request;
   ApplyPlanResponse response;
-  Plan* plan = request.mutable_plan();
-  DevicePlan* dp = plan->add_devices();
-  dp->set_backend_id("b0");
-  dp->set_device_id("gpu9");
+  DevicePlan* dp = OnDevice(request.mutable_plan(), 0, "gpu9");
   AddGpulet(dp, "g0", 100, {"m"});
   grpc::Status s = backend->ApplyPlan(nullptr, &request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
@@ -234,10 +234,7 @@ TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
   ApplyPlanRequest request;
   ApplyPlanResponse response;
   Plan* plan = request.mutable_plan();
-  plan->set_epoch(1);
-  DevicePlan* dp = plan->add_devices();
-  dp->set_backend_id("b0");
-  dp->set_device_id("gpu0");
+  DevicePlan* dp = OnDevice(plan, 1, "gpu0");
   AddGpulet(dp, "g0", 50, {"resnet50"});
   AddGpulet(dp, "g1", 50, {"lenet"});
   ASSERT_TRUE((*backend)->ApplyPlan(nullptr, &request, &response).ok());

@@ -4,20 +4,6 @@
 
 namespace tessera {
 
-const char* GpuletStateName(GpuletState state) {
-  switch (state) {
-    case GpuletState::kServing:
-      return "serving";
-    case GpuletState::kRetiring:
-      return "retiring";
-    case GpuletState::kReplaced:
-      return "replaced";
-    case GpuletState::kStoppedForSwap:
-      return "stopped_for_swap";
-  }
-  return "unknown";
-}
-
 GpuletTable::Route GpuletTable::Find(const std::string& id) const {
   Route route;
   for (const GpuletEntry& e : entries_) {

@@ -27,8 +27,6 @@ enum class GpuletState {
   kStoppedForSwap,
 };
 
-const char* GpuletStateName(GpuletState state);
-
 struct GpuletEntry {
   GpuletSpec spec;
   std::shared_ptr<Proxy> proxy;  // null only when kStoppedForSwap

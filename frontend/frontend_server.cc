@@ -6,23 +6,17 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_tuning.h"
 #include "common/status_macros.h"
-#include "common/text_proto.h"
 #include "common/thread_name.h"
 #include "frontend/admin_service.h"
-#include "frontend/cluster_snapshot_builder.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_config.h"
 #include "grpcpp/grpcpp.h"
-#include "perfmodel/interference_model.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
-#include "scheduler/standby_rule.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
 namespace {
-
-absl::Duration Seconds(double s) { return absl::Milliseconds(s * 1000); }
 
 std::vector<std::string> BackendIds(const FrontendConfig& config) {
   std::vector<std::string> ids;
@@ -64,7 +58,8 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       profiles_(std::move(profiles)),
       policy_options_(std::move(policy_options)),
       monitor_(
-          RequestMonitor::Options{Seconds(options_.config.rate_window_s()), 20},
+          RequestMonitor::Options{
+              absl::Seconds(options_.config.rate_window_s()), 20},
           clock_),
       router_(&monitor_),
       trigger_(ReplanTrigger::Options{options_.config.replan_threshold(),
@@ -159,9 +154,10 @@ absl::Status FrontendServer::Start() {
   }
   trigger_.Request("initial plan");
   control_ = std::make_unique<ControlLoops>(
-      ControlLoops::Options{Seconds(options_.config.replan_period_s()),
-                            Seconds(options_.config.heartbeat_interval_s()),
-                            options_.plan_retry_interval},
+      ControlLoops::Options{
+          absl::Seconds(options_.config.replan_period_s()),
+          absl::Seconds(options_.config.heartbeat_interval_s()),
+          options_.plan_retry_interval},
       ControlLoops::Deps{&coordinator_, &trigger_, &monitor_, &router_,
                          controls_, clock_});
   control_->Start();

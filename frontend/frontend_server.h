@@ -24,6 +24,7 @@
 #include "frontend/inference_service.h"
 #include "frontend/model_control.h"
 #include "frontend/plan_coordinator.h"
+#include "frontend/profile_store.h"
 #include "frontend/replan_trigger.h"
 #include "frontend/request_monitor.h"
 #include "frontend/router.h"

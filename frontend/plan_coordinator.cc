@@ -18,8 +18,6 @@
 namespace tessera {
 namespace {
 
-absl::Duration Seconds(double s) { return absl::Milliseconds(s * 1000); }
-
 // Runs `call` on every backend at once, one thread each, and returns the
 // results in the map's order: a plan change takes the slowest backend's
 // time, not the sum of all.
@@ -396,7 +394,7 @@ absl::StatusOr<Plan> PlanCoordinator::MakePlan(const std::string& reason,
 void PlanCoordinator::DrainRetired(
     const std::vector<std::shared_ptr<GpuletWorker>>& retired) {
   const absl::Time deadline =
-      deps_.clock->Now() + Seconds(options_.config.drain_timeout_s());
+      deps_.clock->Now() + absl::Seconds(options_.config.drain_timeout_s());
   for (const auto& w : retired) {
     if (!w->WaitIdle(
             std::max(absl::ZeroDuration(), deadline - deps_.clock->Now()))) {

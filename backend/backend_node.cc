@@ -259,9 +259,7 @@ ProxyConfig BackendNode::ProxyConfigFor(const GpuletSpec& g,
   config.set_device_id(g.device_id);
   config.set_device_kind(device->kind());
   config.set_model_repository(model_repository);
-  std::set<std::string> names;
-  for (const ModelAssignment& a : g.plan.models()) names.insert(a.model());
-  for (const std::string& name : names) {
+  for (const std::string& name : g.ModelNames()) {
     *config.add_models() = repo_->Find(name)->config;
   }
   if (device->kind() == DEVICE_KIND_EMULATED) {

@@ -127,9 +127,7 @@ GpuletStatus BackendServiceImpl::StatusOf(const GpuletEntry& g) {
   for (int c : g.spec.cores) s.add_cpu_cores(c);
   for (const MeasuredLatency& m : g.proxy->warmup()) *s.add_warmup() = m;
   s.set_share_percent(g.spec.plan.share_percent());
-  std::set<std::string> names;
-  for (const ModelAssignment& a : g.spec.plan.models()) names.insert(a.model());
-  for (const std::string& m : names) s.add_models(m);
+  for (const std::string& m : g.spec.ModelNames()) s.add_models(m);
   s.set_retiring(g.state == GpuletState::kRetiring);
   *s.mutable_proxy_config() = g.proxy->config();
   return s;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,14 @@ struct GpuletSpec {
   int64_t memory_bytes = 0;
 
   const std::string& id() const { return plan.gpulet_id(); }
+  // The models its proxy serves, sorted, each once.
+  std::vector<std::string> ModelNames() const {
+    std::vector<std::string> names;
+    for (const ModelAssignment& a : plan.models()) names.push_back(a.model());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
 };
 
 }  // namespace tessera

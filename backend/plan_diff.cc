@@ -5,19 +5,12 @@
 namespace tessera {
 namespace {
 
-std::vector<std::string> ModelNames(const GpuletPlan& g) {
-  std::vector<std::string> names;
-  for (const ModelAssignment& a : g.models()) names.push_back(a.model());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The running proxy can serve `wanted`: same share, models, device and
 // cores (batch sizes are the frontend's and change freely).
 bool SameProcess(const ResidentGpulet& running, const GpuletSpec& wanted) {
   return running.alive &&
          running.spec.plan.share_percent() == wanted.plan.share_percent() &&
-         ModelNames(running.spec.plan) == ModelNames(wanted.plan) &&
+         running.spec.ModelNames() == wanted.ModelNames() &&
          running.spec.device_id == wanted.device_id &&
          running.spec.cores == wanted.cores;
 }

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_proto.h"
+#include "frontend/frontend_metrics.h"
 #include "frontend/router.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -254,6 +255,30 @@ TEST(GpuletWorkerTest, RetireHandsQueuedCallsOverAndInFlightOnesFinish) {
   ASSERT_TRUE(calls.AllFinished(in_flight, absl::Seconds(30)));
   for (auto& c : queued) FinishCall(std::move(c), absl::OkStatus());
   for (auto& c : forwarded) FinishCall(std::move(c), absl::OkStatus());
+}
+
+// A call's lateness is judged on the clock its arrival and deadline come
+// from (the frontend's injected one), not on the wall clock.
+TEST(GpuletWorkerTest, LatenessIsMeasuredOnTheCallsClock) {
+  const ModelConfig model = Model();
+  Calls calls(&model);
+  FrontendMetrics metrics;
+  // A day ahead of the wall clock: on the wall clock no deadline passes.
+  FakeClock clock(absl::Now() + absl::Hours(24));
+  for (int i = 0; i < 2; ++i) {
+    std::unique_ptr<InferCall> call = calls.Make(i, 0, 0);
+    call->metrics = &metrics;
+    call->clock = &clock;
+    call->arrival = clock.Now();
+    call->deadline = clock.Now() + absl::Seconds(1);
+    call->response->add_raw_output_contents();    // answered as-is
+    if (i == 1) clock.Advance(absl::Seconds(2));  // past its deadline
+    FinishCall(std::move(call), absl::OkStatus());
+  }
+  const std::string text = metrics.registry().Render();
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tessera_frontend_slo_violations_total{model=\"m\"} "
+                        "1\n"));
 }
 
 TEST(RouterTest, SplitsAModelsCallsByThePlansRates) {

@@ -22,10 +22,10 @@ namespace tessera {
 class ReplanTrigger {
  public:
   struct Options {
-    // RatesChanged's arguments (FrontendConfig).
-    double replan_threshold = 0.2;
+    // RatesChanged's arguments; the defaults are FrontendConfig's.
+    double replan_threshold = 0.25;
     double min_rate_rps = 1;
-    double rate_window_s = 10;
+    double rate_window_s = 20;
     // Misses after which a backend counts as lost.
     int heartbeat_misses = 3;
   };

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +18,7 @@
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
 #include "scheduler/policy_registry.h"
+#include "sim/abacus_reproduction.h"
 #include "sim/emulated_workload.h"
 #include "sim/gpulet_reproduction.h"
 #include "sim/igniter_reproduction.h"
@@ -89,7 +91,9 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las",
           "W1-W12, Fig. 14, and Table 1), inss (six models on 4 GPUs at "
           "fixed loads, Figs. 15 and 17; --inss_checkpoint, default the "
           "shipped actor), las (three services on one device, Fig. 7; "
-          "--cpu_models, --profile_dir); docs/reproduction.md.");
+          "--cpu_models, --profile_dir), abacus (operator-group "
+          "scheduling on the emulated A100 against FCFS, SJF and EDF, "
+          "Figs. 14-19; --abacus_*); docs/reproduction.md.");
 ABSL_FLAG(std::string, emulated_models, "configs/emulated/models",
           "reproduce=gpulet: the emulated set's model configs (the apps).");
 ABSL_FLAG(std::string, glet_apps, "../shared/data/glet/apps",
@@ -111,6 +115,45 @@ ABSL_FLAG(bool, reproduce_simulate, false,
 ABSL_FLAG(std::string, reproduce_out, "",
           "reproduce: a directory to write each paper's results to as "
           "CSV, <paper>.csv (and gpulet-emulated.csv; empty: none).");
+
+ABSL_FLAG(std::string, abacus_data_dir, "../shared/data/abacus-a100",
+          "reproduce=abacus: the authors' A100 group-latency predictors, the "
+          "emulated A100's ground truth (read at run time).");
+ABSL_FLAG(int, abacus_profile_groups, 2000,
+          "reproduce=abacus: groups profiled per group size to learn "
+          "Tessera's predictor (the paper: 2,000 per pair).");
+ABSL_FLAG(int, abacus_profile_runs, 100,
+          "reproduce=abacus: runs per profiled group (label: the trimmed "
+          "median).");
+ABSL_FLAG(int, abacus_queries, 1000, "reproduce=abacus: queries per run.");
+ABSL_FLAG(int, abacus_repeats, 1,
+          "reproduce=abacus: runs (seeds) per set, scheduler and load.");
+ABSL_FLAG(double, abacus_qos_load, 50,
+          "reproduce=abacus: load of the QoS runs (Sec. 7.2; the paper: 50 "
+          "QPS, GPU not saturated), in --abacus_qos_load_unit.");
+ABSL_FLAG(std::string, abacus_qos_load_unit, "qps",
+          "reproduce=abacus: qps (total QPS) or capacity (multiples of the "
+          "set's sequential capacity, 1000 / mean ms of one query alone: "
+          "the load that saturates the device run one query at a time).");
+ABSL_FLAG(std::string, abacus_peak_loads, "1,1.25,1.5,2",
+          "reproduce=abacus: loads of the peak-throughput runs (Sec. 7.3; "
+          "the paper: 100 QPS at its mean batch of 15, saturated), in "
+          "--abacus_peak_load_unit; a scheduler's peak throughput is its "
+          "highest goodput among them.");
+ABSL_FLAG(std::string, abacus_peak_load_unit, "capacity",
+          "reproduce=abacus: qps or capacity, as --abacus_qos_load_unit.");
+ABSL_FLAG(int, abacus_ways, 2,
+          "reproduce=abacus: cut points per prediction call in the "
+          "in-query search (artifact: 2, paper text: 4).");
+ABSL_FLAG(double, abacus_early_stop_ms, 5,
+          "reproduce=abacus: stop the in-query search below this budget "
+          "(ms; the artifact's --thld).");
+ABSL_FLAG(bool, abacus_pipeline, true,
+          "reproduce=abacus: search the next group while the current one "
+          "runs (the paper's Eq. 3); false decides when the device is "
+          "free.");
+ABSL_FLAG(std::string, abacus_classes, "pairs,triplets,quadruplet",
+          "reproduce=abacus: which co-location classes to run.");
 
 namespace tessera {
 namespace {
@@ -604,6 +647,61 @@ absl::Status ReproduceInss(const V100Setup& setup,
 
 // LAS's two settings: the shipped models on one 2-core CPU device, and
 // one V100 with the closest measured models.
+absl::Status ReproduceAbacus(std::map<std::string, std::string>* csvs) {
+  AbacusReproduction::Options options;
+  options.data_dir = absl::GetFlag(FLAGS_abacus_data_dir);
+  options.profile_groups = absl::GetFlag(FLAGS_abacus_profile_groups);
+  options.profile_runs = absl::GetFlag(FLAGS_abacus_profile_runs);
+  options.queries = absl::GetFlag(FLAGS_abacus_queries);
+  options.repeats = absl::GetFlag(FLAGS_abacus_repeats);
+  for (const std::string& unit : {absl::GetFlag(FLAGS_abacus_qos_load_unit),
+                                  absl::GetFlag(FLAGS_abacus_peak_load_unit)}) {
+    if (unit != "capacity" && unit != "qps") {
+      return absl::InvalidArgumentError(
+          "--abacus_*_load_unit must be capacity or qps, not '" + unit + "'");
+    }
+  }
+  options.qos_load_in_capacity =
+      absl::GetFlag(FLAGS_abacus_qos_load_unit) == "capacity";
+  options.peak_load_in_capacity =
+      absl::GetFlag(FLAGS_abacus_peak_load_unit) == "capacity";
+  options.qos_load = absl::GetFlag(FLAGS_abacus_qos_load);
+  options.peak_loads.clear();
+  for (absl::string_view l :
+       absl::StrSplit(absl::GetFlag(FLAGS_abacus_peak_loads), ',')) {
+    double load = 0;
+    if (!absl::SimpleAtod(l, &load) || load <= 0) {
+      return absl::InvalidArgumentError(
+          "--abacus_peak_loads: positive numbers, comma-separated");
+    }
+    options.peak_loads.push_back(load);
+  }
+  options.sim.abacus.ways = absl::GetFlag(FLAGS_abacus_ways);
+  options.sim.abacus.early_stop_ms = absl::GetFlag(FLAGS_abacus_early_stop_ms);
+  options.sim.pipeline = absl::GetFlag(FLAGS_abacus_pipeline);
+  options.classes = absl::StrSplit(absl::GetFlag(FLAGS_abacus_classes), ',');
+  for (const std::string& c : options.classes) {
+    if (c != "pairs" && c != "triplets" && c != "quadruplet") {
+      return absl::InvalidArgumentError(
+          "--abacus_classes: unknown class '" + c +
+          "' (known: pairs, triplets, quadruplet)");
+    }
+  }
+  if (options.profile_groups < 10 || options.profile_runs < 1 ||
+      options.queries < 1 || options.repeats < 1 ||
+      options.sim.abacus.ways < 1 || options.qos_load <= 0) {
+    return absl::InvalidArgumentError(
+        "--abacus_*: groups >= 10, runs, queries, repeats and ways >= 1, "
+        "loads > 0");
+  }
+  const AbacusReproduction reproduction(options);
+  ASSIGN_OR_RETURN(const auto result, reproduction.Run());
+  reproduction.Print(result, stdout);
+  AbacusReproduction::AppendCsv(result, &(*csvs)["abacus"]);
+  (*csvs)["abacus-trace"] = AbacusReproduction::TraceCsv(result);
+  return absl::OkStatus();
+}
+
 absl::Status ReproduceLas(const V100Setup& setup,
                           std::map<std::string, std::string>* csvs) {
   std::string* csv = &(*csvs)["las"];
@@ -635,10 +733,10 @@ int Reproduce(const V100Setup& setup) {
       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',');
   for (const std::string& paper : papers) {
     if (paper != "gpulet" && paper != "igniter" && paper != "inss" &&
-        paper != "las") {
+        paper != "las" && paper != "abacus") {
       std::fprintf(stderr,
                    "--reproduce=%s: unknown paper (known: gpulet, igniter, "
-                   "inss, las)\n",
+                   "inss, las, abacus)\n",
                    paper.c_str());
       return 2;
     }
@@ -650,6 +748,7 @@ int Reproduce(const V100Setup& setup) {
         paper == "gpulet"    ? ReproduceGpulet(setup, &csvs)
         : paper == "igniter" ? ReproduceIgniter(setup, &csvs)
         : paper == "inss"    ? ReproduceInss(setup, &csvs)
+        : paper == "abacus"  ? ReproduceAbacus(&csvs)
                              : ReproduceLas(setup, &csvs);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.ToString().c_str());

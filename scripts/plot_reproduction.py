@@ -9,7 +9,12 @@
  * inss.csv: per policy, rule set and SLO factor, the mean throughput
    served at the fixed loads (Fig. 15) and the violations (Fig. 17);
  * las.csv: per setting and rule set, each policy's SLO-preserved max
-   throughput and the paper's sum b/T, at the centre of the scale grid.
+   throughput and the paper's sum b/T, at the centre of the scale grid;
+ * abacus.csv: per co-location set, each scheduler's QoS violations at the
+   QoS load and its peak throughput (highest goodput over the peak loads),
+   Figs. 15 and 17;
+ * abacus-trace.csv: the rounds of one Abacus run, which operator ranges
+   ran together (the first 400 ms).
 
 Usage: /usr/bin/python3 scripts/plot_reproduction.py DIR/<paper>.csv OUT.png
 """
@@ -148,10 +153,66 @@ def plot_gpulet(rows, out):
     fig.savefig(out, dpi=100)
 
 
+def plot_abacus(rows, out):
+    sets = list(OrderedDict.fromkeys(r["set"] for r in rows))
+    schedulers = list(OrderedDict.fromkeys(r["scheduler"] for r in rows))
+    violations, peak = {}, defaultdict(float)
+    for r in rows:
+        key = (r["scheduler"], r["set"])
+        if r["peak"] == "0":
+            violations[key] = 100 * float(r["violation_ratio"])
+        else:
+            peak[key] = max(peak[key], float(r["goodput_qps"]))
+    short = [s.replace("resnet", "r").replace("inception_v3", "inc")
+              .replace("vgg", "v") for s in sets]
+    fig, axes = plt.subplots(2, 1, figsize=(14, 8))
+    grouped_bars(axes[0], short, schedulers,
+                 lambda sc, g: violations.get((sc, sets[short.index(g)]), 0),
+                 "QoS violations at the QoS load (%; dropped included)",
+                 tick_rotation=60, tick_size=7)
+    grouped_bars(axes[1], short, schedulers,
+                 lambda sc, g: peak.get((sc, sets[short.index(g)]), 0),
+                 "peak throughput (queries/s within QoS)",
+                 tick_rotation=60, tick_size=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_abacus_trace(rows, out, span_ms=400.0):
+    services = sorted(set(r["service"] for r in rows))
+    fig, ax = plt.subplots(figsize=(12, 2 + 0.6 * len(services)))
+    colors = ["tab:blue", "tab:orange"]
+    t0 = float(rows[0]["start_ms"]) if rows else 0
+    for r in rows:
+        start, end = float(r["start_ms"]) - t0, float(r["end_ms"]) - t0
+        if start > span_ms:
+            break
+        y = services.index(r["service"])
+        ax.barh(y, end - start, left=start, height=0.6,
+                color=colors[int(r["round"]) % 2], edgecolor="black",
+                linewidth=0.5)
+        ax.text(start + 0.3, y, "%s-%s" % (r["start_op"], r["end_op"]),
+                va="center", fontsize=6)
+    ax.set_yticks(range(len(services)))
+    ax.set_yticklabels(services)
+    ax.set_xlabel("ms (bars: one round's operator range per query, "
+                  "colours alternate by round)")
+    ax.set_title("Abacus rounds on the emulated A100: which ranges ran "
+                 "together")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     rows = list(csv.DictReader(open(sys.argv[1])))
+    if rows and "round" in rows[0]:
+        plot_abacus_trace(rows, sys.argv[2])
+        return
+    if rows and "scheduler" in rows[0]:
+        plot_abacus(rows, sys.argv[2])
+        return
     if rows and "set" in rows[0]:
         plot_igniter(rows, sys.argv[2])
         return

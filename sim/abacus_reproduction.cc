@@ -188,6 +188,20 @@ absl::StatusOr<AbacusReproduction::Result> AbacusReproduction::Run() const {
   const ServiceCatalog& catalog = ServiceCatalog::A100();
   Result result;
   ASSIGN_OR_RETURN(auto truth, A100GroundTruth::Create(options_.data_dir, 4));
+  for (int s = 0; s < catalog.size(); ++s) {
+    const OverlapService& service = catalog.service(s);
+    const int seqlen = service.sequence_input ? 32 : 0;
+    const GroupMember whole{s, 0, service.operators, 4, seqlen};
+    AloneCheck check{service.name, truth->MeanMs({whole}), 1e9, 0};
+    for (int p = 0; p < catalog.size(); ++p) {
+      if (p == s) continue;
+      const int p_seqlen = catalog.service(p).sequence_input ? 32 : 0;
+      const double ms = truth->MeanMs({whole, {p, 0, 1, 4, p_seqlen}});
+      check.beside_one_op_min_ms = std::min(check.beside_one_op_min_ms, ms);
+      check.beside_one_op_max_ms = std::max(check.beside_one_op_max_ms, ms);
+    }
+    result.alone.push_back(check);
+  }
   // One predictor for any pair of the seven (the paper's unified pair
   // model), one for groups of up to four within the quadruplet's services.
   ASSIGN_OR_RETURN(auto pairs,
@@ -330,6 +344,16 @@ void AbacusReproduction::Print(const Result& result, std::FILE* out) const {
                "\n== Abacus on the emulated A100 (ground truth: the authors' "
                "fitted group predictors, noise %.1f %%) ==\n",
                100 * A100GroundTruth::kNoiseFraction);
+  std::fprintf(out,
+               "\nA query alone (extrapolated: the pair predictor beside an "
+               "empty range) against the measured-like groups closest to it, "
+               "beside one operator of each other service (batch 4; bert at "
+               "sequence 32)\n| service | alone ms | beside one op, min-max "
+               "ms |\n|---|---|---|\n");
+  for (const AloneCheck& c : result.alone) {
+    std::fprintf(out, "| %s | %.2f | %.2f-%.2f |\n", c.service.c_str(),
+                 c.alone_ms, c.beside_one_op_min_ms, c.beside_one_op_max_ms);
+  }
   std::fprintf(out,
                "\nTessera's predictor (learned from %d groups per size x %d "
                "runs; 80/20 split)\n",

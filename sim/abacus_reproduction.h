@@ -74,7 +74,17 @@ class AbacusReproduction {
     double mape = 0;
   };
 
+  // How far the extrapolated "query alone" of the ground truth is from
+  // what the authors measured: the same query beside one operator of each
+  // other service (the closest measured groups).
+  struct AloneCheck {
+    std::string service;
+    double alone_ms = 0;
+    double beside_one_op_min_ms = 0, beside_one_op_max_ms = 0;
+  };
+
   struct Result {
+    std::vector<AloneCheck> alone;
     std::vector<PredictorError> predictor;  // per predictor and group size
     std::vector<std::string> predictor_names;
     std::vector<Row> rows;

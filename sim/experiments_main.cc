@@ -84,7 +84,7 @@ ABSL_FLAG(bool, efficiency, false,
 ABSL_FLAG(std::string, suite_half, "all",
           "additions: which half of the rules suite: all, calibration or "
           "held-out.");
-ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las",
+ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las,abacus",
           "reproduce: the papers whose headline experiments to run, "
           "comma-separated: gpulet (schedulability, Figs. 16-17, and with "
           "--reproduce_simulate Fig. 13), igniter (GPUs and violations for "
@@ -114,7 +114,8 @@ ABSL_FLAG(bool, reproduce_simulate, false,
           "(SLO-preserved max throughput per workload).");
 ABSL_FLAG(std::string, reproduce_out, "",
           "reproduce: a directory to write each paper's results to as "
-          "CSV, <paper>.csv (and gpulet-emulated.csv; empty: none).");
+          "CSV, <paper>.csv (and gpulet-emulated.csv, abacus-trace.csv; empty: "
+          "none).");
 
 ABSL_FLAG(std::string, abacus_data_dir, "../shared/data/abacus-a100",
           "reproduce=abacus: the authors' A100 group-latency predictors, the "

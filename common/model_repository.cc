@@ -69,6 +69,10 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model '", config.name(), "': max_batch_size must be >= 1"));
   }
+  if (config.segment_count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.name(), "': segment_count must be >= 0"));
+  }
   if (!(config.slo_ms() > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(), "': slo_ms must be > 0"));

@@ -6,6 +6,16 @@ downloads. Writes <repo>/<model>/1/model.pt for every model below, skipping
 files that exist unless --force. Each traced model is checked against its
 config.pbtxt (input/output count, dtypes and shapes).
 
+Beside it, <repo>/<model>/1/segments.pt: the same weights split into the
+segments operator-group scheduling (Abacus) runs by range: ResNet's stem,
+each residual block and the head; MobileNet's feature blocks and head;
+BERT's embedding, each encoder layer and the head; LeNet's layers. A
+scripted module whose run_range(state, start, end) runs segments
+[start, end) on a list of tensors (the model's inputs before segment 0, its
+outputs after the last) and whose segment_count() says how many there are;
+the config's segment_count must agree, and running the segments in pieces
+must give model.pt's outputs.
+
 Usage: /usr/bin/python3 models/generate_models.py [--repo models] [--force]
 """
 import argparse
@@ -13,6 +23,8 @@ import os
 import re
 import sys
 import time
+
+from typing import List
 
 import torch
 import torch.nn as nn
@@ -87,6 +99,110 @@ class BertTiny(nn.Module):
         return self.cls(pooled), pooled
 
 
+class Seg(nn.Module):
+    """One segment of an image model: state [x] -> [module(x)]."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        self.body = nn.Sequential(*modules)
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [self.body(state[0])]
+
+
+class FlattenHead(nn.Module):
+    """pool -> flatten -> classifier, as torchvision's forward does."""
+
+    def __init__(self, pool, classifier):
+        super().__init__()
+        self.pool = pool
+        self.classifier = classifier
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [self.classifier(torch.flatten(self.pool(state[0]), 1))]
+
+
+class BertEmbed(nn.Module):
+    def __init__(self, bert):
+        super().__init__()
+        self.tok = bert.tok
+        self.pos = bert.pos
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        ids, mask = state[0], state[1]
+        bias = (1.0 - mask.to(torch.float32))[:, None, None, :] * -1e4
+        return [self.tok(ids) + self.pos, bias]
+
+
+class BertLayer(nn.Module):
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [self.layer(state[0], state[1]), state[1]]
+
+
+class BertHead(nn.Module):
+    def __init__(self, bert):
+        super().__init__()
+        self.pool = bert.pool
+        self.cls = bert.cls
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        pooled = torch.tanh(self.pool(state[0][:, 0]))
+        return [self.cls(pooled), pooled]
+
+
+def resnet_segments(m):
+    blocks = [b for layer in (m.layer1, m.layer2, m.layer3, m.layer4)
+              for b in layer]
+    return ([Seg(m.conv1, m.bn1, m.relu, m.maxpool)] +
+            [Seg(b) for b in blocks] + [FlattenHead(m.avgpool, m.fc)])
+
+
+def mobilenet_segments(m):
+    return [Seg(f) for f in m.features] + [FlattenHead(m.avgpool,
+                                                       m.classifier)]
+
+
+def lenet_segments(m):
+    return [Seg(m.conv1, nn.ReLU(), nn.MaxPool2d(2)),
+            Seg(m.conv2, nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(1),
+                m.fc1, nn.ReLU()),
+            Seg(m.fc2, nn.ReLU()), Seg(m.fc3)]
+
+
+def bert_segments(m):
+    return [BertEmbed(m)] + [BertLayer(l) for l in m.layers] + [BertHead(m)]
+
+
+class Segmented(nn.Module):
+    """The segments, each traced, under a scripted range runner."""
+
+    def __init__(self, segments):
+        super().__init__()
+        self.segs = nn.ModuleList(segments)
+        self.count = len(segments)
+
+    @torch.jit.export
+    def segment_count(self) -> int:
+        return self.count
+
+    @torch.jit.export
+    def run_range(self, state: List[torch.Tensor], start: int,
+                  end: int) -> List[torch.Tensor]:
+        i = 0
+        for seg in self.segs:
+            if i >= start and i < end:
+                state = seg(state)
+            i += 1
+        return state
+
+    def forward(self, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        return self.run_range(state, 0, self.count)
+
+
 def image_input(batch):
     return (torch.randn(batch, 3, 224, 224),)
 
@@ -103,14 +219,21 @@ MODELS = {
         torch.ones(b, 64, dtype=torch.int32))),
 }
 
+SEGMENTS = {"lenet": lenet_segments, "resnet18": resnet_segments,
+            "mobilenet_v3_small": mobilenet_segments,
+            "bert_tiny": bert_segments}
+
 DTYPES = {"TYPE_FP32": torch.float32, "TYPE_INT64": torch.int64,
           "TYPE_INT32": torch.int32}
 
 
 def read_config(path):
-    """Minimal reader for the tensor entries of our config.pbtxt files."""
+    """Minimal reader for the tensor entries (and segment_count) of our
+    config.pbtxt files."""
     text = open(path).read()
     tensors = {"input": [], "output": []}
+    count = re.search(r"\bsegment_count:\s*(\d+)", text)
+    tensors["segment_count"] = int(count.group(1)) if count else 0
     for kind, body in re.findall(r"\b(input|output)\s*\{([^}]*)\}", text):
         dtype = re.search(r"data_type:\s*(\w+)", body).group(1)
         dims = [int(d) for d in
@@ -132,6 +255,34 @@ def check(name, traced, example, config):
                      f"says {want} {dtype}")
 
 
+def export_segments(name, model, make_input, config, path):
+    """Traces each segment, scripts the range runner, and checks that the
+    segments run in two pieces give the whole model's outputs."""
+    segments = SEGMENTS[name](model)
+    state = list(make_input(2))
+    traced = []
+    with torch.no_grad():
+        for seg in segments:
+            traced.append(torch.jit.trace(seg, (state,), check_trace=False))
+            state = seg(state)
+    scripted = torch.jit.script(Segmented(traced))
+    if config["segment_count"] != len(segments):
+        sys.exit(f"{name}: {len(segments)} segments, config says "
+                 f"segment_count: {config['segment_count']}")
+    example = make_input(3)
+    with torch.no_grad():
+        whole = model(*example)
+        whole = whole if isinstance(whole, tuple) else (whole,)
+        cut = len(segments) // 2
+        state = scripted.run_range(list(example), 0, cut)
+        state = scripted.run_range(state, cut, len(segments))
+    for a, b in zip(whole, state):
+        if not torch.allclose(a, b, rtol=1e-4, atol=1e-5):
+            sys.exit(f"{name}: segments differ from the whole model")
+    scripted.save(path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=os.path.dirname(
@@ -146,7 +297,9 @@ def main():
             continue
         out_dir = os.path.join(args.repo, name, "1")
         path = os.path.join(out_dir, "model.pt")
-        if os.path.exists(path) and not args.force:
+        segments_path = os.path.join(out_dir, "segments.pt")
+        if (os.path.exists(path) and os.path.exists(segments_path) and
+                not args.force):
             print(f"{name}: {path} exists, skipped")
             continue
         start = time.time()
@@ -160,7 +313,9 @@ def main():
         os.makedirs(out_dir, exist_ok=True)
         traced.save(path + ".tmp")
         os.replace(path + ".tmp", path)
-        print(f"{name}: wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB, "
+        export_segments(name, model, make_input, config, segments_path)
+        print(f"{name}: wrote {path} and segments.pt "
+              f"({os.path.getsize(path) / 1e6:.1f} MB, "
               f"{time.time() - start:.1f} s)")
 
 

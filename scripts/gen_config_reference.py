@@ -21,6 +21,7 @@ BINARIES = [
     ("tessera_admin", "admin CLI"),
     ("tessera_scenario", "scenario runner"),
     ("tessera_profiler", "profiler"),
+    ("tessera_group_profiler", "operator-group profiler (Abacus, cpu device)"),
     ("tessera_simulator", "cluster simulator"),
     ("tessera_experiments", "scheduling experiments"),
     ("tessera_fit_interference", "interference model fitting"),

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "overlap/group_sampler.h"
 #include "overlap/mlp_trainer.h"
+#include "overlap/predictor_training.h"
 
 namespace tessera {
 namespace {
@@ -132,26 +133,15 @@ AbacusReproduction::Learn(const A100GroundTruth& truth,
       catalog, set, max_size, options_.profile_groups, options_.profile_runs,
       GroupSamplerOptions{},
       [&](const OperatorGroup& g) { return truth.SampleMs(g, rng); }, rng);
-  GroupPredictorProto proto;
-  proto.set_device_kind("emulated-a100");
-  for (int i = 0; i < catalog.size(); ++i) {
-    proto.add_services(catalog.service(i).name);
-  }
   MlpTrainerOptions train;
   train.epochs = options_.train_epochs;
   train.seed = options_.seed;
-  for (int size = 1; size <= max_size; ++size) {
-    std::vector<MlpSample>& samples = by_size[size];
-    // The paper's 80/20 random split (the sampler's order is random).
-    const size_t cut = samples.size() * 4 / 5;
-    const std::vector<MlpSample> fit(samples.begin(), samples.begin() + cut);
-    const std::vector<MlpSample> heldout(samples.begin() + cut, samples.end());
-    ASSIGN_OR_RETURN(Mlp mlp, TrainMlp(fit, train));
-    const double mape = MeanAbsolutePercentageError(mlp, heldout);
-    (*proto.mutable_mlp_by_group_size())[size] = mlp.proto();
-    (*proto.mutable_heldout_mape_by_group_size())[size] = mape;
-    result->predictor.push_back({size, static_cast<int>(fit.size()),
-                                 static_cast<int>(heldout.size()), mape});
+  std::vector<HeldoutError> errors;
+  ASSIGN_OR_RETURN(
+      const GroupPredictorProto proto,
+      TrainGroupPredictor(catalog, "emulated-a100", by_size, train, &errors));
+  for (const HeldoutError& e : errors) {
+    result->predictor.push_back(e);
     result->predictor_names.push_back(name);
   }
   ASSIGN_OR_RETURN(LearnedGroupPredictor predictor,
@@ -362,7 +352,7 @@ void AbacusReproduction::Print(const Result& result, std::FILE* out) const {
       out, "| predictor | group size | train | held-out | MAPE | paper |\n");
   std::fprintf(out, "|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < result.predictor.size(); ++i) {
-    const PredictorError& e = result.predictor[i];
+    const HeldoutError& e = result.predictor[i];
     auto paper = kPaperMape.find(e.group_size);
     std::fprintf(out, "| %s | %d | %d | %d | %.2f %% | %s |\n",
                  result.predictor_names[i].c_str(), e.group_size, e.train,

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "overlap/a100_ground_truth.h"
 #include "overlap/group_predictor.h"
+#include "overlap/predictor_training.h"
 #include "sim/overlap_device_simulator.h"
 #include "sim/reproduction_claim.h"
 
@@ -68,12 +69,6 @@ class AbacusReproduction {
     OverlapRunResult run;  // repeats merged: counts summed, p99 averaged
   };
 
-  struct PredictorError {
-    int group_size = 0;
-    int train = 0, heldout = 0;
-    double mape = 0;
-  };
-
   // How far the extrapolated "query alone" of the ground truth is from
   // what the authors measured: the same query beside one operator of each
   // other service (the closest measured groups).
@@ -85,7 +80,7 @@ class AbacusReproduction {
 
   struct Result {
     std::vector<AloneCheck> alone;
-    std::vector<PredictorError> predictor;  // per predictor and group size
+    std::vector<HeldoutError> predictor;  // per predictor and group size
     std::vector<std::string> predictor_names;
     std::vector<Row> rows;
     std::vector<ReproductionClaim> claims;

@@ -1,12 +1,14 @@
 #include "proxy/torch_group_executor.h"
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
 #include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/model_repository.h"
 #include "common/status_macros.h"
 
@@ -18,6 +20,7 @@ struct TorchGroupExecutor::Impl {
   std::vector<torch::jit::Module> modules;
   std::vector<std::vector<at::Tensor>> inputs;  // per service
   int threads_per_member = 1;
+  std::vector<int> cores;  // this process's cores; member i runs on i % n
 
   std::vector<at::Tensor> RunRange(int service, std::vector<at::Tensor> state,
                                    int start, int end) {
@@ -62,6 +65,7 @@ absl::StatusOr<std::unique_ptr<TorchGroupExecutor>> TorchGroupExecutor::Create(
   auto impl = std::make_unique<Impl>();
   impl->threads_per_member = std::max(1, threads_per_member);
   impl->repository = repository;
+  ASSIGN_OR_RETURN(impl->cores, GetCpuAffinity(0));
   std::vector<OverlapService> services;
   torch::manual_seed(0);
   for (const std::string& name : models) {
@@ -103,6 +107,10 @@ absl::StatusOr<std::unique_ptr<TorchGroupExecutor>> TorchGroupExecutor::Create(
   impl->catalog = std::make_unique<ServiceCatalog>(std::move(services));
   // Intra-op threads of the (process-wide) pool each member's range uses.
   at::set_num_threads(impl->threads_per_member);
+  // No graph re-optimisation while measuring: the profiling executor would
+  // specialise run_range anew for each new range and state shape, and a
+  // group's time would then depend on what ran before it.
+  torch::jit::setGraphExecutorOptimize(false);
   return std::unique_ptr<TorchGroupExecutor>(
       new TorchGroupExecutor(std::move(impl)));
 }
@@ -136,6 +144,14 @@ absl::StatusOr<double> TorchGroupExecutor::RunMs(const OperatorGroup& group) {
     std::vector<std::thread> threads;
     for (int i = 0; i < n; ++i) {
       threads.emplace_back([this, &group, &states, &errors, i] {
+        // One core per member, so that ranges overlap as on a device's
+        // execution units and do not migrate between cores mid-range.
+        const absl::Status pinned =
+            SetCpuAffinity({impl_->cores[i % impl_->cores.size()]});
+        if (!pinned.ok()) {
+          errors[i] = std::string(pinned.message());
+          return;
+        }
         try {
           states[i] = impl_->RunRange(group[i].service, std::move(states[i]),
                                       group[i].start_op, group[i].end_op);

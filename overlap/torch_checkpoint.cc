@@ -166,11 +166,8 @@ class Unpickler {
     stack_.pop_back();
     return out;
   }
-  void PushInt(int64_t i) {
-    ValuePtr v = Make(Value::kInt);
-    v->i = i;
-    stack_.push_back(v);
-  }
+  void PushInt(int64_t i) { Push(Value::kInt, i).IgnoreError(); }
+  absl::Status Push(Value::Kind kind, int64_t i = 0);
   absl::Status PushTuple(size_t n) {
     ValuePtr t = Make(Value::kTuple);
     for (size_t k = 0; k < n; ++k) {
@@ -195,6 +192,14 @@ class Unpickler {
   absl::StatusOr<ValuePtr> Reduce(const Value& callable, const Value& args);
   absl::StatusOr<ValuePtr> PersistentLoad(const Value& pid);
   absl::Status Step(uint8_t op);
+  // The opcodes' bodies, each a few lines.
+  absl::Status Global();
+  absl::Status Memo(bool put, int key_bytes);
+  absl::Status Int(int bytes, bool is_signed);
+  absl::Status String(int length_bytes);
+  absl::Status TupleFromMark();
+  absl::Status Apply(bool persistent);
+  absl::Status SetItem(bool many);
 
   const std::string& d_;
   size_t pos_ = 0;
@@ -241,116 +246,135 @@ absl::StatusOr<ValuePtr> Unpickler::PersistentLoad(const Value& pid) {
   return v;
 }
 
+absl::Status Unpickler::Global() {  // "module\nname\n"
+  const size_t a = d_.find('\n', pos_);
+  const size_t b = a == std::string::npos ? a : d_.find('\n', a + 1);
+  if (b == std::string::npos) return absl::InvalidArgumentError("GLOBAL");
+  ValuePtr v = Make(Value::kGlobal);
+  v->s = d_.substr(pos_, a - pos_) + " " + d_.substr(a + 1, b - a - 1);
+  pos_ = b + 1;
+  stack_.push_back(v);
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::Memo(bool put, int key_bytes) {
+  ASSIGN_OR_RETURN(uint32_t key, Arg(key_bytes));
+  if (put) {
+    if (stack_.empty()) return absl::InvalidArgumentError("PUT on empty");
+    memo_[key] = stack_.back();
+    return absl::OkStatus();
+  }
+  auto it = memo_.find(key);
+  if (it == memo_.end()) return absl::InvalidArgumentError("bad memo");
+  stack_.push_back(it->second);
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::Int(int bytes, bool is_signed) {
+  ASSIGN_OR_RETURN(uint32_t v, Arg(bytes));
+  PushInt(is_signed ? static_cast<int32_t>(v) : static_cast<int64_t>(v));
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::String(int length_bytes) {
+  ASSIGN_OR_RETURN(uint32_t n, Arg(length_bytes));
+  RETURN_IF_ERROR(Need(n));
+  ValuePtr v = Make(Value::kString);
+  v->s = d_.substr(pos_, n);
+  pos_ += n;
+  stack_.push_back(v);
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::TupleFromMark() {
+  ASSIGN_OR_RETURN(std::vector<ValuePtr> items, PopMark());
+  ValuePtr t = Make(Value::kTuple);
+  t->items = std::move(items);
+  stack_.push_back(t);
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::Apply(bool persistent) {
+  if (persistent) {  // BINPERSID: a tensor's storage
+    ASSIGN_OR_RETURN(ValuePtr pid, Pop());
+    ASSIGN_OR_RETURN(ValuePtr v, PersistentLoad(*pid));
+    stack_.push_back(v);
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(ValuePtr args, Pop());  // REDUCE: callable(*args)
+  ASSIGN_OR_RETURN(ValuePtr callable, Pop());
+  ASSIGN_OR_RETURN(ValuePtr v, Reduce(*callable, *args));
+  stack_.push_back(v);
+  return absl::OkStatus();
+}
+
+absl::Status Unpickler::SetItem(bool many) {
+  std::vector<ValuePtr> kv;
+  if (many) {
+    ASSIGN_OR_RETURN(kv, PopMark());
+  } else {
+    ASSIGN_OR_RETURN(ValuePtr value, Pop());
+    ASSIGN_OR_RETURN(ValuePtr key, Pop());
+    kv = {key, value};
+  }
+  if (stack_.empty()) return absl::InvalidArgumentError("SETITEM(S)");
+  return SetItems(*stack_.back(), kv);
+}
+
+absl::Status Unpickler::Push(Value::Kind kind, int64_t i) {
+  ValuePtr v = Make(kind);
+  v->i = i;
+  stack_.push_back(v);
+  return absl::OkStatus();
+}
+
 absl::Status Unpickler::Step(uint8_t op) {
   switch (op) {
     case 0x80:  // PROTO
       return Arg(1).status();
-    case 'c': {  // GLOBAL "module\nname\n"
-      const size_t a = d_.find('\n', pos_);
-      const size_t b = a == std::string::npos ? a : d_.find('\n', a + 1);
-      if (b == std::string::npos) return absl::InvalidArgumentError("GLOBAL");
-      ValuePtr v = Make(Value::kGlobal);
-      v->s = d_.substr(pos_, a - pos_) + " " + d_.substr(a + 1, b - a - 1);
-      pos_ = b + 1;
-      stack_.push_back(v);
-      return absl::OkStatus();
-    }
-    case 'q':    // BINPUT
-    case 'r': {  // LONG_BINPUT
-      ASSIGN_OR_RETURN(uint32_t key, Arg(op == 'q' ? 1 : 4));
-      if (stack_.empty()) return absl::InvalidArgumentError("PUT on empty");
-      memo_[key] = stack_.back();
-      return absl::OkStatus();
-    }
-    case 'h':    // BINGET
-    case 'j': {  // LONG_BINGET
-      ASSIGN_OR_RETURN(uint32_t key, Arg(op == 'h' ? 1 : 4));
-      auto it = memo_.find(key);
-      if (it == memo_.end()) return absl::InvalidArgumentError("bad memo");
-      stack_.push_back(it->second);
-      return absl::OkStatus();
-    }
+    case 'c':
+      return Global();
+    case 'q':  // BINPUT
+    case 'r':  // LONG_BINPUT
+      return Memo(/*put=*/true, op == 'q' ? 1 : 4);
+    case 'h':  // BINGET
+    case 'j':  // LONG_BINGET
+      return Memo(/*put=*/false, op == 'h' ? 1 : 4);
     case '(':
-      stack_.push_back(Make(Value::kMark));
-      return absl::OkStatus();
+      return Push(Value::kMark);
     case ')':
-      stack_.push_back(Make(Value::kTuple));
-      return absl::OkStatus();
+      return Push(Value::kTuple);
     case '}':
-      stack_.push_back(Make(Value::kDict));
-      return absl::OkStatus();
+      return Push(Value::kDict);
     case 'N':
-      stack_.push_back(Make(Value::kNone));
-      return absl::OkStatus();
-    case 0x88:    // NEWTRUE
-    case 0x89: {  // NEWFALSE
-      ValuePtr v = Make(Value::kBool);
-      v->i = op == 0x88;
-      stack_.push_back(v);
-      return absl::OkStatus();
-    }
-    case 'K': {
-      ASSIGN_OR_RETURN(uint32_t v, Arg(1));
-      PushInt(v);
-      return absl::OkStatus();
-    }
-    case 'M': {
-      ASSIGN_OR_RETURN(uint32_t v, Arg(2));
-      PushInt(v);
-      return absl::OkStatus();
-    }
-    case 'J': {
-      ASSIGN_OR_RETURN(uint32_t v, Arg(4));
-      PushInt(static_cast<int32_t>(v));
-      return absl::OkStatus();
-    }
-    case 'X':     // BINUNICODE
-    case 0x8c: {  // SHORT_BINUNICODE
-      ASSIGN_OR_RETURN(uint32_t n, Arg(op == 'X' ? 4 : 1));
-      RETURN_IF_ERROR(Need(n));
-      ValuePtr v = Make(Value::kString);
-      v->s = d_.substr(pos_, n);
-      pos_ += n;
-      stack_.push_back(v);
-      return absl::OkStatus();
-    }
-    case 't': {
-      ASSIGN_OR_RETURN(std::vector<ValuePtr> items, PopMark());
-      ValuePtr t = Make(Value::kTuple);
-      t->items = std::move(items);
-      stack_.push_back(t);
-      return absl::OkStatus();
-    }
+      return Push(Value::kNone);
+    case 0x88:  // NEWTRUE
+    case 0x89:  // NEWFALSE
+      return Push(Value::kBool, op == 0x88);
+    case 'K':
+      return Int(1, false);
+    case 'M':
+      return Int(2, false);
+    case 'J':
+      return Int(4, true);
+    case 'X':  // BINUNICODE
+      return String(4);
+    case 0x8c:  // SHORT_BINUNICODE
+      return String(1);
+    case 't':
+      return TupleFromMark();
     case 0x85:
-      return PushTuple(1);
     case 0x86:
-      return PushTuple(2);
     case 0x87:
-      return PushTuple(3);
-    case 'Q': {  // BINPERSID
-      ASSIGN_OR_RETURN(ValuePtr pid, Pop());
-      ASSIGN_OR_RETURN(ValuePtr v, PersistentLoad(*pid));
-      stack_.push_back(v);
-      return absl::OkStatus();
-    }
-    case 'R': {
-      ASSIGN_OR_RETURN(ValuePtr args, Pop());
-      ASSIGN_OR_RETURN(ValuePtr callable, Pop());
-      ASSIGN_OR_RETURN(ValuePtr v, Reduce(*callable, *args));
-      stack_.push_back(v);
-      return absl::OkStatus();
-    }
-    case 's': {
-      ASSIGN_OR_RETURN(ValuePtr value, Pop());
-      ASSIGN_OR_RETURN(ValuePtr key, Pop());
-      if (stack_.empty()) return absl::InvalidArgumentError("SETITEM");
-      return SetItems(*stack_.back(), {key, value});
-    }
-    case 'u': {
-      ASSIGN_OR_RETURN(std::vector<ValuePtr> kv, PopMark());
-      if (stack_.empty()) return absl::InvalidArgumentError("SETITEMS");
-      return SetItems(*stack_.back(), kv);
-    }
+      return PushTuple(op - 0x84);
+    case 'Q':
+      return Apply(/*persistent=*/true);
+    case 'R':
+      return Apply(/*persistent=*/false);
+    case 's':
+      return SetItem(/*many=*/false);
+    case 'u':
+      return SetItem(/*many=*/true);
     case 'b':  // BUILD: the state_dict's _metadata attribute; not needed.
       return Pop().status();
     default:

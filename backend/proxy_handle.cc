@@ -167,38 +167,28 @@ absl::StatusOr<BatchResponse> ProxyHandle::ExecuteAndWait(
   return std::move(result->response);
 }
 
-void ProxyHandle::Launch(Pending p, int slot) {
-  // Queueing ends here: the copy into the slot below is the handoff's
-  // work, not waiting for the device (~60 us per 600 KB image here).
-  const absl::Time launched = absl::Now();
-  absl::Status status;
-  ProxyCommand command;
-  ExecuteCommand* cmd = command.mutable_execute();
-  cmd->set_model(p.batch.model());
-  auto cit = configs_.find(p.batch.model());
-  if (cit == configs_.end()) {
-    status = absl::NotFoundError(
-        absl::StrCat("model '", p.batch.model(), "' is not served by gpulet '",
-                     options_.config.gpulet_id(), "'"));
+absl::Status ProxyHandle::StageInputs(const BatchRequest& batch, int slot,
+                                      ExecuteCommand* cmd) {
+  if (configs_.find(batch.model()) == configs_.end()) {
+    return absl::NotFoundError(absl::StrCat("model '", batch.model(),
+                                            "' is not served by gpulet '",
+                                            options_.config.gpulet_id(), "'"));
   }
   const size_t base = static_cast<size_t>(slot) * slot_bytes_;
   // Shape-only batches: an emulated device needs no data; a real one gets
   // zeros fabricated here.
-  const bool fabricate = p.batch.shape_only() &&
+  const bool fabricate = batch.shape_only() &&
                          options_.config.device_kind() != DEVICE_KIND_EMULATED;
   size_t offset = 0;
-  for (int i = 0; status.ok() && i < p.batch.inputs_size(); ++i) {
-    const Tensor& t = p.batch.inputs(i);
+  for (const Tensor& t : batch.inputs()) {
     offset = AlignUp64(offset);
-    size_t bytes = t.data().size();
-    if (fabricate) {
-      bytes = ElementCount(t.shape()) * DataTypeSize(t.data_type());
-    }
+    const size_t bytes =
+        fabricate ? ElementCount(t.shape()) * DataTypeSize(t.data_type())
+                  : t.data().size();
     if (offset + bytes > slot_bytes_) {
-      status = absl::ResourceExhaustedError(absl::StrCat(
-          "batch for model '", p.batch.model(),
-          "' exceeds the proxy's slot of ", slot_bytes_, " bytes"));
-      break;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "batch for model '", batch.model(), "' exceeds the proxy's slot of ",
+          slot_bytes_, " bytes"));
     }
     if (fabricate) {
       std::memset(region_->data() + base + offset, 0, bytes);
@@ -216,9 +206,43 @@ void ProxyHandle::Launch(Pending p, int slot) {
   offset = AlignUp64(offset);
   cmd->set_output_offset(base + offset);
   cmd->set_output_capacity_bytes(slot_bytes_ - offset);
+  return absl::OkStatus();
+}
 
+void ProxyHandle::FailLaunch(Pending p, int slot, const absl::Status& status) {
+  BatchResponse response;
+  response.set_batch_id(p.batch.batch_id());
+  ToStatusProto(status, response.mutable_status());
+  p.done(std::move(response));
+  Pending next;
+  bool launch_next = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!waiting_.empty() && !dead_) {
+      next = std::move(waiting_.front());
+      waiting_.pop_front();
+      launch_next = true;
+    } else {
+      free_slots_.push_back(slot);
+    }
+  }
+  if (launch_next) Launch(std::move(next), slot);
+}
+
+void ProxyHandle::Launch(Pending p, int slot) {
+  // Queueing ends here: the copy into the slot below is the handoff's
+  // work, not waiting for the device (~60 us per 600 KB image here).
+  const absl::Time launched = absl::Now();
+  ProxyCommand command;
+  ExecuteCommand* cmd = command.mutable_execute();
+  cmd->set_model(p.batch.model());
+  absl::Status status = StageInputs(p.batch, slot, cmd);
+  if (!status.ok()) {
+    FailLaunch(std::move(p), slot, status);
+    return;
+  }
   uint64_t id = 0;
-  if (status.ok()) {
+  {
     absl::MutexLock lock(&mu_);
     id = next_request_id_++;
     cmd->set_request_id(id);
@@ -227,36 +251,16 @@ void ProxyHandle::Launch(Pending p, int slot) {
     running_[id] = Running{std::move(p.done), slot, p.received,
                            p.batch.batch_id(), launched};
   }
-  if (status.ok()) {
-    status = channel_->Send(command);
-    if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
-      auto it = running_.find(id);
-      if (it == running_.end()) return;  // FailAll already answered it
-      p.done = std::move(it->second.done);
-      running_.erase(it);
-    }
+  status = channel_->Send(command);
+  if (status.ok()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(id);
+    if (it == running_.end()) return;  // FailAll already answered it
+    p.done = std::move(it->second.done);
+    running_.erase(it);
   }
-  if (!status.ok()) {
-    BatchResponse response;
-    response.set_batch_id(p.batch.batch_id());
-    ToStatusProto(status, response.mutable_status());
-    p.done(std::move(response));
-    Pending next;
-    bool launch_next = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!waiting_.empty() && !dead_) {
-        next = std::move(waiting_.front());
-        waiting_.pop_front();
-        launch_next = true;
-      } else {
-        free_slots_.push_back(slot);
-      }
-    }
-    if (launch_next) Launch(std::move(next), slot);
-    return;
-  }
+  FailLaunch(std::move(p), slot, status);
 }
 
 void ProxyHandle::ReaderLoop() {

@@ -104,6 +104,13 @@ class ProxyHandle final : public Proxy {
   // Copies `p`'s inputs into `slot` and sends the command. On failure calls
   // the callback with the error and frees the slot.
   void Launch(Pending p, int slot) ABSL_LOCKS_EXCLUDED(mu_);
+  // Copies the batch's inputs into `slot` and describes them (and the
+  // slot's output area) in `cmd`.
+  absl::Status StageInputs(const BatchRequest& batch, int slot,
+                           ExecuteCommand* cmd);
+  // Answers `p` with `status` and gives its slot to the next waiting batch.
+  void FailLaunch(Pending p, int slot, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void ReaderLoop();
   void FailAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 

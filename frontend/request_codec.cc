@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 namespace {
@@ -82,6 +83,150 @@ bool HasTypedContents(const inference::InferTensorContents& c) {
          c.fp64_contents_size() || c.bytes_contents_size();
 }
 
+// The request's tessera.shape_only parameter (false when absent).
+absl::StatusOr<bool> ShapeOnly(const inference::ModelInferRequest& request,
+                               const std::string& model, bool raw) {
+  auto param = request.parameters().find("tessera.shape_only");
+  if (param == request.parameters().end()) return false;
+  if (param->second.parameter_choice_case() !=
+      inference::InferParameter::kBoolParam) {
+    return absl::InvalidArgumentError(
+        "parameter 'tessera.shape_only' must be a bool");
+  }
+  if (param->second.bool_param() && raw) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model,
+                     ": a shape-only request (tessera.shape_only) carries no "
+                     "raw_input_contents"));
+  }
+  return param->second.bool_param();
+}
+
+absl::StatusOr<int> FindInput(const ModelConfig& config,
+                              const std::string& name,
+                              const std::string& model) {
+  for (int i = 0; i < config.input_size(); ++i) {
+    if (config.input(i).name() == name) return i;
+  }
+  std::string names;
+  for (const auto& t : config.input()) {
+    absl::StrAppend(&names, names.empty() ? "" : ", ", "'", t.name(), "'");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(model, " has no input '", name,
+                                                 "'; its inputs are ", names));
+}
+
+// The input's datatype and shape against its config; its batch dimension
+// must agree with the other inputs' (`items`, 0 before the first).
+absl::Status CheckInput(
+    const inference::ModelInferRequest::InferInputTensor& in,
+    const TensorConfig& tc, int max_batch_size, const std::string& where,
+    int* items) {
+  if (in.datatype() != DataTypeWireName(tc.data_type())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has datatype '", in.datatype(), "'; expected ",
+                     DataTypeWireName(tc.data_type())));
+  }
+  std::vector<int64_t> expected(tc.dims().begin(), tc.dims().end());
+  std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+  bool shape_ok = shape.size() == expected.size() && !shape.empty();
+  for (size_t d = 1; shape_ok && d < shape.size(); ++d) {
+    shape_ok = shape[d] == expected[d];
+  }
+  if (!shape_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has shape ", ShapeToString(shape), "; expected ",
+                     ShapeToString(expected), " (-1: batch dimension)"));
+  }
+  if (shape[0] < 1 || shape[0] > max_batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " has batch dimension ", shape[0], "; must be in [1, ",
+        max_batch_size, "] (max_batch_size)"));
+  }
+  if (*items == 0) {
+    *items = static_cast<int>(shape[0]);
+  } else if (*items != shape[0]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has batch dimension ", shape[0],
+                     " but another input has ", *items));
+  }
+  return absl::OkStatus();
+}
+
+// The input's data: none (shape-only), its raw_input_contents entry, or
+// its typed contents converted to raw bytes in `owned`.
+absl::Status DecodeContents(const inference::ModelInferRequest& request, int r,
+                            const TensorConfig& tc, bool shape_only, bool raw,
+                            const std::string& where, absl::string_view* data,
+                            std::string* owned) {
+  const auto& in = request.inputs(r);
+  const std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+  const int64_t elements = ElementCount(shape);
+  const int64_t bytes = elements * DataTypeSize(tc.data_type());
+  if (shape_only) {
+    if (HasTypedContents(in.contents())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where,
+                       ": a shape-only request (tessera.shape_only) carries no "
+                       "contents"));
+    }
+    return absl::OkStatus();
+  }
+  if (raw) {
+    if (HasTypedContents(in.contents())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": typed contents and raw_input_contents are exclusive"));
+    }
+    const std::string& raw_data = request.raw_input_contents(r);
+    if (static_cast<int64_t>(raw_data.size()) != bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has ", raw_data.size(), " bytes of raw data; ", "shape ",
+          ShapeToString(shape), " of ", in.datatype(), " needs ", bytes));
+    }
+    *data = raw_data;
+    return absl::OkStatus();
+  }
+  auto count = TypedCount(tc.data_type(), in.contents());
+  if (!count.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", count.status().message()));
+  }
+  if (*count != elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has ", *count, " elements; shape ",
+                     ShapeToString(shape), " needs ", elements));
+  }
+  owned->reserve(bytes);
+  TypedToRaw(tc.data_type(), in.contents(), owned);
+  *data = *owned;
+  return absl::OkStatus();
+}
+
+// The outputs the request asks for (all when it names none), in config
+// order.
+absl::StatusOr<std::vector<int>> SelectOutputs(
+    const inference::ModelInferRequest& request, const ModelConfig& config,
+    const std::string& model) {
+  std::vector<int> outputs;
+  if (request.outputs_size() == 0) {
+    for (int o = 0; o < config.output_size(); ++o) outputs.push_back(o);
+    return outputs;
+  }
+  std::set<int> chosen;
+  for (const auto& want : request.outputs()) {
+    int idx = -1;
+    for (int o = 0; o < config.output_size(); ++o) {
+      if (config.output(o).name() == want.name()) idx = o;
+    }
+    if (idx < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, " has no output '", want.name(), "'"));
+    }
+    chosen.insert(idx);
+  }
+  return std::vector<int>(chosen.begin(), chosen.end());
+}
+
 }  // namespace
 
 absl::StatusOr<DecodedRequest> RequestCodec::Decode(
@@ -97,38 +242,13 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
   DecodedRequest decoded;
   // Shape-only mode (load generation at scale): inputs carry shapes, no
   // data; the backend fabricates it.
-  auto param = request.parameters().find("tessera.shape_only");
-  if (param != request.parameters().end()) {
-    if (param->second.parameter_choice_case() !=
-        inference::InferParameter::kBoolParam) {
-      return absl::InvalidArgumentError(
-          "parameter 'tessera.shape_only' must be a bool");
-    }
-    decoded.shape_only = param->second.bool_param();
-  }
-  if (decoded.shape_only && raw) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(model,
-                     ": a shape-only request (tessera.shape_only) carries no "
-                     "raw_input_contents"));
-  }
+  ASSIGN_OR_RETURN(decoded.shape_only, ShapeOnly(request, model, raw));
   decoded.inputs.resize(num_inputs);
   decoded.owned.resize(num_inputs);
   std::vector<bool> seen(num_inputs, false);
   for (int r = 0; r < request.inputs_size(); ++r) {
     const auto& in = request.inputs(r);
-    int idx = -1;
-    for (int i = 0; i < num_inputs; ++i) {
-      if (config.input(i).name() == in.name()) idx = i;
-    }
-    if (idx < 0) {
-      std::string names;
-      for (const auto& t : config.input()) {
-        absl::StrAppend(&names, names.empty() ? "" : ", ", "'", t.name(), "'");
-      }
-      return absl::InvalidArgumentError(absl::StrCat(
-          model, " has no input '", in.name(), "'; its inputs are ", names));
-    }
+    ASSIGN_OR_RETURN(const int idx, FindInput(config, in.name(), model));
     if (seen[idx]) {
       return absl::InvalidArgumentError(
           absl::StrCat(model, ": input '", in.name(), "' given twice"));
@@ -136,70 +256,11 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     seen[idx] = true;
     const TensorConfig& tc = config.input(idx);
     const std::string where = absl::StrCat(model, " input '", in.name(), "'");
-    if (in.datatype() != DataTypeWireName(tc.data_type())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has datatype '", in.datatype(), "'; expected ",
-                       DataTypeWireName(tc.data_type())));
-    }
-    std::vector<int64_t> expected(tc.dims().begin(), tc.dims().end());
-    std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
-    bool shape_ok = shape.size() == expected.size() && !shape.empty();
-    for (size_t d = 1; shape_ok && d < shape.size(); ++d) {
-      shape_ok = shape[d] == expected[d];
-    }
-    if (!shape_ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " has shape ", ShapeToString(shape), "; expected ",
-          ShapeToString(expected), " (-1: batch dimension)"));
-    }
-    if (shape[0] < 1 || shape[0] > config.max_batch_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " has batch dimension ", shape[0], "; must be in [1, ",
-          config.max_batch_size(), "] (max_batch_size)"));
-    }
-    if (decoded.items == 0) {
-      decoded.items = static_cast<int>(shape[0]);
-    } else if (decoded.items != shape[0]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has batch dimension ", shape[0],
-                       " but another input has ", decoded.items));
-    }
-    const int64_t elements = ElementCount(shape);
-    const int64_t bytes = elements * DataTypeSize(tc.data_type());
-    if (decoded.shape_only) {
-      if (HasTypedContents(in.contents())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where,
-            ": a shape-only request (tessera.shape_only) carries no "
-            "contents"));
-      }
-    } else if (raw) {
-      if (HasTypedContents(in.contents())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": typed contents and raw_input_contents are exclusive"));
-      }
-      const std::string& data = request.raw_input_contents(r);
-      if (static_cast<int64_t>(data.size()) != bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, " has ", data.size(), " bytes of raw data; ", "shape ",
-            ShapeToString(shape), " of ", in.datatype(), " needs ", bytes));
-      }
-      decoded.inputs[idx] = data;
-    } else {
-      auto count = TypedCount(tc.data_type(), in.contents());
-      if (!count.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": ", count.status().message()));
-      }
-      if (*count != elements) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " has ", *count, " elements; shape ",
-                         ShapeToString(shape), " needs ", elements));
-      }
-      decoded.owned[idx].reserve(bytes);
-      TypedToRaw(tc.data_type(), in.contents(), &decoded.owned[idx]);
-      decoded.inputs[idx] = decoded.owned[idx];
-    }
+    RETURN_IF_ERROR(
+        CheckInput(in, tc, config.max_batch_size(), where, &decoded.items));
+    RETURN_IF_ERROR(DecodeContents(request, r, tc, decoded.shape_only, raw,
+                                   where, &decoded.inputs[idx],
+                                   &decoded.owned[idx]));
   }
   for (int i = 0; i < num_inputs; ++i) {
     if (!seen[i]) {
@@ -211,23 +272,7 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
           ")"));
     }
   }
-  if (request.outputs_size() == 0) {
-    for (int o = 0; o < config.output_size(); ++o) decoded.outputs.push_back(o);
-  } else {
-    std::set<int> chosen;
-    for (const auto& want : request.outputs()) {
-      int idx = -1;
-      for (int o = 0; o < config.output_size(); ++o) {
-        if (config.output(o).name() == want.name()) idx = o;
-      }
-      if (idx < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(model, " has no output '", want.name(), "'"));
-      }
-      chosen.insert(idx);
-    }
-    decoded.outputs.assign(chosen.begin(), chosen.end());
-  }
+  ASSIGN_OR_RETURN(decoded.outputs, SelectOutputs(request, config, model));
   return decoded;
 }
 

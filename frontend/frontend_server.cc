@@ -122,36 +122,8 @@ absl::Status FrontendServer::Start() {
       options_.config.replan_period_s(),
       absl::ToInt64Microseconds(options_.poll.window),
       options_.poll.idle_budget * 100);
-  if (options_.http_port >= 0) {
-    const std::string host =
-        options_.listen.substr(0, options_.listen.rfind(':'));
-    auto http = HttpEndpoint::Start(
-        host, options_.http_port,
-        {[this] { return RenderMetrics(); }, [this] { return Ready(); }});
-    if (!http.ok()) return http.status();
-    http_ = std::move(*http);
-    spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
-  }
-  if (!options_.admin_listen.empty()) {
-    admin_service_ = std::make_unique<AdminServiceImpl>(this);
-    grpc::ServerBuilder admin;
-    admin.AddListeningPort(options_.admin_listen,
-                           grpc::InsecureServerCredentials(), &admin_port_);
-    admin.RegisterService(admin_service_.get());
-    // A queue nobody polls makes this a "hybrid" server: gRPC then gives
-    // its synchronous handler threads queues that do not poll either, and
-    // the admin port's events are polled by the event loop, the only
-    // thread of the frontend that waits in gRPC's poller. That needs one
-    // epoll set for the process; with another poller the admin server
-    // keeps a polling thread of its own.
-    if (GrpcPollsOneEpollSet()) admin_unpolled_cq_ = admin.AddCompletionQueue();
-    admin_server_ = admin.BuildAndStart();
-    if (admin_server_ == nullptr || admin_port_ == 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot listen for admin RPCs on ", options_.admin_listen));
-    }
-    spdlog::info("frontend admin service on port {}", admin_port_);
-  }
+  RETURN_IF_ERROR(StartHttp());
+  RETURN_IF_ERROR(StartAdmin());
   trigger_.Request("initial plan");
   control_ = std::make_unique<ControlLoops>(
       ControlLoops::Options{
@@ -161,6 +133,42 @@ absl::Status FrontendServer::Start() {
       ControlLoops::Deps{&coordinator_, &trigger_, &monitor_, &router_,
                          controls_, clock_});
   control_->Start();
+  return absl::OkStatus();
+}
+
+absl::Status FrontendServer::StartHttp() {
+  if (options_.http_port < 0) return absl::OkStatus();
+  const std::string host =
+      options_.listen.substr(0, options_.listen.rfind(':'));
+  auto http = HttpEndpoint::Start(
+      host, options_.http_port,
+      {[this] { return RenderMetrics(); }, [this] { return Ready(); }});
+  if (!http.ok()) return http.status();
+  http_ = std::move(*http);
+  spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
+  return absl::OkStatus();
+}
+
+absl::Status FrontendServer::StartAdmin() {
+  if (options_.admin_listen.empty()) return absl::OkStatus();
+  admin_service_ = std::make_unique<AdminServiceImpl>(this);
+  grpc::ServerBuilder admin;
+  admin.AddListeningPort(options_.admin_listen,
+                         grpc::InsecureServerCredentials(), &admin_port_);
+  admin.RegisterService(admin_service_.get());
+  // A queue nobody polls makes this a "hybrid" server: gRPC then gives
+  // its synchronous handler threads queues that do not poll either, and
+  // the admin port's events are polled by the event loop, the only
+  // thread of the frontend that waits in gRPC's poller. That needs one
+  // epoll set for the process; with another poller the admin server
+  // keeps a polling thread of its own.
+  if (GrpcPollsOneEpollSet()) admin_unpolled_cq_ = admin.AddCompletionQueue();
+  admin_server_ = admin.BuildAndStart();
+  if (admin_server_ == nullptr || admin_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen for admin RPCs on ", options_.admin_listen));
+  }
+  spdlog::info("frontend admin service on port {}", admin_port_);
   return absl::OkStatus();
 }
 

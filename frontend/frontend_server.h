@@ -119,6 +119,10 @@ class FrontendServer : public ModelControl {
   bool IsUnloaded(const std::string& name) const override;
 
  private:
+  // The metrics/health HTTP endpoint and the admin service, when
+  // configured.
+  absl::Status StartHttp();
+  absl::Status StartAdmin();
   FrontendServer(Options options, const Clock* clock,
                  std::unique_ptr<ModelRepository> repository,
                  ProfileStore profiles, PolicyOptions policy_options,

@@ -89,8 +89,10 @@ void AbacusController::SearchRange(const OverlapQuery& next, double budget,
         lo_ms = predicted[i];
       }
     }
+    // Whatever does not fit bounds the search, a prediction that is not a
+    // number included: every step then narrows (lo, hi).
     for (size_t i = 0; i < cuts.size(); ++i) {
-      if (cuts[i] > lo && predicted[i] > budget) {
+      if (cuts[i] > lo && !(predicted[i] <= budget)) {
         new_hi = std::min(new_hi, cuts[i]);
       }
     }

@@ -30,6 +30,13 @@ void AdamStep(std::vector<double>& p, std::vector<double>& g,
   }
 }
 
+void SgdStep(std::vector<double>& p, std::vector<double>& g, double lr) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    p[i] -= lr * g[i];
+    g[i] = 0;
+  }
+}
+
 class Network {
  public:
   Network(int inputs, const MlpTrainerOptions& o, std::mt19937_64& rng) {
@@ -91,10 +98,15 @@ class Network {
     }
   }
 
-  void Step(double lr, int t) {
+  void Step(double lr, int t, bool adam) {
     for (Layer& l : layers_) {
-      AdamStep(l.w, l.gw, l.mw, l.vw, lr, t);
-      AdamStep(l.b, l.gb, l.mb, l.vb, lr, t);
+      if (adam) {
+        AdamStep(l.w, l.gw, l.mw, l.vw, lr, t);
+        AdamStep(l.b, l.gb, l.mb, l.vb, lr, t);
+      } else {
+        SgdStep(l.w, l.gw, lr);
+        SgdStep(l.b, l.gb, lr);
+      }
     }
   }
 
@@ -118,6 +130,15 @@ class Network {
 
 }  // namespace
 
+MlpTrainerOptions ArtifactTraining() {
+  MlpTrainerOptions o;
+  o.learning_rate = 0.001;
+  o.standardize_inputs = false;
+  o.log_target = false;
+  o.adam = false;
+  return o;
+}
+
 absl::StatusOr<Mlp> TrainMlp(const std::vector<MlpSample>& samples,
                              const MlpTrainerOptions& options) {
   if (samples.empty()) return absl::InvalidArgumentError("no samples");
@@ -136,8 +157,8 @@ absl::StatusOr<Mlp> TrainMlp(const std::vector<MlpSample>& samples,
       sq[i] += s.features[i] * s.features[i];
     }
   }
-  std::vector<float> offset(n), scale(n);
-  for (size_t i = 0; i < n; ++i) {
+  std::vector<float> offset(n, 0.0f), scale(n, 1.0f);
+  for (size_t i = 0; options.standardize_inputs && i < n; ++i) {
     const double m = mean[i] / samples.size();
     const double var = sq[i] / samples.size() - m * m;
     offset[i] = static_cast<float>(m);
@@ -149,7 +170,8 @@ absl::StatusOr<Mlp> TrainMlp(const std::vector<MlpSample>& samples,
     for (size_t i = 0; i < n; ++i) {
       x[k][i] = (samples[k].features[i] - offset[i]) * scale[i];
     }
-    y[k] = std::log(samples[k].latency_ms);
+    y[k] = options.log_target ? std::log(samples[k].latency_ms)
+                              : samples[k].latency_ms;
   }
 
   std::mt19937_64 rng(options.seed);
@@ -171,13 +193,15 @@ absl::StatusOr<Mlp> TrainMlp(const std::vector<MlpSample>& samples,
       ++step;
       const double lr = options.learning_rate * 0.5 *
                         (1 + std::cos(M_PI * step / total_steps));
-      net.Step(lr, step);
+      net.Step(lr, step, options.adam);
     }
   }
   MlpProto proto = net.ToProto();
-  proto.mutable_input_offset()->Add(offset.begin(), offset.end());
-  proto.mutable_input_scale()->Add(scale.begin(), scale.end());
-  proto.set_log_output(true);
+  if (options.standardize_inputs) {
+    proto.mutable_input_offset()->Add(offset.begin(), offset.end());
+    proto.mutable_input_scale()->Add(scale.begin(), scale.end());
+  }
+  proto.set_log_output(options.log_target);
   return Mlp::FromProto(proto);
 }
 

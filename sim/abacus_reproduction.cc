@@ -133,7 +133,8 @@ AbacusReproduction::Learn(const A100GroundTruth& truth,
       catalog, set, max_size, options_.profile_groups, options_.profile_runs,
       GroupSamplerOptions{},
       [&](const OperatorGroup& g) { return truth.SampleMs(g, rng); }, rng);
-  MlpTrainerOptions train;
+  MlpTrainerOptions train =
+      options_.artifact_training ? ArtifactTraining() : MlpTrainerOptions{};
   train.epochs = options_.train_epochs;
   train.seed = options_.seed;
   std::vector<HeldoutError> errors;
@@ -276,7 +277,7 @@ std::vector<ReproductionClaim> AbacusReproduction::Claims(
           {absl::StrFormat("%s: QoS violations vs %s (QoS load)", set_class,
                            kBase[b]),
            absl::StrFormat("-%.1f %%", paper.violation_reduction[b]),
-           absl::StrFormat("-%.1f %% (%.2f %% vs %.2f %%)", reduction,
+           absl::StrFormat("%+.1f %% (%.2f %% vs %.2f %%)", -reduction,
                            100 * v_abacus, 100 * v_base),
            ClaimVerdict(reduction >= paper.violation_reduction[b] - 5,
                         v_abacus < v_base),

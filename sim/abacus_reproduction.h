@@ -31,6 +31,9 @@ class AbacusReproduction {
     int profile_groups = 2000;
     int profile_runs = 100;
     int train_epochs = 250;
+    // Train the predictor with the artifact's recipe (ArtifactTraining)
+    // instead of Tessera's.
+    bool artifact_training = false;
     int queries = 1000;  // per run, as the artifact
     // Load of the QoS runs (Sec. 7.2: 50 QPS, GPU not saturated) and the
     // loads of the peak runs (Sec. 7.3: 100 QPS at the paper's mean batch

@@ -127,6 +127,10 @@ ABSL_FLAG(int, abacus_profile_runs, 100,
           "reproduce=abacus: runs per profiled group (label: the trimmed "
           "median).");
 ABSL_FLAG(int, abacus_queries, 1000, "reproduce=abacus: queries per run.");
+ABSL_FLAG(std::string, abacus_training, "tessera",
+          "reproduce=abacus: how the predictor is trained: tessera "
+          "(standardised inputs, ln latency, Adam) or artifact (raw inputs, "
+          "MSE on ms, SGD at 0.001).");
 ABSL_FLAG(int, abacus_repeats, 1,
           "reproduce=abacus: runs (seeds) per set, scheduler and load.");
 ABSL_FLAG(double, abacus_qos_load, 50,
@@ -654,6 +658,13 @@ absl::Status ReproduceAbacus(std::map<std::string, std::string>* csvs) {
   options.profile_groups = absl::GetFlag(FLAGS_abacus_profile_groups);
   options.profile_runs = absl::GetFlag(FLAGS_abacus_profile_runs);
   options.queries = absl::GetFlag(FLAGS_abacus_queries);
+  const std::string training = absl::GetFlag(FLAGS_abacus_training);
+  if (training != "tessera" && training != "artifact") {
+    return absl::InvalidArgumentError(
+        "--abacus_training must be tessera or artifact, not '" + training +
+        "'");
+  }
+  options.artifact_training = training == "artifact";
   options.repeats = absl::GetFlag(FLAGS_abacus_repeats);
   for (const std::string& unit : {absl::GetFlag(FLAGS_abacus_qos_load_unit),
                                   absl::GetFlag(FLAGS_abacus_peak_load_unit)}) {

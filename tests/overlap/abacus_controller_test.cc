@@ -1,5 +1,7 @@
 #include "overlap/abacus_controller.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "overlap/sequential_controller.h"
 
@@ -110,6 +112,35 @@ TEST(AbacusControllerTest, WithoutDropsALateQueryStillRunsAlone) {
   const GroupDecision d = controller.Decide(active, 100, 0);
   EXPECT_TRUE(d.dropped.empty());
   EXPECT_EQ(d.member_ids, (std::vector<uint64_t>{4}));
+}
+
+// A diverged predictor: NaN for any group with a partial range.
+class NanForPartialRanges : public GroupLatencyPredictor {
+ public:
+  std::vector<double> PredictMs(
+      const std::vector<OperatorGroup>& groups) const override {
+    std::vector<double> out = additive_.PredictMs(groups);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      for (const GroupMember& m : groups[i]) {
+        if (m.end_op < Catalog().service(m.service).operators) {
+          out[i] = std::numeric_limits<double>::quiet_NaN();
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  AdditivePredictor additive_;
+};
+
+TEST(AbacusControllerTest, ANanPredictionFitsNothingAndTheSearchEnds) {
+  NanForPartialRanges predictor;
+  AbacusController controller(Catalog(), predictor, AbacusOptions{});
+  // Whole q3 and q2 fit (15 ms); every cut of q1 predicts NaN.
+  const GroupDecision d = controller.Decide(Figure12(), 100, 0);
+  EXPECT_EQ(d.member_ids, (std::vector<uint64_t>{3, 2}));
+  EXPECT_DOUBLE_EQ(d.predicted_ms, 15);
 }
 
 TEST(AbacusControllerTest, NothingActiveIsAnEmptyDecision) {

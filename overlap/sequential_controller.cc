@@ -4,14 +4,6 @@
 
 namespace tessera {
 
-absl::StatusOr<SequentialOrder> ParseSequentialOrder(const std::string& name) {
-  if (name == "fcfs") return SequentialOrder::kFcfs;
-  if (name == "sjf") return SequentialOrder::kSjf;
-  if (name == "edf") return SequentialOrder::kEdf;
-  return absl::InvalidArgumentError("unknown sequential order '" + name +
-                                    "'; known: fcfs, sjf, edf");
-}
-
 GroupDecision SequentialController::Decide(
     const std::vector<OverlapQuery>& queued, double now_ms) const {
   GroupDecision decision;

@@ -4,18 +4,14 @@
 // Clockwork and Nexus): whole queries, one at a time, in FCFS, SJF or EDF
 // order, with Nexus's drop of a queued query already past its QoS target.
 
-#include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "overlap/group_predictor.h"
 #include "overlap/overlap_query.h"
 
 namespace tessera {
 
 enum class SequentialOrder { kFcfs, kSjf, kEdf };
-
-absl::StatusOr<SequentialOrder> ParseSequentialOrder(const std::string& name);
 
 class SequentialController {
  public:

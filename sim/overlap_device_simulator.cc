@@ -11,16 +11,6 @@
 
 namespace tessera {
 
-absl::StatusOr<OverlapScheduler> ParseOverlapScheduler(
-    const std::string& name) {
-  if (name == "abacus") return OverlapScheduler::kAbacus;
-  if (name == "fcfs") return OverlapScheduler::kFcfs;
-  if (name == "sjf") return OverlapScheduler::kSjf;
-  if (name == "edf") return OverlapScheduler::kEdf;
-  return absl::InvalidArgumentError("unknown scheduler '" + name +
-                                    "'; known: abacus, fcfs, sjf, edf");
-}
-
 const char* OverlapSchedulerName(OverlapScheduler s) {
   switch (s) {
     case OverlapScheduler::kAbacus:

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "overlap/abacus_controller.h"
 #include "overlap/group_predictor.h"
 #include "overlap/sequential_controller.h"
@@ -30,7 +29,6 @@ struct OverlapWorkload {
 
 enum class OverlapScheduler { kAbacus, kFcfs, kSjf, kEdf };
 
-absl::StatusOr<OverlapScheduler> ParseOverlapScheduler(const std::string& name);
 const char* OverlapSchedulerName(OverlapScheduler s);
 
 struct OverlapSimOptions {

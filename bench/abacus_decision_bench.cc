@@ -18,7 +18,7 @@
 #include "overlap/a100_ground_truth.h"
 #include "overlap/abacus_controller.h"
 #include "overlap/group_sampler.h"
-#include "overlap/mlp_trainer.h"
+#include "overlap/predictor_training.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data/abacus-a100",
           "The authors' A100 group predictors (the emulated device).");
@@ -43,18 +43,15 @@ int Run() {
       catalog, set, 4, absl::GetFlag(FLAGS_profile_groups), 10,
       GroupSamplerOptions{},
       [&](const OperatorGroup& g) { return (*truth)->SampleMs(g, rng); }, rng);
-  GroupPredictorProto proto;
   MlpTrainerOptions train;
   train.epochs = 100;
-  for (int size = 1; size <= 4; ++size) {
-    auto mlp = TrainMlp(samples[size], train);
-    if (!mlp.ok()) {
-      std::fprintf(stderr, "%s\n", mlp.status().ToString().c_str());
-      return 1;
-    }
-    (*proto.mutable_mlp_by_group_size())[size] = mlp->proto();
+  auto proto = TrainGroupPredictor(catalog, "emulated-a100", samples, train,
+                                   /*errors=*/nullptr);
+  if (!proto.ok()) {
+    std::fprintf(stderr, "%s\n", proto.status().ToString().c_str());
+    return 1;
   }
-  auto predictor = LearnedGroupPredictor::Create(catalog, proto);
+  auto predictor = LearnedGroupPredictor::Create(catalog, *proto);
   if (!predictor.ok()) {
     std::fprintf(stderr, "%s\n", predictor.status().ToString().c_str());
     return 1;

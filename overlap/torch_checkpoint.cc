@@ -166,7 +166,6 @@ class Unpickler {
     stack_.pop_back();
     return out;
   }
-  void PushInt(int64_t i) { Push(Value::kInt, i).IgnoreError(); }
   absl::Status Push(Value::Kind kind, int64_t i = 0);
   absl::Status PushTuple(size_t n) {
     ValuePtr t = Make(Value::kTuple);
@@ -272,8 +271,8 @@ absl::Status Unpickler::Memo(bool put, int key_bytes) {
 
 absl::Status Unpickler::Int(int bytes, bool is_signed) {
   ASSIGN_OR_RETURN(uint32_t v, Arg(bytes));
-  PushInt(is_signed ? static_cast<int32_t>(v) : static_cast<int64_t>(v));
-  return absl::OkStatus();
+  return Push(Value::kInt,
+              is_signed ? static_cast<int32_t>(v) : static_cast<int64_t>(v));
 }
 
 absl::Status Unpickler::String(int length_bytes) {

@@ -19,7 +19,11 @@ class TorchGroupExecutor {
  public:
   // Loads <repo>/<model>/1/segments.pt for each model (config
   // segment_count > 0) with random inputs at `batch` (batch ≤ the model's
-  // max). Intra-op threads per member: `threads_per_member`.
+  // max). Intra-op threads per member: `threads_per_member`. Both settings
+  // this needs are process-wide: LibTorch's intra-op thread count, and no
+  // TorchScript graph re-optimisation (which would re-specialise run_range
+  // per range and make a group's time depend on what ran before it). Meant
+  // for a measuring process (the group profiler, tests).
   static absl::StatusOr<std::unique_ptr<TorchGroupExecutor>> Create(
       const std::string& repository, const std::vector<std::string>& models,
       int batch, int threads_per_member);

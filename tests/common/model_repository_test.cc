@@ -124,6 +124,21 @@ TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
               dims: [ -1 ]
             })pb",
        "differs from its directory"},
+      {R"pb(name: "m"
+            max_batch_size: 1
+            slo_ms: 1
+            segment_count: -1
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "segment_count"},
       {"name: \"m\" bogus_field: 1", "bogus_field"},
   };
   for (const auto& [config, message] : cases) {

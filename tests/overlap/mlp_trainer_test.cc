@@ -56,6 +56,26 @@ TEST(MlpTrainerTest, LearnsASmoothLatencyWithinAFewPercent) {
   EXPECT_FALSE(TrainMlp({MlpSample{{1.0f}, 0.0}}, options).ok());
 }
 
+TEST(MlpTrainerTest, TheArtifactsRecipeTrainsOnRawInputsAndMilliseconds) {
+  std::vector<MlpSample> samples;
+  for (int i = 0; i < 50; ++i) {
+    samples.push_back({{static_cast<float>(i % 7)}, 2.0 + i % 7});
+  }
+  MlpTrainerOptions artifact = ArtifactTraining();
+  artifact.epochs = 2;
+  auto raw = TrainMlp(samples, artifact);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(raw->proto().input_offset_size(), 0);
+  EXPECT_FALSE(raw->proto().log_output());
+  MlpTrainerOptions ours;
+  ours.epochs = 2;
+  auto standardised = TrainMlp(samples, ours);
+  ASSERT_TRUE(standardised.ok());
+  EXPECT_EQ(standardised->proto().input_offset_size(), 1);
+  EXPECT_NEAR(standardised->proto().input_offset(0), 3.0, 0.1);
+  EXPECT_TRUE(standardised->proto().log_output());
+}
+
 TEST(GroupSamplerTest, DrawsOnlyGroupsTheControllerCanCreate) {
   const ServiceCatalog& catalog = ServiceCatalog::A100();
   std::mt19937_64 rng(11);

@@ -2,28 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <limits>
-#include <optional>
 #include <random>
 
 #include "common/percentile.h"
 
 namespace tessera {
-
-const char* OverlapSchedulerName(OverlapScheduler s) {
-  switch (s) {
-    case OverlapScheduler::kAbacus:
-      return "abacus";
-    case OverlapScheduler::kFcfs:
-      return "fcfs";
-    case OverlapScheduler::kSjf:
-      return "sjf";
-    case OverlapScheduler::kEdf:
-      return "edf";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -54,7 +38,7 @@ std::vector<OverlapQuery> MakeQueries(const OverlapWorkload& w,
   return queries;
 }
 
-// The run's state: queues, the device, and what has been measured.
+// The run's state: the device, the queues and what has been measured.
 class DeviceRun {
  public:
   DeviceRun(const OverlapWorkload& w, const OverlapSimOptions& o,
@@ -62,17 +46,10 @@ class DeviceRun {
             const GroupLatencyPredictor& predictor,
             const std::function<double(const OperatorGroup&)>& run_ms)
       : options_(o),
-        catalog_(catalog),
         run_ms_(run_ms),
-        abacus_(catalog, predictor, o.abacus),
-        sequential_(
-            catalog, predictor,
-            o.scheduler == OverlapScheduler::kSjf   ? SequentialOrder::kSjf
-            : o.scheduler == OverlapScheduler::kEdf ? SequentialOrder::kEdf
-                                                    : SequentialOrder::kFcfs),
-        queries_(MakeQueries(w, catalog)),
-        active_(catalog.size(), -1),
-        queues_(catalog.size()) {
+        queues_(catalog, predictor,
+                OverlapQueuesOptions{o.scheduler, o.abacus, o.pipeline}),
+        queries_(MakeQueries(w, catalog)) {
     result_.queries = w.queries;
   }
 
@@ -86,19 +63,12 @@ class DeviceRun {
       if (t_arrival == kNever && t_device == kNever) break;
       if (t_arrival <= t_device) {
         now = t_arrival;
-        Enqueue(next++);
+        queues_.Enqueue(queries_[next++]);
         if (!busy_) Dispatch(now);
       } else {
         now = t_device;
         Complete(now);
-        if (pending_ && !pending_->group.empty()) {
-          const GroupDecision d = std::move(*pending_);
-          pending_.reset();
-          Launch(d, now);
-        } else {
-          pending_.reset();
-          Dispatch(now);
-        }
+        Dispatch(now);
       }
       last_ms_ = std::max(last_ms_, now);
     }
@@ -109,72 +79,14 @@ class DeviceRun {
   }
 
  private:
-  bool abacus() const {
-    return options_.scheduler == OverlapScheduler::kAbacus;
-  }
-
-  void Enqueue(size_t i) {
-    if (abacus()) {
-      queues_[queries_[i].service].push_back(static_cast<int>(i));
-    } else {
-      waiting_.push_back(static_cast<int>(i));
-    }
-  }
-
-  // Decides now (nothing running) and launches what was decided.
+  // The device is free: launches the next group, if any.
   void Dispatch(double now) {
-    GroupDecision d = Decide(now, 0);
+    const bool decides = !queues_.has_pending_group();
+    auto start = std::chrono::steady_clock::now();
+    GroupDecision d = queues_.NextGroup(now);
+    if (decides) Timed(start);
+    result_.dropped += d.dropped.size();
     if (d.group.empty()) return;
-    Launch(d, now);
-  }
-
-  GroupDecision Decide(double now, double running_ms) {
-    std::vector<OverlapQuery> candidates;
-    if (abacus()) {
-      for (int s = 0; s < catalog_.size(); ++s) {
-        if (active_[s] < 0 && !queues_[s].empty()) {
-          active_[s] = queues_[s].front();
-          queues_[s].pop_front();
-        }
-        if (active_[s] >= 0) candidates.push_back(queries_[active_[s]]);
-      }
-    } else {
-      for (int i : waiting_) candidates.push_back(queries_[i]);
-    }
-    const auto start = std::chrono::steady_clock::now();
-    GroupDecision d = abacus() ? abacus_.Decide(candidates, now, running_ms)
-                               : sequential_.Decide(candidates, now);
-    result_.decision_us.push_back(std::chrono::duration<double, std::micro>(
-                                      std::chrono::steady_clock::now() - start)
-                                      .count());
-    for (uint64_t id : d.dropped) {
-      ++result_.dropped;
-      Remove(static_cast<int>(id));
-    }
-    return d;
-  }
-
-  // The query leaves the controller's view (finished or dropped).
-  void Remove(int i) {
-    if (abacus()) {
-      int& slot = active_[queries_[i].service];
-      if (slot == i) slot = -1;
-    } else {
-      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), i));
-    }
-  }
-
-  void Launch(const GroupDecision& d, double now) {
-    finishing_.clear();
-    for (size_t k = 0; k < d.group.size(); ++k) {
-      const int i = static_cast<int>(d.member_ids[k]);
-      queries_[i].next_op = d.group[k].end_op;
-      if (d.group[k].end_op ==
-          catalog_.service(queries_[i].service).operators) {
-        finishing_.push_back(i);
-        Remove(i);
-      }
-    }
     const double ms = run_ms_(d.group);
     busy_ = true;
     end_ms_ = now + ms;
@@ -183,33 +95,35 @@ class DeviceRun {
     if (options_.keep_trace) {
       result_.trace.push_back({now, end_ms_, d.predicted_ms, d.group});
     }
-    if (abacus() && options_.pipeline) {
-      pending_ = Decide(now, d.predicted_ms);
+    start = std::chrono::steady_clock::now();
+    const std::vector<uint64_t> dropped = queues_.Launched(d, now);
+    if (options_.scheduler == OverlapScheduler::kAbacus && options_.pipeline) {
+      Timed(start);
     }
+    result_.dropped += dropped.size();
+  }
+
+  void Timed(std::chrono::steady_clock::time_point start) {
+    result_.decision_us.push_back(std::chrono::duration<double, std::micro>(
+                                      std::chrono::steady_clock::now() - start)
+                                      .count());
   }
 
   void Complete(double now) {
     busy_ = false;
-    for (int i : finishing_) {
-      const double latency = now - queries_[i].arrival_ms;
+    for (uint64_t id : queues_.Finished()) {
+      const OverlapQuery& q = queries_[id];
+      const double latency = now - q.arrival_ms;
       ++result_.served;
-      if (latency <= queries_[i].qos_ms) ++result_.in_qos;
+      if (latency <= q.qos_ms) ++result_.in_qos;
       latencies_.push_back(latency);
     }
-    finishing_.clear();
   }
 
   const OverlapSimOptions& options_;
-  const ServiceCatalog& catalog_;
   const std::function<double(const OperatorGroup&)>& run_ms_;
-  AbacusController abacus_;
-  SequentialController sequential_;
-  std::vector<OverlapQuery> queries_;
-  std::vector<int> active_;              // per service: query or -1
-  std::vector<std::deque<int>> queues_;  // per service (Abacus)
-  std::vector<int> waiting_;             // all queued (baselines)
-  std::vector<int> finishing_;           // complete when the group ends
-  std::optional<GroupDecision> pending_;
+  OverlapQueues queues_;
+  const std::vector<OverlapQuery> queries_;  // by id
   bool busy_ = false;
   double end_ms_ = 0;
   double last_ms_ = 0;

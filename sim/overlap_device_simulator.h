@@ -12,6 +12,7 @@
 
 #include "overlap/abacus_controller.h"
 #include "overlap/group_predictor.h"
+#include "overlap/overlap_queues.h"
 #include "overlap/sequential_controller.h"
 #include "overlap/service_catalog.h"
 
@@ -26,10 +27,6 @@ struct OverlapWorkload {
   std::vector<int> sequence_lengths = {8, 16, 32, 64};
   uint64_t seed = 1;
 };
-
-enum class OverlapScheduler { kAbacus, kFcfs, kSjf, kEdf };
-
-const char* OverlapSchedulerName(OverlapScheduler s);
 
 struct OverlapSimOptions {
   OverlapScheduler scheduler = OverlapScheduler::kAbacus;

@@ -75,6 +75,18 @@ ABSL_FLAG(std::string, mps_dir, "/tmp/tessera-mps",
           "(<mps_dir>/gpu<i>/{pipe,log}).");
 ABSL_FLAG(std::string, mps_control, "nvidia-cuda-mps-control",
           "CUDA devices: the MPS control binary (looked up on PATH).");
+ABSL_FLAG(std::string, group_predictor, "",
+          "Operator-group gpulets (the abacus policy, and its fcfs/sjf/edf "
+          "baselines): the learned group-latency predictor of this node's "
+          "devices (GroupPredictorProto text, written by "
+          "tessera_group_profiler --predictor_out). Empty: such gpulets "
+          "fail to start.");
+ABSL_FLAG(std::string, a100_ground_truth_dir, "",
+          "Emulated GPUs as an A100 running operator groups: the Abacus "
+          "authors' group-latency checkpoints (../shared/data/abacus-a100), "
+          "read at start-up by each emulated proxy (the --config's "
+          "a100_ground_truth_dir wins). Empty: emulated GPUs take latencies "
+          "from --profile_dir profiles.");
 ABSL_FLAG(int, max_message_mb, 512, "Largest gRPC message accepted (MiB).");
 ABSL_FLAG(int, http_port, -1,
           "HTTP port for /metrics (Prometheus) and /v2/health/{live,ready} "
@@ -133,6 +145,10 @@ int main(int argc, char** argv) {
       gpu->set_memory_bytes(absl::GetFlag(FLAGS_emulated_memory_mb) << 20);
     }
   }
+  if (options.config.a100_ground_truth_dir().empty()) {
+    options.config.set_a100_ground_truth_dir(
+        absl::GetFlag(FLAGS_a100_ground_truth_dir));
+  }
   if (options.config.profile_dir().empty()) {
     options.config.set_profile_dir(absl::GetFlag(FLAGS_profile_dir));
   }
@@ -168,6 +184,16 @@ int main(int argc, char** argv) {
     }
   }
   options.proxy_poll = *proxy_poll;
+  if (!absl::GetFlag(FLAGS_group_predictor).empty()) {
+    auto predictor = std::make_shared<tessera::GroupPredictorProto>();
+    absl::Status read = tessera::ReadTextProto(
+        absl::GetFlag(FLAGS_group_predictor), predictor.get());
+    if (!read.ok()) {
+      spdlog::error("{}", read.ToString());
+      return 2;
+    }
+    options.group_predictor = std::move(predictor);
+  }
   options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
   options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
   if (access(options.proxy_binary.c_str(), X_OK) != 0) {

@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<BackendNode>> BackendNode::Load(
                    ModelRepository::Load(model_repository));
   EmulatedProfiles profiles;
   profiles.interference = std::make_unique<NoInterference>();
-  if (any_emulated) {
+  if (any_emulated && config.a100_ground_truth_dir().empty()) {
     ASSIGN_OR_RETURN(profiles,
                      LoadEmulatedProfiles(config.profile_dir(), *repo));
   }
@@ -173,7 +173,14 @@ absl::Status BackendNode::CheckGpulet(const GpuletPlan& g,
           absl::StrCat("gpulet '", g.gpulet_id(), "': model '", a.model(),
                        "' is not in this backend's repository"));
     }
-    if (emulated && !emulated_latency_.count(a.model())) {
+    const bool a100 = !config_.a100_ground_truth_dir().empty();
+    if (emulated && a100 && entry->config.segment_count() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gpulet '", g.gpulet_id(), "': model '", a.model(),
+          "' has no segment_count: the emulated A100 runs only the Abacus "
+          "services"));
+    }
+    if (emulated && !a100 && !emulated_latency_.count(a.model())) {
       return absl::NotFoundError(absl::StrCat(
           "gpulet '", g.gpulet_id(), "': no emulated profile for model '",
           a.model(), "' in ", config_.profile_dir()));

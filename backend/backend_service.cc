@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "backend/overlap_proxy.h"
 #include "common/grpc_status_util.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -57,13 +58,57 @@ absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartProxy(
       !options_.emulated_proxy_binary.empty()) {
     po.proxy_binary = options_.emulated_proxy_binary;
   }
+  if (device->kind() == DEVICE_KIND_EMULATED) {
+    po.config.mutable_emulated()->set_a100_ground_truth_dir(
+        node_->config().a100_ground_truth_dir());
+  }
   if (device->kind() == DEVICE_KIND_CUDA) {
     // The share is the proxy's own MPS active-thread percentage, fixed for
     // its life: a new share is a new process.
     RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
     po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
   }
-  return launcher_->Launch(po);
+  if (g.plan.scheduler() == GPULET_SCHEDULER_BATCHES) {
+    return launcher_->Launch(po);
+  }
+  return StartOverlapProxy(g, po);
+}
+
+absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartOverlapProxy(
+    const GpuletSpec& g, const ProxyHandle::Options& po) const {
+  if (options_.group_predictor == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gpulet '", g.plan.gpulet_id(), "' runs operator groups (",
+                     GpuletScheduler_Name(g.plan.scheduler()),
+                     ") but this backend has no --group_predictor"));
+  }
+  OverlapProxy::Options oo;
+  switch (g.plan.scheduler()) {
+    case GPULET_SCHEDULER_FCFS:
+      oo.queues.scheduler = OverlapScheduler::kFcfs;
+      break;
+    case GPULET_SCHEDULER_SJF:
+      oo.queues.scheduler = OverlapScheduler::kSjf;
+      break;
+    case GPULET_SCHEDULER_EDF:
+      oo.queues.scheduler = OverlapScheduler::kEdf;
+      break;
+    default:
+      oo.queues.scheduler = OverlapScheduler::kAbacus;
+  }
+  const DeviceConfig* device = node_->FindDevice(g.device_id);
+  if (device->kind() == DEVICE_KIND_EMULATED && device->time_scale() > 0) {
+    oo.time_scale = device->time_scale();
+  }
+  oo.models.assign(po.config.models().begin(), po.config.models().end());
+  ASSIGN_OR_RETURN(std::shared_ptr<Proxy> inner, launcher_->Launch(po));
+  auto wrapped = OverlapProxy::Create(inner, *options_.group_predictor,
+                                      std::move(oo), RealClock::Get());
+  if (!wrapped.ok()) {
+    inner->Stop();
+    return wrapped.status();
+  }
+  return std::shared_ptr<Proxy>(std::move(*wrapped));
 }
 
 absl::StatusOr<std::vector<GpuletEntry>> BackendServiceImpl::StartAll(

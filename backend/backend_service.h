@@ -19,6 +19,7 @@
 #include "backend/proxy_launcher.h"
 #include "common/poll_governor.h"
 #include "config.pb.h"
+#include "overlap.pb.h"
 
 namespace tessera {
 
@@ -54,6 +55,10 @@ class BackendServiceImpl final {
     absl::Duration drain_timeout = absl::Seconds(30);
     // CUDA devices: MPS control daemons (see MpsDaemonManager).
     MpsDaemonManager::Options mps;
+    // Operator-group gpulets (plan scheduler ABACUS, FCFS, SJF, EDF): the
+    // learned group-latency predictor of this node's devices (null: such
+    // gpulets fail to start).
+    std::shared_ptr<const GroupPredictorProto> group_predictor;
     // Starts the proxies; null: spawn proxy processes.
     std::shared_ptr<ProxyLauncher> launcher;
   };
@@ -100,6 +105,10 @@ class BackendServiceImpl final {
       const std::vector<std::string>& ids,
       const std::map<std::string, GpuletSpec>& wanted) const;
   absl::StatusOr<std::shared_ptr<Proxy>> StartProxy(const GpuletSpec& g) const;
+  // StartProxy() for operator-group gpulets: the proxy behind an
+  // OverlapProxy (the node-local controller).
+  absl::StatusOr<std::shared_ptr<Proxy>> StartOverlapProxy(
+      const GpuletSpec& g, const ProxyHandle::Options& po) const;
   // Drains (up to the drain timeout) and stops `gpulets`.
   void DrainAndStop(const std::vector<GpuletEntry>& gpulets) const;
   // Sends each emulated gpulet the slowdown its neighbours cause.

@@ -5,14 +5,15 @@
 namespace tessera {
 namespace {
 
-// The running proxy can serve `wanted`: same share, models, device and
-// cores (batch sizes are the frontend's and change freely).
+// The running proxy can serve `wanted`: same share, models, device, cores
+// and scheduler (batch sizes are the frontend's and change freely).
 bool SameProcess(const ResidentGpulet& running, const GpuletSpec& wanted) {
   return running.alive &&
          running.spec.plan.share_percent() == wanted.plan.share_percent() &&
          running.spec.ModelNames() == wanted.ModelNames() &&
          running.spec.device_id == wanted.device_id &&
-         running.spec.cores == wanted.cores;
+         running.spec.cores == wanted.cores &&
+         running.spec.plan.scheduler() == wanted.plan.scheduler();
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
+#include "common/status_macros.h"
+#include "common/status_proto.h"
 #include "common/tensor_layout.h"
 #include "common/thread_name.h"
 #include "proxy.pb.h"
@@ -214,19 +216,7 @@ void ProxyHandle::FailLaunch(Pending p, int slot, const absl::Status& status) {
   response.set_batch_id(p.batch.batch_id());
   ToStatusProto(status, response.mutable_status());
   p.done(std::move(response));
-  Pending next;
-  bool launch_next = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!waiting_.empty() && !dead_) {
-      next = std::move(waiting_.front());
-      waiting_.pop_front();
-      launch_next = true;
-    } else {
-      free_slots_.push_back(slot);
-    }
-  }
-  if (launch_next) Launch(std::move(next), slot);
+  ReleaseSlots({slot});
 }
 
 void ProxyHandle::Launch(Pending p, int slot) {
@@ -291,6 +281,10 @@ void ProxyHandle::ReaderLoop() {
                        "' exited or closed its channel: ", status.message())));
       return;
     }
+    if (event.has_group_result()) {
+      OnGroupResult(event.group_result());
+      continue;
+    }
     if (!event.has_result()) continue;
     const ExecuteResult& result = event.result();
     Running running;
@@ -309,44 +303,167 @@ void ProxyHandle::ReaderLoop() {
     *response.mutable_status() = result.status();
     response.set_exec_time_us(result.exec_time_us());
     response.set_proxy_time_us(result.proxy_time_us());
-    for (const ShmTensor& t : result.outputs()) {
-      if (t.offset() + t.size_bytes() > region_->size()) {
-        ToStatusProto(absl::InternalError("proxy output outside the region"),
-                      response.mutable_status());
-        response.clear_outputs();
-        break;
-      }
-      Tensor* out = response.add_outputs();
-      out->set_name(t.name());
-      out->set_data_type(t.data_type());
-      *out->mutable_shape() = t.shape();
-      out->set_data(region_->data() + t.offset(), t.size_bytes());
-    }
+    absl::Status copied = CopyOutputs(result.outputs(), &response);
+    if (!copied.ok()) ToStatusProto(copied, response.mutable_status());
     response.set_backend_time_us(
         absl::ToInt64Microseconds(absl::Now() - running.received));
     response.set_queue_time_us(std::max<int64_t>(
         0, absl::ToInt64Microseconds(started - running.received)));
     // The slot is free once the outputs are copied out.
+    ReleaseSlots({running.slot});
+    running.done(std::move(response));
+  }
+}
+
+absl::Status ProxyHandle::CopyOutputs(
+    const google::protobuf::RepeatedPtrField<ShmTensor>& outputs,
+    BatchResponse* response) const {
+  for (const ShmTensor& t : outputs) {
+    if (t.offset() + t.size_bytes() > region_->size()) {
+      response->clear_outputs();
+      return absl::InternalError("proxy output outside the region");
+    }
+    Tensor* out = response->add_outputs();
+    out->set_name(t.name());
+    out->set_data_type(t.data_type());
+    *out->mutable_shape() = t.shape();
+    out->set_data(region_->data() + t.offset(), t.size_bytes());
+  }
+  return absl::OkStatus();
+}
+
+void ProxyHandle::ReleaseSlots(const std::vector<int>& slots) {
+  for (int slot : slots) {
     Pending next;
     bool launch_next = false;
     {
       absl::MutexLock lock(&mu_);
-      if (!waiting_.empty()) {
+      if (!waiting_.empty() && !dead_) {
         next = std::move(waiting_.front());
         waiting_.pop_front();
         launch_next = true;
       } else {
-        free_slots_.push_back(running.slot);
+        free_slots_.push_back(slot);
       }
     }
-    if (launch_next) Launch(std::move(next), running.slot);
-    running.done(std::move(response));
+    if (launch_next) Launch(std::move(next), slot);
   }
+}
+
+absl::Status ProxyHandle::StageGroup(
+    const std::vector<GroupMemberRequest>& members,
+    const std::vector<int>& slots, GroupCommand* cmd) {
+  for (size_t i = 0; i < members.size(); ++i) {
+    const GroupMemberRequest& m = members[i];
+    GroupMemberCommand* member = cmd->add_members();
+    member->set_query_id(m.query_id);
+    member->set_model(m.query->model());
+    member->set_start_op(m.start_op);
+    member->set_end_op(m.end_op);
+    if (m.start_op != 0 && !m.last) continue;
+    ExecuteCommand staged;
+    BatchRequest shapes_only;
+    const BatchRequest* query = m.query;
+    if (m.start_op != 0) {  // last range only: no inputs to copy
+      shapes_only.set_model(m.query->model());
+      query = &shapes_only;
+    }
+    RETURN_IF_ERROR(StageInputs(*query, slots[i], &staged));
+    if (m.start_op == 0) *member->mutable_inputs() = staged.inputs();
+    if (m.last) {
+      member->set_output_offset(staged.output_offset());
+      member->set_output_capacity_bytes(staged.output_capacity_bytes());
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ProxyHandle::ExecuteGroup(std::vector<GroupMemberRequest> members,
+                               GroupDoneCallback done) {
+  GroupResponse failed;
+  std::vector<int> slots;
+  uint64_t id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (dead_) {
+      failed.status = absl::UnavailableError(absl::StrCat(
+          "proxy of gpulet '", options_.config.gpulet_id(), "' is down"));
+    } else if (free_slots_.size() < members.size()) {
+      failed.status = absl::ResourceExhaustedError(absl::StrCat(
+          "a group of ", members.size(), " needs as many free slots; ",
+          free_slots_.size(), " are"));
+    } else {
+      for (size_t i = 0; i < members.size(); ++i) {
+        slots.push_back(free_slots_.back());
+        free_slots_.pop_back();
+      }
+      id = next_request_id_++;
+    }
+  }
+  if (!failed.status.ok()) {
+    done(std::move(failed));
+    return;
+  }
+  ProxyCommand command;
+  GroupCommand* cmd = command.mutable_group();
+  cmd->set_request_id(id);
+  absl::Status status = StageGroup(members, slots, cmd);
+  if (status.ok()) {
+    absl::MutexLock lock(&mu_);
+    RunningGroup& running = running_groups_[id];
+    running.done = std::move(done);
+    running.slots = slots;
+    for (const GroupMemberRequest& m : members) {
+      running.batch_ids[m.query_id] = m.query->batch_id();
+    }
+  }
+  if (status.ok()) status = channel_->Send(command);
+  if (status.ok()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_groups_.find(id);
+    if (it != running_groups_.end()) {
+      done = std::move(it->second.done);
+      running_groups_.erase(it);
+    } else if (!done) {
+      return;  // FailAll already answered it
+    }
+  }
+  ReleaseSlots(slots);
+  failed.status = status;
+  done(std::move(failed));
+}
+
+void ProxyHandle::OnGroupResult(const GroupResult& result) {
+  RunningGroup running;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_groups_.find(result.request_id());
+    if (it == running_groups_.end()) return;
+    running = std::move(it->second);
+    running_groups_.erase(it);
+    last_completion_ = absl::Now();
+  }
+  GroupResponse response;
+  response.status = FromStatusProto(result.status());
+  response.exec_time_us = result.exec_time_us();
+  response.proxy_time_us = result.proxy_time_us();
+  for (const GroupMemberResult& f : result.finished()) {
+    BatchResponse& out = response.finished[f.query_id()];
+    auto bid = running.batch_ids.find(f.query_id());
+    if (bid != running.batch_ids.end()) out.set_batch_id(bid->second);
+    out.set_exec_time_us(result.exec_time_us());
+    absl::Status copied = CopyOutputs(f.outputs(), &out);
+    ToStatusProto(copied, out.mutable_status());
+  }
+  ReleaseSlots(running.slots);
+  running.done(std::move(response));
 }
 
 void ProxyHandle::FailAll(const absl::Status& status) {
   std::vector<DoneCallback> callbacks;
   std::vector<uint64_t> batch_ids;
+  std::vector<GroupDoneCallback> group_callbacks;
   {
     absl::MutexLock lock(&mu_);
     dead_ = true;
@@ -360,6 +477,14 @@ void ProxyHandle::FailAll(const absl::Status& status) {
       batch_ids.push_back(p.batch.batch_id());
     }
     waiting_.clear();
+    for (auto& [id, g] : running_groups_)
+      group_callbacks.push_back(std::move(g.done));
+    running_groups_.clear();
+  }
+  for (GroupDoneCallback& done : group_callbacks) {
+    GroupResponse response;
+    response.status = status;
+    done(std::move(response));
   }
   for (size_t i = 0; i < callbacks.size(); ++i) {
     BatchResponse response;
@@ -372,7 +497,8 @@ void ProxyHandle::FailAll(const absl::Status& status) {
 bool ProxyHandle::Drain(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return dead_ || (running_.empty() && waiting_.empty());
+    return dead_ ||
+           (running_.empty() && waiting_.empty() && running_groups_.empty());
   };
   return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
 }

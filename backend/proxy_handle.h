@@ -55,6 +55,10 @@ class ProxyHandle final : public Proxy {
   void Execute(BatchRequest batch, DoneCallback done) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Stages each first range's inputs in a slot of its own and sends one
+  // GroupCommand; RESOURCE_EXHAUSTED if fewer slots are free than members.
+  void ExecuteGroup(std::vector<GroupMemberRequest> members,
+                    GroupDoneCallback done) override ABSL_LOCKS_EXCLUDED(mu_);
   // Execute() for callers that run one batch at a time (the profiler, the
   // benchmarks): waits up to `timeout` for the response. DEADLINE_EXCEEDED
   // after that (the batch still completes, unobserved).
@@ -96,6 +100,11 @@ class ProxyHandle final : public Proxy {
     absl::Time launched;
   };
 
+  struct RunningGroup {
+    GroupDoneCallback done;
+    std::vector<int> slots;
+    std::map<uint64_t, uint64_t> batch_ids;  // query id → its batch id
+  };
   ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
               std::unique_ptr<SeqPacketChannel> channel,
               std::unique_ptr<SharedMemoryRegion> region, size_t slot_bytes,
@@ -111,6 +120,16 @@ class ProxyHandle final : public Proxy {
   // Answers `p` with `status` and gives its slot to the next waiting batch.
   void FailLaunch(Pending p, int slot, const absl::Status& status)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Builds the group's command in `slots` (one per member).
+  absl::Status StageGroup(const std::vector<GroupMemberRequest>& members,
+                          const std::vector<int>& slots, GroupCommand* cmd);
+  void OnGroupResult(const GroupResult& result) ABSL_LOCKS_EXCLUDED(mu_);
+  // Copies outputs the proxy wrote in the region into `response`.
+  absl::Status CopyOutputs(
+      const google::protobuf::RepeatedPtrField<ShmTensor>& outputs,
+      BatchResponse* response) const;
+  // Returns `slots` to the free list, or to waiting batches.
+  void ReleaseSlots(const std::vector<int>& slots) ABSL_LOCKS_EXCLUDED(mu_);
   void ReaderLoop();
   void FailAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -128,6 +147,7 @@ class ProxyHandle final : public Proxy {
   std::vector<int> free_slots_ ABSL_GUARDED_BY(mu_);
   std::deque<Pending> waiting_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, RunningGroup> running_groups_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, double> interference_ ABSL_GUARDED_BY(mu_);
   // Serialises Stop(); taken before mu_ (FailAll takes mu_ under it).

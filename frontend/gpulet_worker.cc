@@ -215,6 +215,15 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
     }
   }
   const absl::Time sent = clock_->Now();
+  absl::Time deadline = absl::InfiniteFuture();
+  for (const DispatchRequest& r : batch.requests) {
+    deadline = std::min(deadline, r.deadline);
+  }
+  if (deadline != absl::InfiniteFuture()) {
+    // At least a microsecond: 0 would mean "the model's SLO".
+    request.set_deadline_budget_ms(
+        std::max(1e-3, absl::ToDoubleMilliseconds(deadline - sent)));
+  }
   const uint64_t batch_id = batch.batch_id;
   // The callback owns the calls; std::function needs a copyable callable.
   auto shared_calls = std::make_shared<std::vector<std::unique_ptr<InferCall>>>(

@@ -426,6 +426,7 @@ std::vector<std::shared_ptr<GpuletWorker>> PlanCoordinator::MakeWorkers(
       wo.epoch = plan.epoch();
       const int inflight = options_.config.max_inflight_batches_per_gpulet();
       wo.dispatch.max_inflight_batches = inflight > 0 ? inflight : 2;
+      wo.dispatch.pass_through = g.scheduler() != GPULET_SCHEDULER_BATCHES;
       wo.retry = [this](std::unique_ptr<InferCall> call) {
         RetryAfterSwap(std::move(call));
       };

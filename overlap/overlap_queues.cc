@@ -123,6 +123,24 @@ std::vector<uint64_t> OverlapQueues::Finished() {
   return done;
 }
 
+void OverlapQueues::Forget(uint64_t id) {
+  pending_.reset();
+  finishing_.erase(std::remove(finishing_.begin(), finishing_.end(), id),
+                   finishing_.end());
+  auto it = queries_.find(id);
+  if (it == queries_.end()) return;
+  if (abacus()) {
+    std::deque<uint64_t>& queue = queues_[it->second.service];
+    queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+    std::optional<uint64_t>& slot = active_[it->second.service];
+    if (slot == id) slot.reset();
+  } else {
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id),
+                   waiting_.end());
+  }
+  queries_.erase(it);
+}
+
 std::vector<uint64_t> OverlapQueues::TakeAll() {
   std::vector<uint64_t> ids;
   for (const auto& [id, q] : queries_) ids.push_back(id);

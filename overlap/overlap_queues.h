@@ -59,6 +59,10 @@ class OverlapQueues {
   // The running group ended: the queries it completed.
   std::vector<uint64_t> Finished();
 
+  // Removes one query wherever it is (its group failed). Forgets the
+  // pipelined decision, which may hold it.
+  void Forget(uint64_t id);
+
   // Removes every query that has not finished (shutdown).
   std::vector<uint64_t> TakeAll();
 

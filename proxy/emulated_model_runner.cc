@@ -1,12 +1,11 @@
 #include "proxy/emulated_model_runner.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/data_type.h"
 #include "common/tensor_layout.h"
+#include "proxy/emulated_outputs.h"
 
 namespace tessera {
 
@@ -84,44 +83,9 @@ absl::StatusOr<std::vector<TensorView>> EmulatedModelRunner::Run(
     latency *= std::exp(normal(rng_));
   }
 
-  // Row checksums of the inputs: output row r is a function of input row r.
-  std::vector<uint64_t> row_sum(batch, 1469598103934665603ull);
-  for (const TensorView& in : inputs) {
-    if (in.size_bytes == 0) continue;
-    const size_t row = in.size_bytes / batch;
-    for (int64_t r = 0; r < batch; ++r) {
-      uint64_t h = row_sum[r];
-      const uint8_t* p = in.data + r * row;
-      for (size_t i = 0; i < row; ++i) h = (h ^ p[i]) * 1099511628211ull;
-      row_sum[r] = h;
-    }
-  }
-  auto laid_out = LayOutTensors(config.output(), batch, out, out_capacity);
-  if (!laid_out.ok()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the proxy's output area is too small: ", laid_out.status().message()));
-  }
-  std::vector<TensorView> outputs = std::move(*laid_out);
-  for (int o = 0; o < config.output_size(); ++o) {
-    const TensorConfig& t = config.output(o);
-    const TensorView& view = outputs[o];
-    const size_t elem = DataTypeSize(t.data_type());
-    const size_t per_row = ElementCount(view.shape) / batch;
-    for (int64_t r = 0; r < batch; ++r) {
-      for (size_t i = 0; i < per_row; ++i) {
-        // A small value in [0, 1) for floats, an integer below 1000 else.
-        const uint64_t v = (row_sum[r] + i * 0x9E3779B97F4A7C15ull) >> 40;
-        uint8_t* dst = view.data + (r * per_row + i) * elem;
-        if (t.data_type() == TYPE_FP32) {
-          const float f = static_cast<float>(v % 1000) / 1000.0f;
-          std::memcpy(dst, &f, sizeof f);
-        } else {
-          const uint64_t n = v % 1000;
-          std::memcpy(dst, &n, std::min(elem, sizeof n));
-        }
-      }
-    }
-  }
+  auto outputs = WriteEmulatedOutputs(config, InputRowChecksums(inputs, batch),
+                                      out, out_capacity);
+  if (!outputs.ok()) return outputs.status();
   // Completes `latency` after it started, however long filling took.
   const absl::Duration left = start + latency - absl::Now();
   if (left > absl::ZeroDuration()) options_.sleep(left);

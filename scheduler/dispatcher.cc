@@ -43,6 +43,23 @@ absl::Time Dispatcher::Completion(absl::Time now, int model, int items) const {
 Dispatcher::Decision Dispatcher::Poll() {
   const absl::Time now = clock_->Now();
   Decision decision;
+  if (options_.pass_through) {
+    for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
+      for (const DispatchRequest& r : queues_[m]) {
+        FormedBatch batch;
+        batch.batch_id = next_batch_id_++;
+        batch.model = m;
+        batch.items = r.items;
+        batch.requests = {r};
+        batch.predicted_exec = estimator_->Predict(models_[m].name, r.items);
+        inflight_[batch.batch_id] =
+            Inflight{m, r.items, now, batch.predicted_exec};
+        decision.batches.push_back(std::move(batch));
+      }
+      queues_[m].clear();
+    }
+    return decision;
+  }
 
   // Expire requests that cannot make it even as the next batch, alone.
   for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {

@@ -78,6 +78,10 @@ class Dispatcher {
     double exec_margin_fraction = 0.1;
     // Send as soon as the gpulet would otherwise idle (rule (d)).
     bool work_conserving = true;
+    // Operator-group gpulets (Abacus): every request leaves at once as a
+    // batch of its own, none is expired here and batches in flight are not
+    // capped; the backend's controller orders, groups and drops.
+    bool pass_through = false;
   };
 
   struct Decision {

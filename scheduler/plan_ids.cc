@@ -12,12 +12,14 @@
 namespace tessera {
 namespace {
 
-// What makes a gpulet's process: its share and its (sorted) models.
+// What makes a gpulet's process: its share, its (sorted) models and how it
+// orders their work.
 std::string ProcessKey(const GpuletPlan& g) {
   std::vector<std::string> models;
   for (const ModelAssignment& a : g.models()) models.push_back(a.model());
   std::sort(models.begin(), models.end());
-  return absl::StrCat(g.share_percent(), "|", absl::StrJoin(models, ","));
+  return absl::StrCat(g.share_percent(), "|", absl::StrJoin(models, ","), "|",
+                      g.scheduler());
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 namespace tessera {
 
 // Gives every gpulet of `next` a stable id: a gpulet with the same backend,
-// device, share and model set as one of `current` keeps that gpulet's id
-// (its proxy keeps serving: batch sizes and duty cycles may change without
-// a new process); every other gpulet is new and gets
+// device, share, model set and scheduler as one of `current` keeps that
+// gpulet's id (its proxy keeps serving: batch sizes and duty cycles may
+// change without a new process); every other gpulet is new and gets
 // "<backend>/<device>/e<epoch of next>.<n>", except in the first plan
 // (`current` has epoch 0), where it keeps the policy's id when that is
 // unique (static plans keep their names). An id thus never names two

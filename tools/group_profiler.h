@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "overlap.pb.h"
+#include "overlap/a100_ground_truth.h"
 #include "overlap/group_sampler.h"
 #include "overlap/mlp_trainer.h"
+#include "overlap/predictor_training.h"
 #include "overlap/service_catalog.h"
 
 namespace tessera {
@@ -37,5 +40,15 @@ struct GroupProfilerOptions {
 absl::StatusOr<std::vector<std::vector<MlpSample>>> ProfileGroupsResumable(
     const ServiceCatalog& catalog, const GroupProfilerOptions& options,
     const std::function<absl::StatusOr<double>(const OperatorGroup&)>& run_ms);
+
+// The emulated A100's profile (no device to wait for: each run is a draw
+// from the ground truth): groups of one and two over all seven services,
+// of three and four over {resnet101, resnet152, vgg19, bert} (what the
+// authors measured), `groups_per_size` each at batch 4 and sequence
+// lengths 8-64, labelled by the trimmed median of `runs` draws; then one
+// predictor for all group sizes. `errors` gets the held-out error per size.
+absl::StatusOr<GroupPredictorProto> ProfileEmulatedA100(
+    const A100GroundTruth& truth, const GroupProfilerOptions& options,
+    const MlpTrainerOptions& train, std::vector<HeldoutError>* errors);
 
 }  // namespace tessera

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
+#include "overlap/a100_ground_truth.h"
 #include "overlap/predictor_training.h"
 #include "proxy/torch_group_executor.h"
 #include "tools/group_profiler.h"
@@ -32,6 +33,14 @@ ABSL_FLAG(std::string, samples, "build/group-samples.txt",
           "resume.");
 ABSL_FLAG(bool, fresh, false, "Forget the samples file and start over.");
 ABSL_FLAG(int, epochs, 250, "Training epochs per MLP.");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu: real groups of --models on this machine's cores (LibTorch). "
+          "emulated-a100: the seven A100 services, each run a draw from "
+          "the authors' group latencies (--a100_ground_truth_dir); batch 4, "
+          "BERT at 8-64 tokens; --models, --batch, --threads_per_member and "
+          "--samples do not apply.");
+ABSL_FLAG(std::string, a100_ground_truth_dir, "../shared/data/abacus-a100",
+          "The Abacus authors' A100 checkpoints (--device=emulated-a100).");
 ABSL_FLAG(std::string, predictor_out, "",
           "Write the trained predictor here (GroupPredictorProto, text); "
           "empty: do not write.");
@@ -39,40 +48,8 @@ ABSL_FLAG(std::string, predictor_out, "",
 namespace tessera {
 namespace {
 
-int Run() {
-  const std::vector<std::string> models =
-      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
-  auto executor = TorchGroupExecutor::Create(
-      absl::GetFlag(FLAGS_model_repository), models, absl::GetFlag(FLAGS_batch),
-      absl::GetFlag(FLAGS_threads_per_member));
-  if (!executor.ok()) {
-    std::fprintf(stderr, "%s\n", executor.status().ToString().c_str());
-    return 2;
-  }
-  GroupProfilerOptions options;
-  options.max_group_size = absl::GetFlag(FLAGS_max_group_size);
-  options.groups_per_size = absl::GetFlag(FLAGS_groups);
-  options.runs = absl::GetFlag(FLAGS_runs);
-  options.batch = absl::GetFlag(FLAGS_batch);
-  options.samples_file = absl::GetFlag(FLAGS_samples);
-  options.fresh = absl::GetFlag(FLAGS_fresh);
-  options.progress = [](int done, int total) {
-    std::fprintf(stderr, "\rgroups measured: %d/%d", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
-  };
-  const ServiceCatalog& catalog = (*executor)->catalog();
-  auto samples = ProfileGroupsResumable(
-      catalog, options,
-      [&](const OperatorGroup& g) { return (*executor)->RunMs(g); });
-  if (!samples.ok()) {
-    std::fprintf(stderr, "\n%s\n", samples.status().ToString().c_str());
-    return absl::IsInvalidArgument(samples.status()) ? 2 : 1;
-  }
-  MlpTrainerOptions train;
-  train.epochs = absl::GetFlag(FLAGS_epochs);
-  std::vector<HeldoutError> errors;
-  auto predictor =
-      TrainGroupPredictor(catalog, "cpu", *samples, train, &errors);
+int Report(const absl::StatusOr<GroupPredictorProto>& predictor,
+           const std::vector<HeldoutError>& errors) {
   if (!predictor.ok()) {
     std::fprintf(stderr, "%s\n", predictor.status().ToString().c_str());
     return 1;
@@ -93,14 +70,88 @@ int Run() {
   return 0;
 }
 
+GroupProfilerOptions ProfilerOptions() {
+  GroupProfilerOptions options;
+  options.max_group_size = absl::GetFlag(FLAGS_max_group_size);
+  options.groups_per_size = absl::GetFlag(FLAGS_groups);
+  options.runs = absl::GetFlag(FLAGS_runs);
+  options.batch = absl::GetFlag(FLAGS_batch);
+  options.samples_file = absl::GetFlag(FLAGS_samples);
+  options.fresh = absl::GetFlag(FLAGS_fresh);
+  return options;
+}
+
+MlpTrainerOptions TrainerOptions() {
+  MlpTrainerOptions train;
+  train.epochs = absl::GetFlag(FLAGS_epochs);
+  return train;
+}
+
+int RunEmulatedA100() {
+  auto truth =
+      A100GroundTruth::Create(absl::GetFlag(FLAGS_a100_ground_truth_dir), 4);
+  if (!truth.ok()) {
+    std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
+    return 2;
+  }
+  GroupProfilerOptions options = ProfilerOptions();
+  options.progress = [](int done, int total) {
+    std::fprintf(stderr, "profiled and trained: %d/%d\n", done, total);
+  };
+  std::vector<HeldoutError> errors;
+  return Report(
+      ProfileEmulatedA100(**truth, options, TrainerOptions(), &errors), errors);
+}
+
+int RunCpu() {
+  const std::vector<std::string> models =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
+  auto executor = TorchGroupExecutor::Create(
+      absl::GetFlag(FLAGS_model_repository), models, absl::GetFlag(FLAGS_batch),
+      absl::GetFlag(FLAGS_threads_per_member));
+  if (!executor.ok()) {
+    std::fprintf(stderr, "%s\n", executor.status().ToString().c_str());
+    return 2;
+  }
+  GroupProfilerOptions options = ProfilerOptions();
+  options.progress = [](int done, int total) {
+    std::fprintf(stderr, "\rgroups measured: %d/%d", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+  const ServiceCatalog& catalog = (*executor)->catalog();
+  auto samples = ProfileGroupsResumable(
+      catalog, options,
+      [&](const OperatorGroup& g) { return (*executor)->RunMs(g); });
+  if (!samples.ok()) {
+    std::fprintf(stderr, "\n%s\n", samples.status().ToString().c_str());
+    return absl::IsInvalidArgument(samples.status()) ? 2 : 1;
+  }
+  std::vector<HeldoutError> errors;
+  return Report(
+      TrainGroupPredictor(catalog, "cpu", *samples, TrainerOptions(), &errors),
+      errors);
+}
+
+int Run() {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device == "emulated-a100") return RunEmulatedA100();
+  if (device == "cpu") return RunCpu();
+  std::fprintf(stderr, "--device must be cpu or emulated-a100, not '%s'\n",
+               device.c_str());
+  return 2;
+}
+
 }  // namespace
 }  // namespace tessera
 
 int main(int argc, char** argv) {
   tessera::SetUsage(
       "Profiles operator groups of the segmentable models on this machine's "
-      "cores (real LibTorch), resumably, and trains and checks Tessera's "
-      "group-latency predictor (Abacus).");
+      "cores (real LibTorch), resumably, or on the emulated A100 "
+      "(--device=emulated-a100), and trains and checks Tessera's "
+      "group-latency predictor (Abacus).\n"
+      "Example: tessera_group_profiler --device=emulated-a100 "
+      "--max_group_size=4 --predictor_out=build/a100-predictor.pbtxt");
   absl::ParseCommandLine(argc, argv);
   return tessera::Run();
 }

@@ -188,5 +188,24 @@ TEST_F(DispatcherTest, TakeAllEmptiesQueues) {
   EXPECT_EQ(d->queued(), 0u);
 }
 
+TEST_F(DispatcherTest, PassThroughSendsEveryRequestAloneAndExpiresNone) {
+  Dispatcher::Options options;
+  options.pass_through = true;
+  options.max_inflight_batches = 1;
+  Dispatcher d({{"a", 8}, {"b", 8}}, &estimator_, &clock_, options);
+  d.Enqueue(Request(1, 0, Milliseconds(500), 4));
+  d.Enqueue(Request(2, 0, Milliseconds(500), 2));
+  // 10 ms alone: past saving for a batching gpulet, the backend's to drop.
+  d.Enqueue(Request(3, 1, Milliseconds(1)));
+  const Dispatcher::Decision decision = d.Poll();
+  EXPECT_TRUE(decision.expired.empty());
+  ASSERT_EQ(decision.batches.size(), 3u);
+  EXPECT_EQ(decision.batches[0].items, 4);
+  EXPECT_EQ(decision.batches[1].items, 2);
+  EXPECT_EQ(decision.batches[2].requests.front().id, 3u);
+  EXPECT_EQ(d.inflight(), 3);  // not capped by max_inflight_batches
+  EXPECT_EQ(d.queued(), 0u);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -101,7 +101,12 @@ absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartOverlapProxy(
     oo.time_scale = device->time_scale();
   }
   oo.models.assign(po.config.models().begin(), po.config.models().end());
-  ASSIGN_OR_RETURN(std::shared_ptr<Proxy> inner, launcher_->Launch(po));
+  oo.on_group = [this, id = g.plan.gpulet_id()](int size, double us) {
+    metrics_.RecordGroup(id, size, us / 1e6);
+  };
+  ProxyHandle::Options groups = po;
+  groups.config.set_operator_groups(true);
+  ASSIGN_OR_RETURN(std::shared_ptr<Proxy> inner, launcher_->Launch(groups));
   auto wrapped = OverlapProxy::Create(inner, *options_.group_predictor,
                                       std::move(oo), RealClock::Get());
   if (!wrapped.ok()) {

@@ -3,6 +3,7 @@
 // inherited file descriptors. Also built without LibTorch as
 // tessera_emulated_proxy (TESSERA_NO_TORCH), which serves emulated GPUs
 // only and starts in milliseconds instead of ~0.6 s of CPU.
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "proxy/emulated_group_runner.h"
 #include "proxy/emulated_model_runner.h"
 #include "proxy/proxy_server.h"
+#include "proxy/torch_group_runner.h"
 #include "proxy/torch_model_runner.h"
 #include "proxy/whole_query_runner.h"
 #include "spdlog/spdlog.h"
@@ -157,6 +159,23 @@ absl::StatusOr<Runner> MakeTorchRunner(
   Runner out;
   ASSIGN_OR_RETURN(out.runner,
                    TorchModelRunner::Create(paths, configs, runner_options));
+  if (config.operator_groups()) {
+    if (runner_options.cuda) {
+      return absl::UnimplementedError(
+          "operator groups on cuda devices (a stream per query) are not "
+          "built yet; cpu and emulated A100 devices run them");
+    }
+    std::map<std::string, std::string> segments;
+    for (const auto& [name, path] : paths) {
+      segments[name] =
+          std::filesystem::path(path).replace_filename("segments.pt");
+    }
+    ASSIGN_OR_RETURN(
+        out.groups,
+        TorchGroupRunner::Create(segments, configs,
+                                 std::vector<int>(config.cpu_cores().begin(),
+                                                  config.cpu_cores().end())));
+  }
   return out;
 #endif
 }

@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "proxy/torch_tensors.h"
 
 namespace tessera {
-namespace {
 
 absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
   switch (type) {
@@ -38,7 +38,52 @@ absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
   }
 }
 
-}  // namespace
+absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view) {
+  auto type = ToScalarType(view.data_type);
+  if (!type.ok()) return type.status();
+  return torch::from_blob(view.data, view.shape,
+                          torch::TensorOptions().dtype(*type));
+}
+
+absl::StatusOr<std::vector<TensorView>> CopyOutputs(
+    const ModelConfig& model, const std::vector<torch::Tensor>& results,
+    uint8_t* out, size_t capacity) {
+  const auto& configs = model.output();
+  if (static_cast<int>(results.size()) != configs.size()) {
+    return absl::InternalError(
+        absl::StrCat("model '", model.name(), "' returned ", results.size(),
+                     " outputs; its config declares ", configs.size()));
+  }
+  std::vector<TensorView> outputs;
+  size_t offset = 0;
+  for (int i = 0; i < configs.size(); ++i) {
+    const torch::Tensor& t = results[i];
+    auto type = ToScalarType(configs[i].data_type());
+    if (!type.ok()) return type.status();
+    if (t.scalar_type() != *type) {
+      return absl::InternalError(absl::StrCat(
+          "model '", model.name(), "' output '", configs[i].name(), "' is ",
+          c10::toString(t.scalar_type()), "; config says ",
+          DataType_Name(configs[i].data_type())));
+    }
+    TensorView view;
+    view.name = configs[i].name();
+    view.data_type = configs[i].data_type();
+    view.shape.assign(t.sizes().begin(), t.sizes().end());
+    view.size_bytes = t.nbytes();
+    offset = AlignUp64(offset);
+    if (offset + view.size_bytes > capacity) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("model '", model.name(), "' outputs need more than the ",
+                       capacity, " bytes reserved for them"));
+    }
+    view.data = out + offset;
+    std::memcpy(view.data, t.data_ptr(), view.size_bytes);
+    offset += view.size_bytes;
+    outputs.push_back(std::move(view));
+  }
+  return outputs;
+}
 
 struct TorchModelRunner::Impl {
   struct Model {
@@ -100,11 +145,9 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
   std::vector<torch::jit::IValue> args;
   args.reserve(inputs.size());
   for (const TensorView& in : inputs) {
-    auto type = ToScalarType(in.data_type);
-    if (!type.ok()) return type.status();
-    torch::Tensor t = torch::from_blob(in.data, in.shape,
-                                       torch::TensorOptions().dtype(*type));
-    args.emplace_back(impl_->device.is_cuda() ? t.to(impl_->device) : t);
+    auto t = TensorOverView(in);
+    if (!t.ok()) return t.status();
+    args.emplace_back(impl_->device.is_cuda() ? t->to(impl_->device) : *t);
   }
   std::vector<torch::Tensor> results;
   const absl::Time start = absl::Now();
@@ -133,41 +176,7 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
   }
   *exec_time = absl::Now() - start;
 
-  const auto& configs = model.config.output();
-  if (static_cast<int>(results.size()) != configs.size()) {
-    return absl::InternalError(
-        absl::StrCat("model '", name, "' returned ", results.size(),
-                     " outputs; its config declares ", configs.size()));
-  }
-  std::vector<TensorView> outputs;
-  size_t offset = 0;
-  for (int i = 0; i < configs.size(); ++i) {
-    const torch::Tensor& t = results[i];
-    auto type = ToScalarType(configs[i].data_type());
-    if (!type.ok()) return type.status();
-    if (t.scalar_type() != *type) {
-      return absl::InternalError(absl::StrCat(
-          "model '", name, "' output '", configs[i].name(), "' is ",
-          c10::toString(t.scalar_type()), "; config says ",
-          DataType_Name(configs[i].data_type())));
-    }
-    TensorView view;
-    view.name = configs[i].name();
-    view.data_type = configs[i].data_type();
-    view.shape.assign(t.sizes().begin(), t.sizes().end());
-    view.size_bytes = t.nbytes();
-    offset = AlignUp64(offset);
-    if (offset + view.size_bytes > out_capacity) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("model '", name, "' outputs need more than the ",
-                       out_capacity, " bytes reserved for them"));
-    }
-    view.data = out + offset;
-    std::memcpy(view.data, t.data_ptr(), view.size_bytes);
-    offset += view.size_bytes;
-    outputs.push_back(std::move(view));
-  }
-  return outputs;
+  return CopyOutputs(model.config, results, out, out_capacity);
 }
 
 }  // namespace tessera

@@ -1,0 +1,29 @@
+#pragma once
+
+// Conversions between the proxy's tensor views and LibTorch tensors, shared
+// by the LibTorch runners. Include only from the files that link LibTorch
+// (torch_model_runner.cc, torch_group_runner.cc).
+
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/tensor_layout.h"
+#include "model_config.pb.h"
+
+namespace tessera {
+
+absl::StatusOr<c10::ScalarType> ToScalarType(DataType type);
+
+// A CPU tensor over the view's bytes (not copied).
+absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view);
+
+// Copies `results` (CPU, contiguous) into [out, out + capacity) at 64-byte
+// aligned offsets, checked against `model`'s output configs.
+absl::StatusOr<std::vector<TensorView>> CopyOutputs(
+    const ModelConfig& model, const std::vector<torch::Tensor>& results,
+    uint8_t* out, size_t capacity);
+
+}  // namespace tessera

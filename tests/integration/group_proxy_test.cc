@@ -1,0 +1,146 @@
+// Operator groups through a real cpu proxy process (LibTorch): a query run
+// by ranges over two groups, beside another model's query, answers what
+// the whole model answers for the same inputs.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "backend/proxy_handle.h"
+#include "common/status_proto.h"
+#include "common/text_proto.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+const std::string kBin = TESSERA_BIN_DIR;
+const std::string kModels = TESSERA_MODEL_DIR;
+
+BatchRequest RandomBatch(const ModelConfig& config, int batch, uint64_t id) {
+  std::mt19937 rng(static_cast<uint32_t>(id));
+  BatchRequest b;
+  b.set_batch_id(id);
+  b.set_model(config.name());
+  for (const TensorConfig& t : config.input()) {
+    Tensor* in = b.add_inputs();
+    in->set_name(t.name());
+    in->set_data_type(t.data_type());
+    in->add_shape(batch);
+    int64_t n = batch;
+    for (int d = 1; d < t.dims_size(); ++d) {
+      in->add_shape(t.dims(d));
+      n *= t.dims(d);
+    }
+    std::string* data = in->mutable_data();
+    if (t.data_type() == TYPE_FP32) {
+      std::normal_distribution<float> normal;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = normal(rng);
+        data->append(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+    } else if (t.data_type() == TYPE_INT64) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = rng() % 1000;
+        data->append(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+    } else {  // INT32 attention mask
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t v = 1;
+        data->append(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+    }
+  }
+  return b;
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  std::vector<float> v(t.data().size() / sizeof(float));
+  std::memcpy(v.data(), t.data().data(), v.size() * sizeof(float));
+  return v;
+}
+
+void ExpectClose(const BatchResponse& whole, const BatchResponse& ranges) {
+  ASSERT_EQ(whole.outputs_size(), ranges.outputs_size());
+  for (int o = 0; o < whole.outputs_size(); ++o) {
+    EXPECT_EQ(std::vector<int64_t>(whole.outputs(o).shape().begin(),
+                                   whole.outputs(o).shape().end()),
+              std::vector<int64_t>(ranges.outputs(o).shape().begin(),
+                                   ranges.outputs(o).shape().end()));
+    const std::vector<float> a = Floats(whole.outputs(o));
+    const std::vector<float> b = Floats(ranges.outputs(o));
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_NEAR(a[i], b[i], 1e-4 * (1 + std::fabs(a[i])))
+          << whole.outputs(o).name() << "[" << i << "]";
+    }
+  }
+}
+
+GroupResponse RunGroup(ProxyHandle* proxy,
+                       std::vector<GroupMemberRequest> members) {
+  absl::Notification done;
+  GroupResponse response;
+  proxy->ExecuteGroup(std::move(members), [&](GroupResponse r) {
+    response = std::move(r);
+    done.Notify();
+  });
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  return response;
+}
+
+TEST(GroupProxyTest, RangesInGroupsAnswerWhatTheWholeModelAnswers) {
+  ModelConfig lenet, bert;
+  ASSERT_TRUE(ReadTextProto(kModels + "/lenet/config.pbtxt", &lenet).ok());
+  ASSERT_TRUE(ReadTextProto(kModels + "/bert_tiny/config.pbtxt", &bert).ok());
+  ProxyHandle::Options options;
+  options.proxy_binary = kBin + "/tessera_proxy";
+  options.config.set_model_repository(kModels);
+  options.config.set_gpulet_id(absl::StrCat("groups-", getpid()));
+  options.config.set_device_id("cpu0");
+  options.config.set_device_kind(DEVICE_KIND_CPU);
+  options.config.set_warmup_runs(1);
+  options.config.set_operator_groups(true);
+  *options.config.add_models() = lenet;
+  *options.config.add_models() = bert;
+  options.startup_timeout = absl::Seconds(120);
+  auto proxy = ProxyHandle::Start(options);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+
+  const BatchRequest lenet_q = RandomBatch(lenet, 3, 11);
+  const BatchRequest bert_q = RandomBatch(bert, 2, 12);
+  auto lenet_whole = (*proxy)->ExecuteAndWait(lenet_q, absl::Seconds(60));
+  auto bert_whole = (*proxy)->ExecuteAndWait(bert_q, absl::Seconds(60));
+  ASSERT_TRUE(lenet_whole.ok() && bert_whole.ok());
+  ASSERT_EQ(lenet_whole->status().code(), 0);
+  ASSERT_EQ(bert_whole->status().code(), 0);
+
+  // Round 1: lenet's first two segments beside the whole of bert_tiny.
+  GroupResponse first = RunGroup(
+      proxy->get(), {{1, 0, 2, &lenet_q, false}, {2, 0, 4, &bert_q, true}});
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  ASSERT_EQ(first.finished.count(2), 1u);
+  EXPECT_EQ(first.finished.count(1), 0u);
+  EXPECT_EQ(first.finished[2].batch_id(), 12u);
+  ExpectClose(*bert_whole, first.finished[2]);
+  // Round 2: the rest of lenet, from the state the proxy kept.
+  GroupResponse second = RunGroup(proxy->get(), {{1, 2, 4, &lenet_q, true}});
+  ASSERT_TRUE(second.status.ok()) << second.status;
+  ASSERT_EQ(second.finished.count(1), 1u);
+  ExpectClose(*lenet_whole, second.finished[1]);
+
+  // A range that does not continue a query is refused, and the proxy
+  // serves on.
+  GroupResponse gap = RunGroup(proxy->get(), {{3, 2, 4, &lenet_q, true}});
+  EXPECT_EQ(gap.status.code(), absl::StatusCode::kInvalidArgument);
+  GroupResponse again = RunGroup(proxy->get(), {{4, 0, 4, &lenet_q, true}});
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  ExpectClose(*lenet_whole, again.finished[4]);
+}
+
+}  // namespace
+}  // namespace tessera

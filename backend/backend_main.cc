@@ -11,12 +11,14 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "backend/backend_async_server.h"
 #include "backend/backend_service.h"
 #include "common/allocator_tuning.h"
 #include "common/http_endpoint.h"
 #include "common/poll_governor.h"
+#include "common/status_macros.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
@@ -102,6 +104,104 @@ std::string NextToSelf(const std::string& name) {
   return (self.parent_path() / name).string();
 }
 
+// The node's devices: --config, or one cpu device, or --emulated_gpus.
+absl::Status NodeConfigFromFlags(tessera::BackendConfig* config) {
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (!config_path.empty()) {
+    RETURN_IF_ERROR(tessera::ReadTextProto(config_path, config));
+  } else {
+    config->set_id(absl::GetFlag(FLAGS_id));
+    const int gpus = absl::GetFlag(FLAGS_emulated_gpus);
+    if (gpus <= 0) {
+      tessera::DeviceConfig* cpu = config->add_devices();
+      cpu->set_id("cpu0");
+      cpu->set_kind(tessera::DEVICE_KIND_CPU);
+    }
+    for (int i = 0; i < gpus; ++i) {
+      tessera::DeviceConfig* gpu = config->add_devices();
+      gpu->set_id("gpu" + std::to_string(i));
+      gpu->set_kind(tessera::DEVICE_KIND_EMULATED);
+      gpu->set_time_scale(absl::GetFlag(FLAGS_time_scale));
+      gpu->set_noise_cv(absl::GetFlag(FLAGS_noise_cv));
+      gpu->set_memory_bytes(absl::GetFlag(FLAGS_emulated_memory_mb) << 20);
+    }
+  }
+  if (config->a100_ground_truth_dir().empty()) {
+    config->set_a100_ground_truth_dir(
+        absl::GetFlag(FLAGS_a100_ground_truth_dir));
+  }
+  if (config->profile_dir().empty()) {
+    config->set_profile_dir(absl::GetFlag(FLAGS_profile_dir));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckExecutable(const std::string& what, const std::string& path) {
+  if (access(path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " '", path, "' is not executable"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
+  tessera::BackendServiceImpl::Options options;
+  RETURN_IF_ERROR(NodeConfigFromFlags(&options.config));
+  options.model_repository = absl::GetFlag(FLAGS_model_repository);
+  options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
+  if (options.proxy_binary.empty()) {
+    options.proxy_binary = NextToSelf("tessera_proxy");
+  }
+  options.emulated_proxy_binary = absl::GetFlag(FLAGS_emulated_proxy_binary);
+  if (options.emulated_proxy_binary.empty()) {
+    options.emulated_proxy_binary = NextToSelf("tessera_emulated_proxy");
+  }
+  bool any_emulated = false;
+  for (const auto& d : options.config.devices()) {
+    any_emulated = any_emulated || d.kind() == tessera::DEVICE_KIND_EMULATED;
+  }
+  if (any_emulated) {
+    RETURN_IF_ERROR(CheckExecutable("emulated proxy binary",
+                                    options.emulated_proxy_binary));
+  }
+  RETURN_IF_ERROR(CheckExecutable("proxy binary", options.proxy_binary));
+  options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  ASSIGN_OR_RETURN(options.proxy_poll,
+                   tessera::MakePollOptions(
+                       absl::GetFlag(FLAGS_proxy_poll_us),
+                       absl::GetFlag(FLAGS_poll_idle_percent), "proxy_"));
+  if (!absl::GetFlag(FLAGS_group_predictor).empty()) {
+    auto predictor = std::make_shared<tessera::GroupPredictorProto>();
+    RETURN_IF_ERROR(tessera::ReadTextProto(absl::GetFlag(FLAGS_group_predictor),
+                                           predictor.get()));
+    options.group_predictor = std::move(predictor);
+  }
+  options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
+  options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
+  return options;
+}
+
+void WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return;
+  std::ofstream(path + ".tmp") << port << "\n";
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+absl::StatusOr<std::unique_ptr<tessera::HttpEndpoint>> StartHttp(
+    tessera::BackendServiceImpl* service) {
+  if (absl::GetFlag(FLAGS_http_port) < 0) return nullptr;
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  ASSIGN_OR_RETURN(
+      auto http,
+      tessera::HttpEndpoint::Start(
+          listen.substr(0, listen.rfind(':')), absl::GetFlag(FLAGS_http_port),
+          {[service] { return service->RenderMetrics(); },
+           [service] { return service->Ready(); }}));
+  spdlog::info("backend metrics and health on HTTP port {}", http->port());
+  WritePortFile(absl::GetFlag(FLAGS_http_port_file), http->port());
+  return http;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,87 +220,16 @@ int main(int argc, char** argv) {
   tessera::BlockTerminationSignals();
   spdlog::set_pattern("[%H:%M:%S.%e] [backend] [%l] %v");
 
-  tessera::BackendServiceImpl::Options options;
-  const std::string config_path = absl::GetFlag(FLAGS_config);
-  if (!config_path.empty()) {
-    absl::Status s = tessera::ReadTextProto(config_path, &options.config);
+  auto options = OptionsFromFlags();
+  auto loop_poll = tessera::MakePollOptions(
+      absl::GetFlag(FLAGS_poll_us), absl::GetFlag(FLAGS_poll_idle_percent));
+  for (const absl::Status& s : {options.status(), loop_poll.status()}) {
     if (!s.ok()) {
       spdlog::error("{}", s.ToString());
       return 2;
     }
-  } else {
-    options.config.set_id(absl::GetFlag(FLAGS_id));
-    const int gpus = absl::GetFlag(FLAGS_emulated_gpus);
-    if (gpus <= 0) {
-      tessera::DeviceConfig* cpu = options.config.add_devices();
-      cpu->set_id("cpu0");
-      cpu->set_kind(tessera::DEVICE_KIND_CPU);
-    }
-    for (int i = 0; i < gpus; ++i) {
-      tessera::DeviceConfig* gpu = options.config.add_devices();
-      gpu->set_id("gpu" + std::to_string(i));
-      gpu->set_kind(tessera::DEVICE_KIND_EMULATED);
-      gpu->set_time_scale(absl::GetFlag(FLAGS_time_scale));
-      gpu->set_noise_cv(absl::GetFlag(FLAGS_noise_cv));
-      gpu->set_memory_bytes(absl::GetFlag(FLAGS_emulated_memory_mb) << 20);
-    }
   }
-  if (options.config.a100_ground_truth_dir().empty()) {
-    options.config.set_a100_ground_truth_dir(
-        absl::GetFlag(FLAGS_a100_ground_truth_dir));
-  }
-  if (options.config.profile_dir().empty()) {
-    options.config.set_profile_dir(absl::GetFlag(FLAGS_profile_dir));
-  }
-  options.model_repository = absl::GetFlag(FLAGS_model_repository);
-  options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
-  if (options.proxy_binary.empty()) {
-    options.proxy_binary = NextToSelf("tessera_proxy");
-  }
-  options.emulated_proxy_binary = absl::GetFlag(FLAGS_emulated_proxy_binary);
-  if (options.emulated_proxy_binary.empty()) {
-    options.emulated_proxy_binary = NextToSelf("tessera_emulated_proxy");
-  }
-  bool any_emulated = false;
-  for (const auto& d : options.config.devices()) {
-    any_emulated = any_emulated || d.kind() == tessera::DEVICE_KIND_EMULATED;
-  }
-  if (any_emulated &&
-      access(options.emulated_proxy_binary.c_str(), X_OK) != 0) {
-    spdlog::error("emulated proxy binary '{}' is not executable",
-                  options.emulated_proxy_binary);
-    return 2;
-  }
-  options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
-  auto proxy_poll = tessera::MakePollOptions(
-      absl::GetFlag(FLAGS_proxy_poll_us),
-      absl::GetFlag(FLAGS_poll_idle_percent), "proxy_");
-  auto loop_poll = tessera::MakePollOptions(
-      absl::GetFlag(FLAGS_poll_us), absl::GetFlag(FLAGS_poll_idle_percent));
-  for (const auto* poll : {&proxy_poll, &loop_poll}) {
-    if (!poll->ok()) {
-      spdlog::error("{}", std::string(poll->status().message()));
-      return 2;
-    }
-  }
-  options.proxy_poll = *proxy_poll;
-  if (!absl::GetFlag(FLAGS_group_predictor).empty()) {
-    auto predictor = std::make_shared<tessera::GroupPredictorProto>();
-    absl::Status read = tessera::ReadTextProto(
-        absl::GetFlag(FLAGS_group_predictor), predictor.get());
-    if (!read.ok()) {
-      spdlog::error("{}", read.ToString());
-      return 2;
-    }
-    options.group_predictor = std::move(predictor);
-  }
-  options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
-  options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
-  if (access(options.proxy_binary.c_str(), X_OK) != 0) {
-    spdlog::error("proxy binary '{}' is not executable", options.proxy_binary);
-    return 2;
-  }
-  auto service = tessera::BackendServiceImpl::Create(options);
+  auto service = tessera::BackendServiceImpl::Create(*options);
   if (!service.ok()) {
     spdlog::error("{}", service.status().ToString());
     return 2;
@@ -218,35 +247,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int port = (*server)->port();
-  spdlog::info("backend '{}' listening on port {}", options.config.id(), port);
-  std::unique_ptr<tessera::HttpEndpoint> http;
-  if (absl::GetFlag(FLAGS_http_port) >= 0) {
-    const std::string listen = absl::GetFlag(FLAGS_listen);
-    auto started = tessera::HttpEndpoint::Start(
-        listen.substr(0, listen.rfind(':')), absl::GetFlag(FLAGS_http_port),
-        {[svc = service->get()] { return svc->RenderMetrics(); },
-         [svc = service->get()] { return svc->Ready(); }});
-    if (!started.ok()) {
-      spdlog::error("{}", started.status().ToString());
-      return 2;
-    }
-    http = std::move(*started);
-    spdlog::info("backend metrics and health on HTTP port {}", http->port());
-    if (!absl::GetFlag(FLAGS_http_port_file).empty()) {
-      const std::string path = absl::GetFlag(FLAGS_http_port_file);
-      std::ofstream(path + ".tmp") << http->port() << "\n";
-      std::filesystem::rename(path + ".tmp", path);
-    }
+  spdlog::info("backend '{}' listening on port {}", options->config.id(), port);
+  auto http = StartHttp(service->get());
+  if (!http.ok()) {
+    spdlog::error("{}", http.status().ToString());
+    return 2;
   }
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    const std::string path = absl::GetFlag(FLAGS_port_file);
-    std::ofstream(path + ".tmp") << port << "\n";
-    std::filesystem::rename(path + ".tmp", path);
-  }
+  WritePortFile(absl::GetFlag(FLAGS_port_file), port);
 
   tessera::WaitForTerminationSignal();
   spdlog::info("shutting down");
-  http.reset();
+  http->reset();
   (*service)->StopProxies();
   (*server)->Shutdown(absl::Seconds(5));
   return 0;

@@ -16,6 +16,15 @@ BackendMetrics::BackendMetrics() {
       "tessera_backend_gpulet_busy_seconds_total",
       "Time each gpulet's proxy spent executing (rate() = busy fraction).",
       {"gpulet"});
+  groups_ = registry_.AddCounter(
+      "tessera_backend_groups_total",
+      "Operator groups run (Abacus and its baselines), by gpulet and the "
+      "number of queries in the group.",
+      {"gpulet", "size"});
+  decision_ = registry_.AddHistogram(
+      "tessera_backend_group_decision_seconds",
+      "Time the operator-group controller took to decide a round.", {"gpulet"},
+      {2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 1e-2});
   share_ = registry_.AddGauge(
       "tessera_backend_gpulet_share_percent",
       "Share of each live gpulet (retiring=1 while it only drains).",
@@ -38,6 +47,12 @@ void BackendMetrics::RecordBatch(const std::string& gpulet,
     exec_->Observe({model}, exec);
     busy_->Increment({gpulet}, exec);
   }
+}
+
+void BackendMetrics::RecordGroup(const std::string& gpulet, int size,
+                                 double decision_seconds) {
+  groups_->Increment({gpulet, std::to_string(size)});
+  decision_->Observe({gpulet}, decision_seconds);
 }
 
 void BackendMetrics::SetPlanState(const GpuletTable& table, int64_t epoch,

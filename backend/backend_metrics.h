@@ -18,6 +18,10 @@ class BackendMetrics {
   // One batch answered by `gpulet`'s proxy.
   void RecordBatch(const std::string& gpulet, const std::string& model,
                    const BatchResponse& response);
+  // One round of an operator-group gpulet: the group's size (queries in
+  // it) and the controller's decision time for it.
+  void RecordGroup(const std::string& gpulet, int size,
+                   double decision_seconds);
   // Sets the plan-state gauges from what `table` holds now.
   void SetPlanState(const GpuletTable& table, int64_t epoch, int64_t swaps,
                     int64_t stop_then_start_swaps);
@@ -28,6 +32,8 @@ class BackendMetrics {
   MetricsRegistry::Counter* batches_;
   MetricsRegistry::Histogram* exec_;
   MetricsRegistry::Counter* busy_;
+  MetricsRegistry::Counter* groups_;
+  MetricsRegistry::Histogram* decision_;
   MetricsRegistry::Gauge* share_;
   MetricsRegistry::Gauge* epoch_;
   MetricsRegistry::Gauge* swaps_;

@@ -120,7 +120,9 @@ class BackendServiceImpl final {
   std::shared_ptr<ProxyLauncher> launcher_;
   // Thread-safe; mutable: starting a daemon does not change the service.
   mutable MpsDaemonManager mps_;
-  BackendMetrics metrics_;
+  // Thread-safe; operator-group gpulets record into it from their
+  // controller threads.
+  mutable BackendMetrics metrics_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.

@@ -1,5 +1,6 @@
 #include "backend/overlap_proxy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -29,11 +30,6 @@ class ScaledPredictor : public GroupLatencyPredictor {
   double scale_;
 };
 
-bool IsIntegerType(DataType t) {
-  return t == TYPE_INT8 || t == TYPE_INT16 || t == TYPE_INT32 ||
-         t == TYPE_INT64 || t == TYPE_UINT8;
-}
-
 constexpr size_t kDecisionsKept = 4096;
 
 }  // namespace
@@ -46,24 +42,23 @@ absl::StatusOr<std::unique_ptr<OverlapProxy>> OverlapProxy::Create(
   }
   std::map<std::string, const ModelConfig*> by_name;
   for (const ModelConfig& m : options.models) by_name[m.name()] = &m;
-  // The catalog is the predictor's feature order; operator counts and
-  // sequence inputs come from the models' configs.
+  // The catalog is the predictor's feature order. Operator counts come
+  // from the models' configs; sequence lengths are features only of the
+  // A100 set's BERT, as the profilers encode them (the cpu profiler runs
+  // bert_tiny at its one sequence length).
   std::vector<OverlapService> services;
   for (const std::string& name : predictor_proto.services()) {
     OverlapService service;
     service.name = name;
-    auto it = by_name.find(name);
-    if (it != by_name.end()) {
-      const ModelConfig& m = *it->second;
-      service.operators = m.segment_count();
-      service.sequence_input = m.input_size() > 0 &&
-                               m.input(0).dims_size() == 2 &&
-                               IsIntegerType(m.input(0).data_type());
-    } else {
-      auto a100 = ServiceCatalog::A100().IdOf(name);
-      service.operators =
-          a100.ok() ? ServiceCatalog::A100().service(*a100).operators : 1;
+    auto a100 = ServiceCatalog::A100().IdOf(name);
+    if (a100.ok()) {
+      service.operators = ServiceCatalog::A100().service(*a100).operators;
+      service.sequence_input =
+          ServiceCatalog::A100().service(*a100).sequence_input;
     }
+    auto it = by_name.find(name);
+    if (it != by_name.end()) service.operators = it->second->segment_count();
+    service.operators = std::max(service.operators, 1);
     services.push_back(service);
   }
   for (const auto& [name, m] : by_name) {
@@ -188,13 +183,16 @@ void OverlapProxy::Loop() {
   }
 }
 
-void OverlapProxy::RecordDecision(std::chrono::steady_clock::time_point start) {
+double OverlapProxy::RecordDecision(
+    std::chrono::steady_clock::time_point start) {
   if (counters_.decision_us.size() >= kDecisionsKept) {
     counters_.decision_us.erase(counters_.decision_us.begin());
   }
-  counters_.decision_us.push_back(std::chrono::duration<double, std::micro>(
-                                      std::chrono::steady_clock::now() - start)
-                                      .count());
+  const double us = std::chrono::duration<double, std::micro>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  counters_.decision_us.push_back(us);
+  return us;
 }
 
 void OverlapProxy::Answer(const std::vector<uint64_t>& ids,
@@ -211,84 +209,105 @@ void OverlapProxy::Answer(const std::vector<uint64_t>& ids,
   }
 }
 
-bool OverlapProxy::RunRound() {
-  const absl::Status missed = absl::DeadlineExceededError(
-      "operator-group controller: the query cannot meet its deadline");
-  Answers answers;
-  GroupDecision d;
-  std::vector<GroupMemberRequest> members;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return false;
-    const bool decides = !queues_.has_pending_group();
-    const auto start = std::chrono::steady_clock::now();
-    d = queues_.NextGroup(NowMs());
-    if (decides) RecordDecision(start);
-    Answer(d.dropped, missed, &answers);
-    for (size_t k = 0; k < d.group.size(); ++k) {
-      const GroupMember& g = d.group[k];
-      members.push_back(GroupMemberRequest{
-          d.member_ids[k], g.start_op, g.end_op,
-          &queries_.at(d.member_ids[k]).batch,
-          g.end_op == catalog_->service(g.service).operators});
-    }
-  }
-  for (auto& [done, response] : answers) done(std::move(response));
-  answers.clear();
-  if (d.group.empty()) return false;
+namespace {
 
+absl::Status Missed() {
+  return absl::DeadlineExceededError(
+      "operator-group controller: the query cannot meet its deadline");
+}
+
+void Run(std::vector<std::pair<Proxy::DoneCallback, BatchResponse>>* answers) {
+  for (auto& [done, response] : *answers) done(std::move(response));
+  answers->clear();
+}
+
+}  // namespace
+
+GroupDecision OverlapProxy::DecideRound(
+    std::vector<GroupMemberRequest>* members, double* decision_us,
+    Answers* answers) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return {};
+  const bool decides = !queues_.has_pending_group();
+  const auto start = std::chrono::steady_clock::now();
+  GroupDecision d = queues_.NextGroup(NowMs());
+  *decision_us = decides ? RecordDecision(start) : pipelined_decision_us_;
+  Answer(d.dropped, Missed(), answers);
+  for (size_t k = 0; k < d.group.size(); ++k) {
+    const GroupMember& g = d.group[k];
+    members->push_back(
+        GroupMemberRequest{d.member_ids[k], g.start_op, g.end_op,
+                           &queries_.at(d.member_ids[k]).batch,
+                           g.end_op == catalog_->service(g.service).operators});
+  }
+  return d;
+}
+
+void OverlapProxy::Launched(const GroupDecision& d, Answers* answers) {
+  absl::MutexLock lock(&mu_);
+  ++counters_.groups;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<uint64_t> dropped = queues_.Launched(d, NowMs());
+  if (options_.queues.scheduler == OverlapScheduler::kAbacus &&
+      options_.queues.pipeline) {
+    pipelined_decision_us_ = RecordDecision(start);
+  }
+  Answer(dropped, Missed(), answers);
+}
+
+void OverlapProxy::FinishRound(const GroupDecision& d, GroupResponse result,
+                               Answers* answers) {
+  absl::MutexLock lock(&mu_);
+  const std::vector<uint64_t> done_ids = queues_.Finished();
+  if (!result.status.ok()) {
+    // The proxy forgot every member's query: none can continue.
+    Answer(done_ids, result.status, answers);
+    for (uint64_t id : d.member_ids) queues_.Forget(id);
+    Answer(d.member_ids, result.status, answers);
+    return;
+  }
+  for (uint64_t id : done_ids) {
+    auto it = queries_.find(id);
+    if (it == queries_.end()) continue;
+    auto out = result.finished.find(id);
+    BatchResponse response;
+    if (out != result.finished.end()) {
+      response = std::move(out->second);
+    } else {
+      ToStatusProto(absl::InternalError(
+                        "the proxy returned no outputs for a finished query"),
+                    response.mutable_status());
+    }
+    response.set_batch_id(it->second.batch.batch_id());
+    response.set_backend_time_us(
+        absl::ToInt64Microseconds(clock_->Now() - it->second.received));
+    answers->emplace_back(std::move(it->second.done), std::move(response));
+    queries_.erase(it);
+    ++counters_.answered;
+  }
+}
+
+bool OverlapProxy::RunRound() {
+  Answers answers;
+  std::vector<GroupMemberRequest> members;
+  double decision_us = 0;
+  const GroupDecision d = DecideRound(&members, &decision_us, &answers);
+  Run(&answers);
+  if (d.group.empty()) return false;
   absl::Notification finished;
   GroupResponse result;
   inner_->ExecuteGroup(members, [&](GroupResponse r) {
     result = std::move(r);
     finished.Notify();
   });
-  {
-    absl::MutexLock lock(&mu_);
-    ++counters_.groups;
-    const auto start = std::chrono::steady_clock::now();
-    const std::vector<uint64_t> dropped = queues_.Launched(d, NowMs());
-    if (options_.queues.scheduler == OverlapScheduler::kAbacus &&
-        options_.queues.pipeline) {
-      RecordDecision(start);
-    }
-    Answer(dropped, missed, &answers);
+  Launched(d, &answers);  // the pipelined decision overlaps the group
+  Run(&answers);
+  if (options_.on_group) {
+    options_.on_group(static_cast<int>(d.group.size()), decision_us);
   }
-  for (auto& [done, response] : answers) done(std::move(response));
-  answers.clear();
   finished.WaitForNotification();
-
-  {
-    absl::MutexLock lock(&mu_);
-    const std::vector<uint64_t> done_ids = queues_.Finished();
-    if (!result.status.ok()) {
-      // The proxy forgot every member's query: none can continue.
-      Answer(done_ids, result.status, &answers);
-      for (uint64_t id : d.member_ids) queues_.Forget(id);
-      Answer(d.member_ids, result.status, &answers);
-    } else {
-      for (uint64_t id : done_ids) {
-        auto it = queries_.find(id);
-        if (it == queries_.end()) continue;
-        auto out = result.finished.find(id);
-        BatchResponse response;
-        if (out != result.finished.end()) {
-          response = std::move(out->second);
-        } else {
-          ToStatusProto(absl::InternalError("the proxy returned no outputs "
-                                            "for a finished query"),
-                        response.mutable_status());
-        }
-        response.set_batch_id(it->second.batch.batch_id());
-        response.set_backend_time_us(
-            absl::ToInt64Microseconds(clock_->Now() - it->second.received));
-        answers.emplace_back(std::move(it->second.done), std::move(response));
-        queries_.erase(it);
-        ++counters_.answered;
-      }
-    }
-  }
-  for (auto& [done, response] : answers) done(std::move(response));
+  FinishRound(d, std::move(result), &answers);
+  Run(&answers);
   return true;
 }
 

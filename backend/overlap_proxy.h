@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,9 @@ class OverlapProxy final : public Proxy {
     double time_scale = 1;
     // The gpulet's models (segment_count > 0 each).
     std::vector<ModelConfig> models;
+    // Called after each group is launched, on the controller thread, with
+    // the group's size and the decision's time (µs): for metrics.
+    std::function<void(int size, double decision_us)> on_group;
   };
   struct Counters {
     int64_t queries = 0;
@@ -102,11 +106,25 @@ class OverlapProxy final : public Proxy {
   // Runs one round: decides, launches, waits for the group, answers.
   // False when there was nothing to run.
   bool RunRound() ABSL_LOCKS_EXCLUDED(mu_);
+  // The round's group (empty: none) and its members' requests; drops go
+  // to `answers`.
+  GroupDecision DecideRound(std::vector<GroupMemberRequest>* members,
+                            double* decision_us, Answers* answers)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The group is on the proxy: members advance, and with pipelining the
+  // next group is decided now.
+  void Launched(const GroupDecision& d, Answers* answers)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The group ended: answers the queries it finished (or, if it failed,
+  // every member's query).
+  void FinishRound(const GroupDecision& d, GroupResponse result,
+                   Answers* answers) ABSL_LOCKS_EXCLUDED(mu_);
   double NowMs() const;
   // Removes `ids` and queues their answer `status` (no outputs).
   void Answer(const std::vector<uint64_t>& ids, const absl::Status& status,
               Answers* answers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordDecision(std::chrono::steady_clock::time_point start)
+  // Keeps the decision's time since `start` (µs) and returns it.
+  double RecordDecision(std::chrono::steady_clock::time_point start)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<Proxy> inner_;
@@ -126,6 +144,8 @@ class OverlapProxy final : public Proxy {
   bool work_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Counters counters_ ABSL_GUARDED_BY(mu_);
+  // The time of the decision made at the last launch (pipelining).
+  double pipelined_decision_us_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

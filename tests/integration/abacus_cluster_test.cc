@@ -110,9 +110,9 @@ class AbacusClusterTest : public ::testing::Test {
     return codes;
   }
 
-  // Queries the backend itself answered DEADLINE_EXCEEDED (the
-  // controller's drops), from its metrics.
-  double BackendDrops() {
+  // The sum of the backend's metric lines that start with `prefix` and
+  // contain `label`.
+  double BackendMetric(const std::string& prefix, const std::string& label) {
     int port = 0;
     std::ifstream(dir_ + "/http.port") >> port;
     httplib::Client http("127.0.0.1", port);
@@ -120,18 +120,23 @@ class AbacusClusterTest : public ::testing::Test {
     auto res = http.Get("/metrics");
     EXPECT_TRUE(res && res->status == 200);
     if (!res) return -1;
-    double drops = 0;
+    double sum = 0;
     std::istringstream lines(res->body);
     for (std::string line; std::getline(lines, line);) {
-      if (!absl::StartsWith(line, "tessera_backend_batches_total{") ||
-          !absl::StrContains(line, "code=\"DEADLINE_EXCEEDED\"")) {
+      if (!absl::StartsWith(line, prefix) || !absl::StrContains(line, label)) {
         continue;
       }
       double v = 0;
       EXPECT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v));
-      drops += v;
+      sum += v;
     }
-    return drops;
+    return sum;
+  }
+  // Queries the backend itself answered DEADLINE_EXCEEDED: the
+  // controller's drops.
+  double BackendDrops() {
+    return BackendMetric("tessera_backend_batches_total{",
+                         "code=\"DEADLINE_EXCEEDED\"");
   }
 
   std::string dir_;
@@ -156,6 +161,10 @@ TEST_F(AbacusClusterTest, AnswersEveryQueryAndDropsOnlyThoseThatWouldMiss) {
   std::map<grpc::StatusCode, int> hopeless = Burst(1, 4, absl::Milliseconds(8));
   EXPECT_EQ(hopeless[grpc::StatusCode::DEADLINE_EXCEEDED], 4);
   EXPECT_EQ(BackendDrops() - before, 4);
+  // Groups of two ran (the pair overlapped), and every decision was timed.
+  EXPECT_GT(BackendMetric("tessera_backend_groups_total{", "size=\"2\""), 0);
+  EXPECT_EQ(BackendMetric("tessera_backend_groups_total{", ""),
+            BackendMetric("tessera_backend_group_decision_seconds_count{", ""));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -72,6 +73,22 @@ absl::StatusOr<std::vector<int>> ParseCoreList(const std::string& text) {
 
 std::string FormatCoreList(const std::vector<int>& cores) {
   return absl::StrJoin(cores, ",");
+}
+
+std::vector<absl::Status> RunPinnedInParallel(
+    int n, const std::vector<int>& cores,
+    const std::function<absl::Status(int)>& body) {
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&cores, &body, &statuses, i] {
+      statuses[i] = cores.empty() ? absl::OkStatus()
+                                  : SetCpuAffinity({cores[i % cores.size()]});
+      if (statuses[i].ok()) statuses[i] = body(i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return statuses;
 }
 
 }  // namespace tessera

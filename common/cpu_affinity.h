@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,13 @@ absl::StatusOr<std::vector<int>> GetCpuAffinity(pid_t pid);
 absl::StatusOr<std::vector<int>> ParseCoreList(const std::string& text);
 // Inverse of ParseCoreList, e.g. "0,2,3".
 std::string FormatCoreList(const std::vector<int>& cores);
+
+// Runs body(0), ..., body(n - 1) at once, each on a thread of its own
+// pinned to cores[i mod cores.size()] (operator groups on CPU cores: one
+// core per member, no migration mid-range); returns when all have ended,
+// with each one's status (a pinning failure is that member's).
+std::vector<absl::Status> RunPinnedInParallel(
+    int n, const std::vector<int>& cores,
+    const std::function<absl::Status(int)>& body);
 
 }  // namespace tessera

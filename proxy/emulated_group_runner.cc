@@ -59,53 +59,34 @@ int EmulatedGroupRunner::OperatorCount(const std::string& model) const {
   return it == services_.end() ? 0 : it->second.config->segment_count();
 }
 
-absl::Status EmulatedGroupRunner::Admit(const GroupMemberRun& m,
-                                        OperatorGroup* group) {
-  auto it = services_.find(m.model);
-  if (it == services_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "model '", m.model, "' is not run by operator range on this proxy"));
-  }
-  const Service& service = it->second;
-  const int ops = service.config->segment_count();
-  if (!(m.start_op >= 0 && m.start_op < m.end_op && m.end_op <= ops)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("range [", m.start_op, ", ", m.end_op, ") of '", m.model,
-                     "' is not inside [0, ", ops, ")"));
-  }
-  auto q = queries_.find(m.query_id);
-  if (m.start_op == 0) {
-    if (q != queries_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("query ", m.query_id, " started twice"));
-    }
-    if (m.inputs.empty() || m.inputs[0].shape.empty() ||
-        m.inputs[0].shape[0] < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("query ", m.query_id,
-                                                     ": its first range has no "
-                                                     "batched inputs"));
+absl::StatusOr<EmulatedGroupRunner::Queries::Query*> EmulatedGroupRunner::Admit(
+    const GroupMemberRun& m, OperatorGroup* group) {
+  auto service = services_.find(m.model);
+  const int ops =
+      service == services_.end() ? 0 : service->second.config->segment_count();
+  auto start = [&](const GroupMemberRun& first) -> absl::StatusOr<QueryState> {
+    if (first.inputs.empty() || first.inputs[0].shape.empty() ||
+        first.inputs[0].shape[0] < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "query ", first.query_id, ": its first range has no batched inputs"));
     }
     QueryState state;
-    state.model = m.model;
-    state.batch = static_cast<int>(m.inputs[0].shape[0]);
-    if (ServiceCatalog::A100().service(service.id).sequence_input) {
-      if (m.inputs[0].shape.size() < 2) {
+    state.batch = static_cast<int>(first.inputs[0].shape[0]);
+    if (ServiceCatalog::A100().service(service->second.id).sequence_input) {
+      if (first.inputs[0].shape.size() < 2) {
         return absl::InvalidArgumentError(
-            absl::StrCat("'", m.model, "' needs [batch, sequence] inputs"));
+            absl::StrCat("'", first.model, "' needs [batch, sequence] inputs"));
       }
-      state.seqlen = static_cast<int>(m.inputs[0].shape[1]);
+      state.seqlen = static_cast<int>(first.inputs[0].shape[1]);
     }
-    state.row_sums = InputRowChecksums(m.inputs, state.batch);
-    q = queries_.emplace(m.query_id, std::move(state)).first;
-  } else if (q == queries_.end() || q->second.model != m.model ||
-             q->second.next_op != m.start_op) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "query ", m.query_id, ": range [", m.start_op, ", ", m.end_op,
-        ") does not continue where its last range ended"));
-  }
-  group->push_back(GroupMember{service.id, m.start_op, m.end_op,
-                               q->second.batch, q->second.seqlen});
-  return absl::OkStatus();
+    state.row_sums = InputRowChecksums(first.inputs, state.batch);
+    return state;
+  };
+  auto q = queries_.Admit(m, ops, start);
+  if (!q.ok()) return q.status();
+  group->push_back(GroupMember{service->second.id, m.start_op, m.end_op,
+                               (*q)->state.batch, (*q)->state.seqlen});
+  return q;
 }
 
 absl::StatusOr<std::vector<std::vector<TensorView>>>
@@ -114,14 +95,18 @@ EmulatedGroupRunner::RunGroup(const std::vector<GroupMemberRun>& members,
   const absl::Time start = absl::Now();
   OperatorGroup group;
   std::vector<int> ids;
+  std::vector<Queries::Query*> queries;
   absl::Status admitted =
       members.empty() || members.size() > 4
           ? absl::InvalidArgumentError(absl::StrCat(
                 "a group has 1 to 4 members, not ", members.size()))
           : absl::OkStatus();
   for (size_t i = 0; admitted.ok() && i < members.size(); ++i) {
-    admitted = Admit(members[i], &group);
-    if (admitted.ok()) ids.push_back(group.back().service);
+    auto q = Admit(members[i], &group);
+    admitted = q.status();
+    if (!q.ok()) break;
+    queries.push_back(*q);
+    ids.push_back(group.back().service);
   }
   if (admitted.ok() &&
       std::set<int>(ids.begin(), ids.end()).size() != ids.size()) {
@@ -134,7 +119,7 @@ EmulatedGroupRunner::RunGroup(const std::vector<GroupMemberRun>& members,
         "two; three or four only of resnet101, resnet152, vgg19, bert)");
   }
   if (!admitted.ok()) {
-    for (const GroupMemberRun& m : members) queries_.erase(m.query_id);
+    for (const GroupMemberRun& m : members) queries_.Forget(m.query_id);
     return admitted;
   }
   const absl::Duration latency = absl::Microseconds(
@@ -142,12 +127,12 @@ EmulatedGroupRunner::RunGroup(const std::vector<GroupMemberRun>& members,
   std::vector<std::vector<TensorView>> outputs(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     const GroupMemberRun& m = members[i];
-    QueryState& state = queries_.at(m.query_id);
-    state.next_op = m.end_op;
+    queries[i]->next_op = m.end_op;
     if (m.end_op < services_.at(m.model).config->segment_count()) continue;
-    auto written = WriteEmulatedOutputs(configs_.at(m.model), state.row_sums,
-                                        m.out, m.out_capacity);
-    queries_.erase(m.query_id);
+    auto written =
+        WriteEmulatedOutputs(configs_.at(m.model), queries[i]->state.row_sums,
+                             m.out, m.out_capacity);
+    queries_.Forget(m.query_id);
     if (!written.ok()) return written.status();
     outputs[i] = std::move(*written);
   }

@@ -16,6 +16,7 @@
 
 #include "model_config.pb.h"
 #include "overlap/a100_ground_truth.h"
+#include "proxy/group_queries.h"
 #include "proxy/group_runner.h"
 
 namespace tessera {
@@ -52,8 +53,6 @@ class EmulatedGroupRunner : public GroupRunner {
     const ModelConfig* config = nullptr;
   };
   struct QueryState {
-    std::string model;
-    int next_op = 0;
     int batch = 0;
     int seqlen = 0;
     std::vector<uint64_t> row_sums;
@@ -61,14 +60,17 @@ class EmulatedGroupRunner : public GroupRunner {
 
   EmulatedGroupRunner(std::map<std::string, ModelConfig> configs,
                       std::unique_ptr<A100GroundTruth> truth, Options options);
-  absl::Status Admit(const GroupMemberRun& m, OperatorGroup* group);
+  using Queries = GroupQueries<QueryState>;
+  // The member's query (see GroupQueries), its range added to `group`.
+  absl::StatusOr<Queries::Query*> Admit(const GroupMemberRun& m,
+                                        OperatorGroup* group);
 
   std::map<std::string, ModelConfig> configs_;
   std::map<std::string, Service> services_;
   std::unique_ptr<A100GroundTruth> truth_;
   Options options_;
   std::mt19937_64 rng_;
-  std::map<uint64_t, QueryState> queries_;
+  Queries queries_;
 };
 
 }  // namespace tessera

@@ -5,7 +5,6 @@
 #include <torch/script.h>
 
 #include <chrono>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
@@ -138,35 +137,24 @@ absl::StatusOr<double> TorchGroupExecutor::RunMs(const OperatorGroup& group) {
       return absl::InternalError(e.what());
     }
   }
-  std::vector<std::string> errors(n);
   const auto start = std::chrono::steady_clock::now();
-  {
-    std::vector<std::thread> threads;
-    for (int i = 0; i < n; ++i) {
-      threads.emplace_back([this, &group, &states, &errors, i] {
-        // One core per member, so that ranges overlap as on a device's
-        // execution units and do not migrate between cores mid-range.
-        const absl::Status pinned =
-            SetCpuAffinity({impl_->cores[i % impl_->cores.size()]});
-        if (!pinned.ok()) {
-          errors[i] = std::string(pinned.message());
-          return;
-        }
+  // One core per member, so that ranges overlap as on a device's execution
+  // units and do not migrate between cores mid-range.
+  const std::vector<absl::Status> ran =
+      RunPinnedInParallel(n, impl_->cores, [&](int i) -> absl::Status {
         try {
           states[i] = impl_->RunRange(group[i].service, std::move(states[i]),
                                       group[i].start_op, group[i].end_op);
+          return absl::OkStatus();
         } catch (const std::exception& e) {
-          errors[i] = e.what();
+          return absl::InternalError(e.what());
         }
       });
-    }
-    for (std::thread& t : threads) t.join();
-  }
   const double ms = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count();
-  for (const std::string& e : errors) {
-    if (!e.empty()) return absl::InternalError(e);
+  for (const absl::Status& s : ran) {
+    if (!s.ok()) return s;
   }
   return ms;
 }

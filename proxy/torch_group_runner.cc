@@ -5,11 +5,11 @@
 #include <torch/script.h>
 
 #include <set>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cpu_affinity.h"
+#include "proxy/group_queries.h"
 #include "proxy/torch_tensors.h"
 
 namespace tessera {
@@ -19,50 +19,28 @@ struct TorchGroupRunner::Impl {
     ModelConfig config;
     torch::jit::Module segments;
   };
-  struct Query {
-    std::string model;
-    int next_op = 0;
-    std::vector<at::Tensor> state;
-  };
+  using Queries = GroupQueries<std::vector<at::Tensor>>;
   std::map<std::string, Model> models;
   std::vector<int> cores;
-  std::map<uint64_t, Query> queries;
+  Queries queries;
 
-  // The member's query, its state set up for the range (copied inputs for
-  // a first range).
-  absl::StatusOr<Query*> Admit(const GroupMemberRun& m) {
+  // The member's query; a first range's state is a copy of its inputs
+  // (the region slot is reused).
+  absl::StatusOr<Queries::Query*> Admit(const GroupMemberRun& m) {
     auto model = models.find(m.model);
-    if (model == models.end()) {
-      return absl::NotFoundError(absl::StrCat(
-          "model '", m.model, "' is not run by operator range on this proxy"));
-    }
-    const int ops = model->second.config.segment_count();
-    if (!(m.start_op >= 0 && m.start_op < m.end_op && m.end_op <= ops)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("range [", m.start_op, ", ", m.end_op, ") of '", m.model,
-                       "' is not inside [0, ", ops, ")"));
-    }
-    auto q = queries.find(m.query_id);
-    if (m.start_op == 0) {
-      if (q != queries.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("query ", m.query_id, " started twice"));
-      }
-      Query query;
-      query.model = m.model;
-      for (const TensorView& in : m.inputs) {
-        auto t = TensorOverView(in);
-        if (!t.ok()) return t.status();
-        query.state.push_back(t->clone());  // the region slot is reused
-      }
-      q = queries.emplace(m.query_id, std::move(query)).first;
-    } else if (q == queries.end() || q->second.model != m.model ||
-               q->second.next_op != m.start_op) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "query ", m.query_id, ": range [", m.start_op, ", ", m.end_op,
-          ") does not continue where its last range ended"));
-    }
-    return &q->second;
+    const int ops =
+        model == models.end() ? 0 : model->second.config.segment_count();
+    return queries.Admit(m, ops,
+                         [](const GroupMemberRun& first)
+                             -> absl::StatusOr<std::vector<at::Tensor>> {
+                           std::vector<at::Tensor> state;
+                           for (const TensorView& in : first.inputs) {
+                             auto t = TensorOverView(in);
+                             if (!t.ok()) return t.status();
+                             state.push_back(t->clone());
+                           }
+                           return state;
+                         });
   }
 
   std::vector<at::Tensor> RunRange(torch::jit::Module& module,
@@ -132,7 +110,7 @@ int TorchGroupRunner::OperatorCount(const std::string& model) const {
 absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     const std::vector<GroupMemberRun>& members, absl::Duration* exec_time) {
   const int n = static_cast<int>(members.size());
-  std::vector<Impl::Query*> queries;
+  std::vector<Impl::Queries::Query*> queries;
   absl::Status admitted = absl::OkStatus();
   std::set<uint64_t> ids;
   for (const GroupMemberRun& m : members) {
@@ -148,55 +126,44 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     queries.push_back(*q);
   }
   auto forget = [&] {
-    for (const GroupMemberRun& m : members) impl_->queries.erase(m.query_id);
+    for (const GroupMemberRun& m : members) impl_->queries.Forget(m.query_id);
   };
   if (!admitted.ok()) {
     forget();
     return admitted;
   }
-  std::vector<std::string> errors(n);
   const absl::Time start = absl::Now();
-  {
-    std::vector<std::thread> threads;
-    for (int i = 0; i < n; ++i) {
-      threads.emplace_back([this, &members, &queries, &errors, i] {
-        const absl::Status pinned =
-            SetCpuAffinity({impl_->cores[i % impl_->cores.size()]});
-        if (!pinned.ok()) {
-          errors[i] = std::string(pinned.message());
-          return;
-        }
+  const std::vector<absl::Status> ran =
+      RunPinnedInParallel(n, impl_->cores, [&](int i) -> absl::Status {
         try {
-          Impl::Query& q = *queries[i];
+          Impl::Queries::Query& q = *queries[i];
           q.state = impl_->RunRange(impl_->models.at(q.model).segments,
                                     std::move(q.state), members[i].start_op,
                                     members[i].end_op);
+          return absl::OkStatus();
         } catch (const std::exception& e) {
-          errors[i] = e.what();
+          return absl::InternalError(absl::StrCat("model '", members[i].model,
+                                                  "' failed: ", e.what()));
         }
       });
-    }
-    for (std::thread& t : threads) t.join();
-  }
   *exec_time = absl::Now() - start;
-  for (int i = 0; i < n; ++i) {
-    if (!errors[i].empty()) {
+  for (const absl::Status& s : ran) {
+    if (!s.ok()) {
       forget();
-      return absl::InternalError(
-          absl::StrCat("model '", members[i].model, "' failed: ", errors[i]));
+      return s;
     }
   }
   std::vector<std::vector<TensorView>> outputs(n);
   for (int i = 0; i < n; ++i) {
     const GroupMemberRun& m = members[i];
-    Impl::Query& q = *queries[i];
+    Impl::Queries::Query& q = *queries[i];
     q.next_op = m.end_op;
     if (m.end_op < OperatorCount(m.model)) continue;
     std::vector<torch::Tensor> results;
     for (at::Tensor& t : q.state) results.push_back(t.contiguous());
     auto copied = CopyOutputs(impl_->models.at(m.model).config, results, m.out,
                               m.out_capacity);
-    impl_->queries.erase(m.query_id);
+    impl_->queries.Forget(m.query_id);
     if (!copied.ok()) return copied.status();
     outputs[i] = std::move(*copied);
   }

@@ -69,6 +69,10 @@ QOS_MS = {
 }
 
 
+# The artifact's peak-throughput scripts give vgg16+vgg19 40 ms.
+PEAK_QOS_MS = {(4, 5): 40}
+
+
 def parse_sets(spec):
     pairs = [c for c in itertools.combinations(range(7), 2)]
     groups = [c for c in QOS_MS if len(c) > 2]
@@ -175,6 +179,11 @@ class Cluster:
             time.sleep(0.2)
         self.wait_ready()
 
+    def use(self, scheduler):
+        """Switches the backend's scheduler through its policy."""
+        self.set_policy("abacus" if scheduler == "abacus" else
+                        f"abacus-{scheduler}", scheduler)
+
     def close(self):
         for p in (self.frontend, self.backend):
             p.terminate()
@@ -262,22 +271,21 @@ def main():
         try:
             capacity = 1
             if args.peak:
-                cluster.set_policy("abacus-fcfs", "fcfs")
+                cluster.use("fcfs")
                 alone = [solo_ms(cluster, m, work, batch=4) for m in names]
                 capacity = 1000 / (sum(alone) / len(alone))
                 print(f"{'+'.join(names)}: capacity {capacity:.1f} QPS",
                       flush=True)
             for scheduler in schedulers:
-                policy = "abacus" if scheduler == "abacus" else \
-                    f"abacus-{scheduler}"
-                cluster.set_policy(policy, scheduler)
+                cluster.use(scheduler)
                 for load in loads:
                     qps = round(load * capacity, 1)
-                    m = measure(cluster, names, QOS_MS[set_ids], qps,
-                                args.duration_s, work)
+                    qos = PEAK_QOS_MS.get(set_ids, QOS_MS[set_ids]) \
+                        if args.peak else QOS_MS[set_ids]
+                    m = measure(cluster, names, qos, qps, args.duration_s,
+                                work)
                     rows.append({"set": "+".join(names),
-                                 "size": len(set_ids),
-                                 "qos_ms": QOS_MS[set_ids],
+                                 "size": len(set_ids), "qos_ms": qos,
                                  "scheduler": scheduler, "load_qps": qps,
                                  "load": load, **m})
                     done = len(rows)
@@ -330,7 +338,7 @@ def run_cpu(args, bin_dir, schedulers, loads):
         names = list(pair)
         cluster = Cluster(bin_dir, work, names, predictor, None, device="cpu")
         try:
-            cluster.set_policy("abacus-fcfs", "fcfs")
+            cluster.use("fcfs")
             alone = {m: solo_ms(cluster, m, work) for m in names}
             qos = 2 * max(alone.values())
             capacity = 1000 / (sum(alone.values()) / len(alone))
@@ -339,9 +347,7 @@ def run_cpu(args, bin_dir, schedulers, loads):
                   f"; QoS {qos:.1f} ms; capacity {capacity:.0f} QPS",
                   flush=True)
             for scheduler in schedulers:
-                policy = "abacus" if scheduler == "abacus" else \
-                    f"abacus-{scheduler}"
-                cluster.set_policy(policy, scheduler)
+                cluster.use(scheduler)
                 for load in loads:
                     m = measure(cluster, names, qos, load * capacity,
                                 args.duration_s, work, batch=1)

@@ -5,26 +5,16 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_proto.h"
 #include "gtest/gtest.h"
+#include "tests/overlap/additive_predictor.h"
 
 namespace tessera {
 namespace {
 
 // No overlap: a group takes the sum of its ranges; "ten" has 10 operators
 // of 1 ms, "four" 4 of 2 ms.
-class AdditivePredictor : public GroupLatencyPredictor {
+class AdditivePredictor : public testing::AdditivePredictor {
  public:
-  std::vector<double> PredictMs(
-      const std::vector<OperatorGroup>& groups) const override {
-    std::vector<double> out;
-    for (const OperatorGroup& g : groups) {
-      double ms = 0;
-      for (const GroupMember& m : g) {
-        ms += (m.end_op - m.start_op) * (m.service == 1 ? 2.0 : 1.0);
-      }
-      out.push_back(ms);
-    }
-    return out;
-  }
+  AdditivePredictor() : testing::AdditivePredictor({1.0, 2.0}) {}
 };
 
 struct RecordedMember {

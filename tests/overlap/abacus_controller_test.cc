@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "overlap/sequential_controller.h"
+#include "tests/overlap/additive_predictor.h"
 
 namespace tessera {
 namespace {
@@ -15,23 +16,10 @@ const ServiceCatalog& Catalog() {
   return *c;
 }
 
-// No overlap at all: a group takes the sum of its ranges. Counts calls.
-class AdditivePredictor : public GroupLatencyPredictor {
+// No overlap: a group takes the sum of its ranges.
+class AdditivePredictor : public testing::AdditivePredictor {
  public:
-  std::vector<double> PredictMs(
-      const std::vector<OperatorGroup>& groups) const override {
-    ++calls;
-    std::vector<double> out;
-    for (const OperatorGroup& g : groups) {
-      double ms = 0;
-      for (const GroupMember& m : g) {
-        ms += (m.end_op - m.start_op) * (m.service == 2 ? 5.0 : 1.0);
-      }
-      out.push_back(ms);
-    }
-    return out;
-  }
-  mutable int calls = 0;
+  AdditivePredictor() : testing::AdditivePredictor({1.0, 1.0, 5.0}) {}
 };
 
 OverlapQuery Query(uint64_t id, int service, double arrival_ms) {

@@ -1,6 +1,7 @@
 #include "overlap/overlap_queues.h"
 
 #include "gtest/gtest.h"
+#include "tests/overlap/additive_predictor.h"
 
 namespace tessera {
 namespace {
@@ -13,20 +14,9 @@ const ServiceCatalog& Catalog() {
 }
 
 // No overlap: a group takes the sum of its ranges.
-class AdditivePredictor : public GroupLatencyPredictor {
+class AdditivePredictor : public testing::AdditivePredictor {
  public:
-  std::vector<double> PredictMs(
-      const std::vector<OperatorGroup>& groups) const override {
-    std::vector<double> out;
-    for (const OperatorGroup& g : groups) {
-      double ms = 0;
-      for (const GroupMember& m : g) {
-        ms += (m.end_op - m.start_op) * (m.service == 1 ? 2.0 : 1.0);
-      }
-      out.push_back(ms);
-    }
-    return out;
-  }
+  AdditivePredictor() : testing::AdditivePredictor({1.0, 2.0}) {}
 };
 
 OverlapQuery Query(uint64_t id, int service, double arrival_ms, double qos) {

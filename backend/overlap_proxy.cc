@@ -30,8 +30,6 @@ class ScaledPredictor : public GroupLatencyPredictor {
   double scale_;
 };
 
-constexpr size_t kDecisionsKept = 4096;
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<OverlapProxy>> OverlapProxy::Create(
@@ -183,16 +181,10 @@ void OverlapProxy::Loop() {
   }
 }
 
-double OverlapProxy::RecordDecision(
-    std::chrono::steady_clock::time_point start) {
-  if (counters_.decision_us.size() >= kDecisionsKept) {
-    counters_.decision_us.erase(counters_.decision_us.begin());
-  }
-  const double us = std::chrono::duration<double, std::micro>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-  counters_.decision_us.push_back(us);
-  return us;
+double OverlapProxy::DecisionUs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 void OverlapProxy::Answer(const std::vector<uint64_t>& ids,
@@ -231,7 +223,7 @@ GroupDecision OverlapProxy::DecideRound(
   const bool decides = !queues_.has_pending_group();
   const auto start = std::chrono::steady_clock::now();
   GroupDecision d = queues_.NextGroup(NowMs());
-  *decision_us = decides ? RecordDecision(start) : pipelined_decision_us_;
+  *decision_us = decides ? DecisionUs(start) : pipelined_decision_us_;
   Answer(d.dropped, Missed(), answers);
   for (size_t k = 0; k < d.group.size(); ++k) {
     const GroupMember& g = d.group[k];
@@ -250,7 +242,7 @@ void OverlapProxy::Launched(const GroupDecision& d, Answers* answers) {
   const std::vector<uint64_t> dropped = queues_.Launched(d, NowMs());
   if (options_.queues.scheduler == OverlapScheduler::kAbacus &&
       options_.queues.pipeline) {
-    pipelined_decision_us_ = RecordDecision(start);
+    pipelined_decision_us_ = DecisionUs(start);
   }
   Answer(dropped, Missed(), answers);
 }

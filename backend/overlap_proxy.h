@@ -53,8 +53,6 @@ class OverlapProxy final : public Proxy {
     int64_t answered = 0;
     int64_t dropped = 0;
     int64_t groups = 0;
-    // Wall time of each controller decision (µs), the last 4096.
-    std::vector<double> decision_us;
   };
 
   // `predictor_proto` names the services its features encode, in order;
@@ -123,9 +121,8 @@ class OverlapProxy final : public Proxy {
   // Removes `ids` and queues their answer `status` (no outputs).
   void Answer(const std::vector<uint64_t>& ids, const absl::Status& status,
               Answers* answers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps the decision's time since `start` (µs) and returns it.
-  double RecordDecision(std::chrono::steady_clock::time_point start)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The decision's time since `start` (µs).
+  static double DecisionUs(std::chrono::steady_clock::time_point start);
 
   std::shared_ptr<Proxy> inner_;
   std::unique_ptr<ServiceCatalog> catalog_;

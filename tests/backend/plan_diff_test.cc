@@ -61,6 +61,15 @@ TEST(PlanDiffTest, KeepsSameProcessStartsChangedAndNewGpulets) {
   EXPECT_EQ(diff.stop_then_start, 0);
 }
 
+TEST(PlanDiffTest, AnotherSchedulerIsAnotherProcess) {
+  std::vector<ResidentGpulet> now = {Serving(Spec("g", "d0", 100, {"m"}))};
+  GpuletSpec groups = Spec("g", "d0", 100, {"m"});
+  groups.plan.set_scheduler(GPULET_SCHEDULER_ABACUS);
+  PlanDiff diff = DiffPlan(now, ById({groups}), {});
+  EXPECT_THAT(diff.keep, IsEmpty());
+  EXPECT_THAT(diff.start, ElementsAre("g"));
+}
+
 TEST(PlanDiffTest, ReplacedProxiesAreNeverKept) {
   std::vector<ResidentGpulet> now = {
       {Spec("a", "d0", 50, {"m"}), GpuletState::kReplaced, true}};

@@ -67,6 +67,37 @@ TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
   EXPECT_EQ(next.devices(1).gpulets(0).gpulet_id(), "b0/gpu1/e2.2");
 }
 
+TEST(AssignGpuletIdsTest, AnotherSchedulerGetsAFreshId) {
+  const Plan current = MakePlan(R"pb(
+    epoch: 1
+    devices {
+      backend_id: "b0"
+      device_id: "gpu0"
+      gpulets {
+        gpulet_id: "g"
+        share_percent: 100
+        models { model: "m1" }
+        scheduler: GPULET_SCHEDULER_ABACUS
+      }
+    }
+  )pb");
+  Plan next = MakePlan(R"pb(
+    epoch: 2
+    devices {
+      backend_id: "b0"
+      device_id: "gpu0"
+      gpulets {
+        gpulet_id: "p0"
+        share_percent: 100
+        models { model: "m1" }
+        scheduler: GPULET_SCHEDULER_FCFS
+      }
+    }
+  )pb");
+  EXPECT_EQ(AssignGpuletIds(current, &next), 1);
+  EXPECT_NE(next.devices(0).gpulets(0).gpulet_id(), "g");
+}
+
 TEST(AssignGpuletIdsTest, FirstPlanKeepsPolicyIdsAndFixesDuplicates) {
   Plan next = MakePlan(R"pb(
     epoch: 1

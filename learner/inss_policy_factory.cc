@@ -1,6 +1,6 @@
-// Registers the "inss" scheduling policy: InssPolicy (scheduler/, torch-free)
-// with its actor loaded by LibTorch. Binaries that offer "inss" link
-// tessera_learner_all.
+// Registers the "inss" and "inss-ni" scheduling policies: InssPolicy
+// (scheduler/, torch-free) with its actor loaded by LibTorch. Binaries that
+// offer "inss" link tessera_learner_all.
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -11,10 +11,10 @@
 namespace tessera {
 namespace {
 
-constexpr char kShippedRelative[] = "learner/checkpoints/inss_v100x4";
+constexpr char kShippedRelative[] = "learner/checkpoints/inss_v100";
 
-absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(
-    const PolicyOptions& options) {
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
+    const std::string& name, PolicyOptions options) {
   // Empty: the checkpoint shipped with the source tree, where the build
   // found it, else relative to the working directory (an installed tree
   // such as the docker image's /opt/tessera).
@@ -27,8 +27,9 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(
   if (!actor.ok()) return actor.status();
   std::unique_ptr<SchedulingPolicy> fallback;
   if (!options.inss_fallback.empty()) {
-    if (options.inss_fallback == "inss") {
-      return absl::InvalidArgumentError("inss cannot fall back to itself");
+    if (options.inss_fallback == "inss" || options.inss_fallback == "inss-ni") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " cannot fall back to ", options.inss_fallback));
     }
     auto f = PolicyRegistry::Create(options.inss_fallback, options);
     if (!f.ok()) {
@@ -38,12 +39,25 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(
     }
     fallback = std::move(*f);
   }
+  // inss-ni: BDA without the interference term (the fallback keeps it).
+  if (name == "inss-ni") options.interference = nullptr;
   return std::unique_ptr<SchedulingPolicy>(
-      new InssPolicy(options, *actor, std::move(fallback)));
+      new InssPolicy(name, std::move(options), *actor, std::move(fallback)));
+}
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(
+    const PolicyOptions& options) {
+  return Create("inss", options);
+}
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInssNi(
+    const PolicyOptions& options) {
+  return Create("inss-ni", options);
 }
 
 }  // namespace
 
 REGISTER_SCHEDULING_POLICY("inss", CreateInss);
+REGISTER_SCHEDULING_POLICY("inss-ni", CreateInssNi);
 
 }  // namespace tessera

@@ -1,28 +1,35 @@
 #include "learner/inss_trainer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
 
 namespace tessera {
 namespace {
 
-void ProgressBar(std::FILE* out, int done, int total, double seconds,
+// `done` of this run's `total` episodes; the ETA from this run's pace
+// (`seconds` in all, `earlier` of them before this run).
+void ProgressBar(std::FILE* out, int done, int total, int episode, int episodes,
+                 double seconds, double earlier,
                  const InssEpisodeRecord& last_eval) {
   if (out == nullptr) return;
   constexpr int kWidth = 30;
-  const int filled = total > 0 ? kWidth * done / total : kWidth;
-  const double eta = done > 0 ? seconds * (total - done) / done : 0;
+  const int filled = episodes > 0 ? kWidth * episode / episodes : kWidth;
+  const double pace = done > 0 ? (seconds - earlier) / done : 0;
+  const double eta = pace * (total - done);
   std::fprintf(out,
                "\r[%s%s] episode %d/%d  eval reward %.2f  viol %.2f%%  "
                "%.0fs, eta %.0fs   ",
                std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, ' ').c_str(), done, total,
+               std::string(kWidth - filled, ' ').c_str(), episode, episodes,
                last_eval.mean_reward, last_eval.violation_pct, seconds, eta);
   std::fflush(out);
 }
@@ -31,12 +38,13 @@ void ProgressBar(std::FILE* out, int done, int total, double seconds,
 
 namespace {
 
-// Runs `episodes` deterministic episodes with `act` choosing the actions.
+// Runs `episodes` deterministic episodes of a copy of `like` seeded with
+// `seed`, `act` choosing the actions.
 template <typename Act>
-InssEpisodeRecord RunEvaluation(const InssCluster& cluster,
-                                const InssEnvironmentOptions& env_options,
-                                int episodes, uint64_t seed, Act act) {
-  InssEnvironment env(cluster, env_options, seed);
+InssEpisodeRecord RunEvaluation(const InssEnvironment& like, int episodes,
+                                uint64_t seed, Act act) {
+  InssEnvironment env = like;
+  env.Reseed(seed);
   InssEpisodeRecord r;
   r.evaluation = true;
   int steps = 0;
@@ -44,7 +52,7 @@ InssEpisodeRecord RunEvaluation(const InssCluster& cluster,
   for (int e = 0; e < episodes; ++e) {
     std::vector<float> state = env.Reset();
     for (bool done = false; !done;) {
-      const InssEnvironment::Step step = env.Apply(act(state));
+      const InssEnvironment::Step step = env.Apply(act(env, state));
       r.mean_reward += step.reward;
       r.mean_capacity += step.capacity_sum;
       violation += step.violation_fraction;
@@ -63,34 +71,36 @@ InssEpisodeRecord RunEvaluation(const InssCluster& cluster,
 
 }  // namespace
 
-InssEpisodeRecord InssTrainer::Evaluate(
-    const InssCluster& cluster, const InssEnvironmentOptions& env_options,
-    SacDiscreteAgent* agent, int episodes, uint64_t seed) {
-  return RunEvaluation(cluster, env_options, episodes, seed,
-                       [&](const std::vector<float>& state) {
-                         return agent->Act(state, /*sample=*/false);
-                       });
+InssEpisodeRecord InssTrainer::Evaluate(const InssEnvironment& like,
+                                        SacDiscreteAgent* agent, int episodes,
+                                        uint64_t seed) {
+  return RunEvaluation(
+      like, episodes, seed,
+      [&](const InssEnvironment&, const std::vector<float>& state) {
+        return agent->Act(state, /*sample=*/false);
+      });
 }
 
 absl::StatusOr<InssEpisodeRecord> InssTrainer::Evaluate(
-    const InssCluster& cluster, const InssEnvironmentOptions& env_options,
-    const InssActor& actor, int episodes, uint64_t seed) {
-  const int n = actor.info().models_size();
-  const int k = actor.info().gpus();
+    const InssEnvironment& like, const InssActor& actor, int episodes,
+    uint64_t seed) {
+  const int n = actor.info().max_models();
+  const int heads = actor.info().gpus();
   const int u = actor.info().share_units();
   absl::Status error;
   InssEpisodeRecord r = RunEvaluation(
-      cluster, env_options, episodes, seed,
-      [&](const std::vector<float>& state) {
+      like, episodes, seed,
+      [&](const InssEnvironment& env, const std::vector<float>& state) {
         std::vector<int> action(2 * n, 0);
         auto probs = actor.Probabilities(state);
         if (!probs.ok()) {
           error = probs.status();
           return action;
         }
+        const int k = env.cluster().gpus();
         for (int i = 0; i < n; ++i) {
-          const float* g = probs->data() + i * k;
-          const float* l = probs->data() + n * k + i * u;
+          const float* g = probs->data() + i * heads;
+          const float* l = probs->data() + n * heads + i * u;
           action[i] = static_cast<int>(std::max_element(g, g + k) - g);
           action[n + i] = static_cast<int>(std::max_element(l, l + u) - l);
         }
@@ -104,37 +114,87 @@ absl::Status InssTrainer::Save(const std::string& stem, int episodes,
                                double eval_reward) const {
   InssCheckpointInfo info = info_;
   info.set_episodes_trained(episodes);
+  info.set_steps_trained(state_.steps());
   info.set_final_eval_reward(eval_reward);
   if (auto s = agent_->SaveActor(stem + ".pt"); !s.ok()) return s;
   return WriteTextProto(stem + ".pbtxt", info);
 }
 
+absl::Status InssTrainer::SaveResume() const {
+  const std::string stem = options_.out_stem + "-resume";
+  // The agent first: a state file never names a missing agent file.
+  RETURN_IF_ERROR(agent_->SaveTraining(stem + ".pt.tmp"));
+  std::filesystem::rename(stem + ".pt.tmp", stem + ".pt");
+  InssTrainingState state = state_;
+  state.set_environment_rng(env_->RngState());
+  return WriteTextProto(stem + ".pbtxt", state);
+}
+
+absl::Status InssTrainer::LoadResume() {
+  const std::string stem = options_.out_stem + "-resume";
+  RETURN_IF_ERROR(ReadTextProto(stem + ".pbtxt", &state_));
+  RETURN_IF_ERROR(agent_->LoadTraining(stem + ".pt"));
+  return env_->SetRngState(state_.environment_rng());
+}
+
+bool InssTrainer::Plateaued() const {
+  const int n = state_.eval_rewards_size();
+  const int window = options_.plateau_evals;
+  if (window <= 0 || n <= window) return false;
+  double before = -std::numeric_limits<double>::infinity();
+  double recent = before;
+  for (int i = 0; i < n; ++i) {
+    double& best = i < n - window ? before : recent;
+    best = std::max(best, state_.eval_rewards(i));
+  }
+  return recent <= before + options_.plateau_tolerance * std::abs(before);
+}
+
 absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
+  if (options_.resume) {
+    if (options_.out_stem.empty()) {
+      return absl::InvalidArgumentError("resuming needs the checkpoint stem");
+    }
+    RETURN_IF_ERROR(LoadResume());
+  } else {
+    state_ = InssTrainingState();
+    state_.set_best_eval_reward(-std::numeric_limits<double>::infinity());
+  }
   std::ofstream csv;
   if (!options_.csv_path.empty()) {
-    csv.open(options_.csv_path);
+    const bool append = options_.resume && state_.episode() > 0;
+    csv.open(options_.csv_path, append ? std::ios::app : std::ios::trunc);
     if (!csv) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot write ", options_.csv_path));
     }
-    csv << "episode,evaluation,mean_reward,violation_pct,mean_capacity,"
-           "temperature,entropy,q_loss,seconds\n";
+    if (!append) {
+      csv << "episode,evaluation,mean_reward,violation_pct,mean_capacity,"
+             "temperature,entropy,q_loss,seconds\n";
+    }
   }
   std::vector<InssEpisodeRecord> records;
-  const absl::Time start = absl::Now();
+  const double earlier = state_.seconds();
+  const absl::Time start = absl::Now() - absl::Seconds(earlier);
   InssEpisodeRecord last_eval;
-  double best_reward = -std::numeric_limits<double>::infinity();
+  if (state_.eval_rewards_size() > 0) {
+    last_eval.mean_reward = state_.eval_rewards(state_.eval_rewards_size() - 1);
+  }
   SacDiscreteAgent::UpdateStats stats;
-  for (int episode = 1; episode <= options_.episodes; ++episode) {
+  const int first = state_.episode() + 1;
+  int episode = first;
+  for (; episode <= options_.episodes && !Plateaued(); ++episode) {
     InssEpisodeRecord r;
     if (options_.eval_every > 0 && episode % options_.eval_every == 0) {
-      r = Evaluate(env_->cluster(), env_->options(), agent_,
-                   options_.eval_episodes, options_.eval_seed);
+      r = Evaluate(*env_, agent_, options_.eval_episodes, options_.eval_seed);
       last_eval = r;
-      if (!options_.out_stem.empty() && r.mean_reward > best_reward) {
-        best_reward = r.mean_reward;
-        auto s = Save(options_.out_stem + "-best", episode, r.mean_reward);
-        if (!s.ok()) return s;
+      state_.add_eval_rewards(r.mean_reward);
+      if (r.mean_reward > state_.best_eval_reward()) {
+        state_.set_best_eval_reward(r.mean_reward);
+        if (!options_.out_stem.empty()) {
+          RETURN_IF_ERROR(
+              Save(options_.out_stem + "-best", episode, r.mean_reward));
+        }
       }
     } else {
       std::vector<float> state = env_->Reset();
@@ -156,6 +216,7 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
         state = step.state;
         done = step.done;
       }
+      state_.set_steps(state_.steps() + steps);
       r.mean_reward /= steps;
       r.mean_capacity /= steps;
       r.violation_pct /= steps;
@@ -165,6 +226,8 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
     r.temperature = stats.mean_temperature;
     r.entropy = stats.mean_entropy;
     r.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    state_.set_episode(episode);
+    state_.set_seconds(r.seconds);
     records.push_back(r);
     if (csv.is_open()) {
       csv << absl::StrFormat("%d,%d,%.6f,%.4f,%.6f,%.6f,%.6f,%.6f,%.2f\n",
@@ -173,19 +236,28 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
                              r.entropy, r.q_loss, r.seconds);
       csv.flush();
     }
-    ProgressBar(options_.progress, episode, options_.episodes, r.seconds,
-                last_eval);
+    ProgressBar(options_.progress, episode - first + 1,
+                options_.episodes - first + 1, episode, options_.episodes,
+                r.seconds, earlier, last_eval);
     if (!options_.out_stem.empty() && options_.checkpoint_every > 0 &&
         episode % options_.checkpoint_every == 0) {
-      auto s = Save(absl::StrCat(options_.out_stem, "-e", episode), episode,
-                    last_eval.mean_reward);
-      if (!s.ok()) return s;
+      RETURN_IF_ERROR(Save(absl::StrCat(options_.out_stem, "-e", episode),
+                           episode, last_eval.mean_reward));
+    }
+    if (!options_.out_stem.empty() && options_.resume_every > 0 &&
+        episode % options_.resume_every == 0) {
+      RETURN_IF_ERROR(SaveResume());
     }
   }
-  if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
+  if (options_.progress != nullptr) {
+    std::fprintf(options_.progress, "\n%s\n",
+                 Plateaued() ? "stopped: the evaluations reached a plateau"
+                             : "stopped: the episode budget is spent");
+  }
   if (!options_.out_stem.empty()) {
-    auto s = Save(options_.out_stem, options_.episodes, last_eval.mean_reward);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(
+        Save(options_.out_stem, state_.episode(), last_eval.mean_reward));
+    RETURN_IF_ERROR(SaveResume());
   }
   return records;
 }

@@ -23,6 +23,13 @@ namespace tessera {
 // ("<stem>"), and the actor of the best evaluation so far
 // ("<stem>-best", as InSS's code keeps the actors that meet the SLO:
 // SAC's evaluations rise and fall), each with its InssCheckpointInfo.
+// Every `resume_every` episodes (and at the end) it also writes the whole
+// training state ("<stem>-resume.pt" and ".pbtxt"), from which a later
+// run with `resume` goes on: same replay, optimisers, generators and
+// episode count, the CSV appended to.
+// Plateau criterion (`plateau_evals` > 0): training stops early when the
+// best evaluation of the last `plateau_evals` evaluations is not above
+// the best before them by more than `plateau_tolerance` x |that best|.
 struct InssTrainerOptions {
   int episodes = 1500;
   int eval_every = 4;
@@ -39,6 +46,10 @@ struct InssTrainerOptions {
   double reward_scale = 1;
   // Progress bar on this stream (null: quiet).
   std::FILE* progress = nullptr;
+  int resume_every = 25;
+  bool resume = false;
+  int plateau_evals = 0;
+  double plateau_tolerance = 0.01;
 };
 
 struct InssEpisodeRecord {
@@ -64,18 +75,23 @@ class InssTrainer {
         info_(std::move(info)),
         options_(std::move(options)) {}
 
+  // The episodes run by this call (a resumed run: those after the
+  // saved episode).
   absl::StatusOr<std::vector<InssEpisodeRecord>> Run();
+  // Where the run stands (after Run: where it stopped).
+  const InssTrainingState& state() const { return state_; }
 
   // Mean per-step reward and violation % of the deterministic policy over
-  // `episodes` episodes of a separate environment seeded with `seed`.
-  static InssEpisodeRecord Evaluate(const InssCluster& cluster,
-                                    const InssEnvironmentOptions& env_options,
+  // `episodes` episodes of a copy of `like` seeded with `seed`.
+  static InssEpisodeRecord Evaluate(const InssEnvironment& like,
                                     SacDiscreteAgent* agent, int episodes,
                                     uint64_t seed);
-  // The same for a loaded actor (argmax of every head).
-  static absl::StatusOr<InssEpisodeRecord> Evaluate(
-      const InssCluster& cluster, const InssEnvironmentOptions& env_options,
-      const InssActor& actor, int episodes, uint64_t seed);
+  // The same for a loaded actor (argmax of every head, devices the
+  // cluster lacks never picked).
+  static absl::StatusOr<InssEpisodeRecord> Evaluate(const InssEnvironment& like,
+                                                    const InssActor& actor,
+                                                    int episodes,
+                                                    uint64_t seed);
 
   absl::Status Save(const std::string& stem, int episodes,
                     double eval_reward) const;
@@ -83,8 +99,13 @@ class InssTrainer {
  private:
   InssEnvironment* env_;
   SacDiscreteAgent* agent_;
+  absl::Status SaveResume() const;
+  absl::Status LoadResume();
+  bool Plateaued() const;
+
   InssCheckpointInfo info_;
   InssTrainerOptions options_;
+  InssTrainingState state_;
 };
 
 }  // namespace tessera

@@ -19,12 +19,28 @@ torch::nn::Sequential Mlp(const SacOptions& o) {
       torch::nn::Linear(o.hidden2_size, outputs));
 }
 
-// A [B, I (K + U)] output split into the device heads [B, I, K] and the
-// share heads [B, I, U].
+// [B, K]: whether each device exists in each state.
+torch::Tensor DevicesPresent(const torch::Tensor& state, const SacOptions& o) {
+  if (o.device_offset < 0) {
+    return torch::ones({state.size(0), o.gpus}, torch::kBool);
+  }
+  return state.narrow(1, o.device_offset, o.gpus * o.device_stride)
+             .reshape({state.size(0), o.gpus, o.device_stride})
+             .select(2, 0) > 0.5;
+}
+
+// A [B, I (K + U)] output of `state` split into the device heads
+// [B, I, K], devices the state lacks masked, and the share heads
+// [B, I, U].
 std::pair<torch::Tensor, torch::Tensor> Split(const torch::Tensor& out,
+                                              const torch::Tensor& state,
                                               const SacOptions& o) {
   const int64_t b = out.size(0);
   auto gpu = out.narrow(1, 0, o.slots * o.gpus).reshape({b, o.slots, o.gpus});
+  if (o.device_offset >= 0) {
+    gpu = gpu.masked_fill(DevicesPresent(state, o).logical_not().unsqueeze(1),
+                          -1e9);
+  }
   auto level = out.narrow(1, o.slots * o.gpus, o.slots * o.levels)
                    .reshape({b, o.slots, o.levels});
   return {gpu, level};
@@ -33,7 +49,9 @@ std::pair<torch::Tensor, torch::Tensor> Split(const torch::Tensor& out,
 absl::Status Validate(const SacOptions& o) {
   if (o.state_size <= 0 || o.slots <= 0 || o.gpus <= 0 || o.levels <= 0 ||
       o.hidden1_size <= 0 || o.hidden2_size <= 0 || o.minibatch_size <= 0 ||
-      o.replay_size < o.minibatch_size) {
+      o.replay_size < o.minibatch_size ||
+      (o.device_offset >= 0 &&
+       o.device_offset + o.gpus * o.device_stride > o.state_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "SAC options need positive sizes and replay >= minibatch (state ",
         o.state_size, ", slots ", o.slots, ", gpus ", o.gpus, ", levels ",
@@ -157,7 +175,8 @@ std::vector<float> SacDiscreteAgent::Probabilities(
     const std::vector<float>& state) const {
   torch::InferenceMode guard;
   const SacOptions& o = impl_->o;
-  auto [gpu, level] = Split(impl_->actor->forward(impl_->State(state)), o);
+  const torch::Tensor x = impl_->State(state);
+  auto [gpu, level] = Split(impl_->actor->forward(x), x, o);
   auto probs = torch::cat({torch::softmax(gpu, -1).reshape({-1}),
                            torch::softmax(level, -1).reshape({-1})})
                    .contiguous();
@@ -169,7 +188,8 @@ std::vector<int> SacDiscreteAgent::Act(const std::vector<float>& state,
                                        bool sample) {
   torch::NoGradGuard no_grad;
   const SacOptions& o = impl_->o;
-  auto [gpu, level] = Split(impl_->actor->forward(impl_->State(state)), o);
+  const torch::Tensor x = impl_->State(state);
+  auto [gpu, level] = Split(impl_->actor->forward(x), x, o);
   auto pick = [&](const torch::Tensor& logits) {
     auto p = torch::softmax(logits[0], -1);  // [I, n]
     return sample ? torch::multinomial(p, 1).reshape({-1})
@@ -216,9 +236,9 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   torch::Tensor y_gpu, y_level;
   {
     torch::NoGradGuard no_grad;
-    auto [lg, ll] = Split(m.actor->forward(s2), o);
-    auto [q1g, q1l] = Split(m.q1_target->forward(s2), o);
-    auto [q2g, q2l] = Split(m.q2_target->forward(s2), o);
+    auto [lg, ll] = Split(m.actor->forward(s2), s2, o);
+    auto [q1g, q1l] = Split(m.q1_target->forward(s2), s2, o);
+    auto [q2g, q2l] = Split(m.q2_target->forward(s2), s2, o);
     auto value = [](const torch::Tensor& logits, const torch::Tensor& qa,
                     const torch::Tensor& qb, const torch::Tensor& t) {
       auto logp = torch::log_softmax(logits, -1);
@@ -227,8 +247,8 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
     y_gpu = r + o.discount * value(lg, q1g, q2g, t_gpu);
     y_level = r + o.discount * value(ll, q1l, q2l, t_level);
   }
-  auto [q1g, q1l] = Split(m.q1->forward(s), o);
-  auto [q2g, q2l] = Split(m.q2->forward(s), o);
+  auto [q1g, q1l] = Split(m.q1->forward(s), s, o);
+  auto [q2g, q2l] = Split(m.q2->forward(s), s, o);
   auto td = [](const torch::Tensor& q, const torch::Tensor& act,
                const torch::Tensor& y) {
     return 0.5 * (q.gather(2, act).squeeze(2) - y).pow(2).mean();
@@ -240,12 +260,12 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   m.q_opt->step();
 
   // Actor: pi^T (tau log pi - min Q), per head.
-  auto [lg, ll] = Split(m.actor->forward(s), o);
+  auto [lg, ll] = Split(m.actor->forward(s), s, o);
   torch::Tensor min_g, min_l;
   {
     torch::NoGradGuard no_grad;
-    auto [a1g, a1l] = Split(m.q1->forward(s), o);
-    auto [a2g, a2l] = Split(m.q2->forward(s), o);
+    auto [a1g, a1l] = Split(m.q1->forward(s), s, o);
+    auto [a2g, a2l] = Split(m.q2->forward(s), s, o);
     min_g = torch::min(a1g, a2g);
     min_l = torch::min(a1l, a2l);
   }
@@ -259,12 +279,18 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   policy_loss.backward();
   m.actor_opt->step();
 
-  // Temperatures: J = log tau (H - target), per head.
-  auto entropy = torch::cat({-(p_g * logp_g).sum(-1).mean(0),
-                             -(p_l * logp_l).sum(-1).mean(0)})
-                     .detach();  // [2I]
-  auto temperature_loss =
-      (m.log_temperature * (entropy - m.target_entropy)).mean();
+  // Temperatures: J = log tau (H - target), per head; a device head's
+  // target is the ratio times log(devices the state has).
+  auto entropy_g = -(p_g * logp_g).sum(-1);  // [B, I]
+  auto entropy_l = -(p_l * logp_l).sum(-1);
+  auto devices = DevicesPresent(s, o).sum(1).to(torch::kFloat);  // [B]
+  auto target_g = o.target_entropy_ratio * devices.log().unsqueeze(1);
+  auto entropy = torch::cat({entropy_g.mean(0), entropy_l.mean(0)}).detach();
+  auto gap = torch::cat({(entropy_g - target_g).mean(0),
+                         entropy_l.mean(0) -
+                             m.target_entropy.narrow(0, o.slots, o.slots)})
+                 .detach();  // [2I]
+  auto temperature_loss = (m.log_temperature * gap).mean();
   m.temperature_opt->zero_grad();
   temperature_loss.backward();
   m.temperature_opt->step();
@@ -287,6 +313,135 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   stats.mean_temperature = m.log_temperature.exp().mean().item<double>();
   stats.mean_entropy = entropy.mean().item<double>();
   return stats;
+}
+
+namespace {
+
+void WriteModule(torch::serialize::OutputArchive& archive,
+                 const std::string& key, const torch::nn::Sequential& m) {
+  torch::serialize::OutputArchive sub;
+  m->save(sub);
+  archive.write(key, sub);
+}
+
+void ReadModule(torch::serialize::InputArchive& archive, const std::string& key,
+                torch::nn::Sequential& m) {
+  torch::serialize::InputArchive sub;
+  archive.read(key, sub);
+  m->load(sub);
+}
+
+template <typename Optimizer>
+void WriteOptimizer(torch::serialize::OutputArchive& archive,
+                    const std::string& key, const Optimizer& opt) {
+  torch::serialize::OutputArchive sub;
+  opt.save(sub);
+  archive.write(key, sub);
+}
+
+template <typename Optimizer>
+void ReadOptimizer(torch::serialize::InputArchive& archive,
+                   const std::string& key, Optimizer& opt) {
+  torch::serialize::InputArchive sub;
+  archive.read(key, sub);
+  opt.load(sub);
+}
+
+}  // namespace
+
+absl::Status SacDiscreteAgent::SaveTraining(const std::string& path) const {
+  const Impl& m = *impl_;
+  if (!m.q1) {
+    return absl::FailedPreconditionError(
+        "an actor loaded for planning has no training state");
+  }
+  try {
+    torch::serialize::OutputArchive archive;
+    WriteModule(archive, "actor", m.actor);
+    WriteModule(archive, "q1", m.q1);
+    WriteModule(archive, "q2", m.q2);
+    WriteModule(archive, "q1_target", m.q1_target);
+    WriteModule(archive, "q2_target", m.q2_target);
+    archive.write("log_temperature", m.log_temperature, /*is_buffer=*/true);
+    WriteOptimizer(archive, "actor_opt", *m.actor_opt);
+    WriteOptimizer(archive, "q_opt", *m.q_opt);
+    WriteOptimizer(archive, "temperature_opt", *m.temperature_opt);
+    archive.write("states", m.states, true);
+    archive.write("next_states", m.next_states, true);
+    archive.write("actions", m.actions, true);
+    archive.write("rewards", m.rewards, true);
+    archive.write("ring",
+                  torch::tensor({static_cast<int64_t>(m.count),
+                                 static_cast<int64_t>(m.next)}),
+                  true);
+    archive.write("torch_rng", at::detail::getDefaultCPUGenerator().get_state(),
+                  true);
+    archive.save_to(path);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(
+        "cannot write the InSS training state to '", path, "': ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SacDiscreteAgent::LoadTraining(const std::string& path) {
+  Impl& m = *impl_;
+  if (!m.q1) {
+    return absl::FailedPreconditionError(
+        "an actor loaded for planning cannot resume training");
+  }
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    ReadModule(archive, "actor", m.actor);
+    ReadModule(archive, "q1", m.q1);
+    ReadModule(archive, "q2", m.q2);
+    ReadModule(archive, "q1_target", m.q1_target);
+    ReadModule(archive, "q2_target", m.q2_target);
+    torch::Tensor t;
+    archive.read("log_temperature", t, true);
+    {
+      torch::NoGradGuard no_grad;
+      m.log_temperature.copy_(t);
+    }
+    ReadOptimizer(archive, "actor_opt", *m.actor_opt);
+    ReadOptimizer(archive, "q_opt", *m.q_opt);
+    ReadOptimizer(archive, "temperature_opt", *m.temperature_opt);
+    torch::Tensor states, next_states, actions, rewards, ring, rng;
+    archive.read("states", states, true);
+    archive.read("next_states", next_states, true);
+    archive.read("actions", actions, true);
+    archive.read("rewards", rewards, true);
+    archive.read("ring", ring, true);
+    archive.read("torch_rng", rng, true);
+    if (states.sizes() != m.states.sizes() ||
+        actions.sizes() != m.actions.sizes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "' holds a replay of another shape (",
+                       states.size(0), " x ", states.size(1), "; this agent ",
+                       m.states.size(0), " x ", m.states.size(1), ")"));
+    }
+    m.states = states;
+    m.next_states = next_states;
+    m.actions = actions;
+    m.rewards = rewards;
+    m.count = static_cast<int>(ring[0].item<int64_t>());
+    m.next = static_cast<int>(ring[1].item<int64_t>());
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(rng);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume InSS training from '", path, "': ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+int SacDiscreteAgent::replay_count() const { return impl_->count; }
+
+std::vector<float> SacDiscreteAgent::ReplayState(int index) const {
+  auto row = impl_->states[index].contiguous();
+  return std::vector<float>(row.data_ptr<float>(),
+                            row.data_ptr<float>() + row.numel());
 }
 
 absl::Status SacDiscreteAgent::SaveActor(const std::string& path) const {

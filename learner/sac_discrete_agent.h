@@ -30,6 +30,12 @@ struct SacOptions {
   double target_smoothing = 0.01;  // kappa
   double initial_temperature = 1.0;
   double target_entropy_ratio = 0.98;
+  // Where the state says which devices exist: device g exists when
+  // state[device_offset + g * device_stride] > 0.5; its head's option is
+  // masked otherwise, and the device heads' target entropy is the ratio
+  // times log(devices that exist), per state. -1: every device exists.
+  int device_offset = -1;
+  int device_stride = 1;
   int replay_size = 10000;
   int minibatch_size = 100;
   uint64_t seed = 1;
@@ -77,6 +83,15 @@ class SacDiscreteAgent {
   std::optional<UpdateStats> Update();
 
   absl::Status SaveActor(const std::string& path) const;
+  // Everything training needs to go on where it stopped: the networks,
+  // targets, temperatures, optimiser states, the replay ring and torch's
+  // random generator. LoadTraining restores them into an agent created
+  // with the same options (INVALID_ARGUMENT naming the file otherwise).
+  absl::Status SaveTraining(const std::string& path) const;
+  absl::Status LoadTraining(const std::string& path);
+  // Transitions in the replay and the one at `index` (tests).
+  int replay_count() const;
+  std::vector<float> ReplayState(int index) const;
 
  private:
   struct Impl;

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/text_proto.h"
+#include "scheduler/inss_environment.h"
 
 namespace tessera {
 
@@ -18,8 +19,10 @@ std::string TorchInssActor::Stem(const std::string& path) {
 SacOptions TorchInssActor::NetworkOptions(const InssCheckpointInfo& info) {
   SacOptions o;
   o.state_size = info.state_size();
-  o.slots = info.models_size();
+  o.slots = info.max_models();
   o.gpus = info.gpus();
+  o.device_offset = InssEnvironment::kSlotFeatures * info.max_models();
+  o.device_stride = InssEnvironment::kDeviceFeatures;
   o.levels = info.share_units();
   o.hidden1_size = info.hidden1_size();
   o.hidden2_size = info.hidden2_size();
@@ -34,11 +37,12 @@ absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Load(
     return absl::Status(s.code(),
                         absl::StrCat("InSS checkpoint info: ", s.message()));
   }
-  const int expected = 6 * info.models_size() + info.gpus();
+  const int expected =
+      InssEnvironment::StateSize(info.max_models(), info.gpus());
   if (info.state_size() != expected) {
     return absl::InvalidArgumentError(
         absl::StrCat(stem, ".pbtxt: state_size ", info.state_size(), " but ",
-                     info.models_size(), " models and ", info.gpus(),
+                     info.max_models(), " model slots and ", info.gpus(),
                      " gpus make ", expected));
   }
   auto agent = SacDiscreteAgent::LoadActor(NetworkOptions(info), stem + ".pt");

@@ -13,10 +13,17 @@
 
 namespace tessera {
 
-// One model slot of InSS's state and action (the checkpoint's order).
+// One model slot of InSS's state and action. A padding slot has no name
+// and no latency model.
 struct InssModelSlot {
   std::string name;
   const LatencyModel* latency = nullptr;
+  // What the actor sees of the model beside its rate and SLO (so that one
+  // actor serves any instances of the models it was trained on):
+  // L(8, 100 %) / (8 L(1, 100 %)), how much batching gains, and
+  // L(1, 50 %) / L(1, 100 %), how much a half share slows it.
+  double batch8_ratio = 1;
+  double half_share_ratio = 1;
   // Planning headroom on every latency (PolicyOptions::latency_headroom).
   double latency_scale = 1;
   double slo_ms = 0;
@@ -39,19 +46,28 @@ struct InssModelSlot {
 // training environment copies it and changes the SLOs per episode.
 class InssCluster {
  public:
-  // Slots in `info.models` order; every model of the snapshot with
-  // traffic must be one of them and the devices must be `info.gpus`
-  // devices of `info.profile_key` (FAILED_PRECONDITION naming the
-  // mismatch otherwise). Slots the snapshot lacks or that have no
-  // traffic get rate 0 in rates_rps() and are not planned.
+  // The snapshot's models with traffic, in name order, then padding up to
+  // `info.max_models` slots; its devices, 1 to `info.gpus` of
+  // `info.profile_key`. A snapshot beyond what the checkpoint covers (more
+  // models with traffic or devices, another device kind, a model that is
+  // no instance of `info.models`) is FAILED_PRECONDITION naming the
+  // limit.
   static absl::StatusOr<InssCluster> FromSnapshot(
       const ClusterSnapshot& snapshot, const PolicyOptions& options,
       const InssCheckpointInfo& info);
+  // An info covering exactly `snapshot` (its models with traffic, its
+  // devices, 10 % units): for the placements that plan with BDA but no
+  // actor (inss-rr, bda-gpulet, the random placements of the studies).
+  static InssCheckpointInfo CoveringInfo(const ClusterSnapshot& snapshot);
+  // "alexnet" for "alexnet/2".
+  static std::string BaseModel(const std::string& name);
 
   const std::vector<InssModelSlot>& slots() const { return slots_; }
   std::vector<InssModelSlot>& mutable_slots() { return slots_; }
+  // Devices of this cluster (K) and the most the actor covers.
   int gpus() const { return static_cast<int>(devices_.size()); }
-  const std::vector<const DeviceSnapshot*>& devices() const { return devices_; }
+  int max_gpus() const { return max_gpus_; }
+  const std::vector<DeviceSnapshot>& devices() const { return devices_; }
   // 0: unlimited.
   int64_t gpu_memory_bytes() const { return gpu_memory_bytes_; }
   double share_unit_percent() const { return share_unit_percent_; }
@@ -69,7 +85,8 @@ class InssCluster {
  private:
   std::shared_ptr<const std::map<std::string, LatencyModel>> models_;
   std::vector<InssModelSlot> slots_;
-  std::vector<const DeviceSnapshot*> devices_;
+  std::vector<DeviceSnapshot> devices_;
+  int max_gpus_ = 0;
   int64_t gpu_memory_bytes_ = 0;
   double share_unit_percent_ = 10;
   int share_units_ = 10;

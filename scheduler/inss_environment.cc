@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "absl/base/internal/raw_logging.h"
 #include "perfmodel/inss_model.h"
@@ -12,9 +13,17 @@ namespace tessera {
 InssEnvironment::InssEnvironment(InssCluster cluster,
                                  InssEnvironmentOptions options, uint64_t seed)
     : cluster_(std::move(cluster)), options_(std::move(options)), rng_(seed) {
+  bool any = false;
   for (const InssModelSlot& s : cluster_.slots()) {
-    ABSL_RAW_CHECK(s.latency != nullptr, "every slot needs a latency model");
+    any = any || s.latency != nullptr;
   }
+  ABSL_RAW_CHECK(any, "an InSS environment needs a model");
+}
+
+InssEnvironment::InssEnvironment(const InssWorkloadSampler* sampler,
+                                 InssEnvironmentOptions options, uint64_t seed)
+    : sampler_(sampler), options_(std::move(options)), rng_(seed) {
+  cluster_ = sampler_->Sample(rng_);
 }
 
 std::vector<float> InssEnvironment::EncodeState(
@@ -22,6 +31,8 @@ std::vector<float> InssEnvironment::EncodeState(
     const std::vector<double>& backlog, const InssProvisioning& current) {
   const int n = static_cast<int>(cluster.slots().size());
   const int k = cluster.gpus();
+  const int max_gpus = cluster.max_gpus();
+  const double memory = static_cast<double>(cluster.gpu_memory_bytes());
   std::vector<float> s;
   s.reserve(StateSize(cluster));
   std::vector<int64_t> used(k, 0);
@@ -34,13 +45,16 @@ std::vector<float> InssEnvironment::EncodeState(
     s.push_back(present ? backlog[i] / slot.reference_rps : 0.f);
     s.push_back(present ? slot.slo_ms / (10 * slot.base_latency_ms) : 0.f);
     s.push_back(placed ? current.share_percent[i] / 100 : 0.f);
-    s.push_back(placed ? (current.gpu[i] + 1.f) / k : 0.f);
+    s.push_back(placed ? (current.gpu[i] + 1.f) / max_gpus : 0.f);
+    s.push_back(present ? std::log10(slot.base_latency_ms) / 2 : 0.f);
+    s.push_back(present ? slot.batch8_ratio : 0.f);
+    s.push_back(present ? slot.half_share_ratio / 2 : 0.f);
+    s.push_back(present && memory > 0 ? slot.memory_bytes / memory : 0.f);
     if (placed) used[current.gpu[i]] += slot.memory_bytes;
   }
-  for (int g = 0; g < k; ++g) {
-    s.push_back(cluster.gpu_memory_bytes() > 0
-                    ? static_cast<double>(used[g]) / cluster.gpu_memory_bytes()
-                    : 0.f);
+  for (int g = 0; g < max_gpus; ++g) {
+    s.push_back(g < k ? 1.f : 0.f);
+    s.push_back(g < k && memory > 0 ? used[g] / memory : 0.f);
   }
   return s;
 }
@@ -70,6 +84,24 @@ double InssEnvironment::SoloCapacityRps(const InssCluster& cluster, int slot) {
   return lo;
 }
 
+std::string InssEnvironment::RngState() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+absl::Status InssEnvironment::SetRngState(const std::string& state) {
+  std::istringstream in(state);
+  std::mt19937_64 rng;
+  in >> rng;
+  if (in.fail()) {
+    return absl::InvalidArgumentError(
+        "the InSS environment's random state does not parse");
+  }
+  rng_ = rng;
+  return absl::OkStatus();
+}
+
 std::vector<float> InssEnvironment::Reset() {
   const int n = slots();
   t_ = 0;
@@ -80,13 +112,22 @@ std::vector<float> InssEnvironment::Reset() {
           ? 0
           : options_.slo_factors[std::uniform_int_distribution<size_t>(
                 0, options_.slo_factors.size() - 1)(rng_)];
-  std::vector<bool> present(n);
-  bool any = false;
+  if (sampler_ != nullptr) cluster_ = sampler_->Sample(rng_);
+  std::vector<int> modelled;
   for (int i = 0; i < n; ++i) {
-    present[i] = unit(rng_) < options_.presence_probability;
+    if (cluster_.slots()[i].latency != nullptr) modelled.push_back(i);
+  }
+  std::vector<bool> present(n, false);
+  bool any = false;
+  for (int i : modelled) {
+    present[i] =
+        sampler_ != nullptr || unit(rng_) < options_.presence_probability;
     any = any || present[i];
   }
-  if (!any) present[std::uniform_int_distribution<int>(0, n - 1)(rng_)] = true;
+  if (!any) {
+    present[modelled[std::uniform_int_distribution<size_t>(
+        0, modelled.size() - 1)(rng_)]] = true;
+  }
   rates_.assign(n, 0);
   lo_.assign(n, 0);
   hi_.assign(n, 0);
@@ -116,6 +157,41 @@ std::vector<float> InssEnvironment::Reset() {
   return EncodeState(cluster_, rates_, backlog_, current_);
 }
 
+double InssEnvironment::ModelViolations(int i, const InssBatchResult& bda,
+                                        double queued) {
+  const InssModelSlot& s = cluster_.slots()[i];
+  const double backlog_before = backlog_[i];
+  const double cap = bda.capacity_rps[i];
+  const double served = std::min(queued, cap);
+  const double keep = std::max(0.0, cap * s.slo_ms / 1000.0);
+  const double left = queued - served;
+  const double dropped = std::max(0.0, left - keep);
+  backlog_[i] = left - dropped;
+  double late = 0;
+  const int b = bda.batch[i];
+  if (b > 0 && bda.worst_ms[i] > s.slo_ms) {
+    // Eq. 2 with evenly spaced arrivals: position j of a batch waits
+    // j / lambda less than the first.
+    const double exec = bda.exec_ms[i];
+    const double det =
+        InssModel::WorstTaskMs(b, rates_[i], exec, backlog_before);
+    int late_positions = 0;
+    for (int j = 0; j < b; ++j) {
+      if (det - 1000.0 * j / rates_[i] > s.slo_ms) ++late_positions;
+    }
+    double fraction = static_cast<double>(late_positions) / b;
+    // Under Poisson arrivals (queueing_check) batches also queue: the
+    // share of the rest whose M/D/1 wait exceeds the slack left.
+    if (s.queueing_check) {
+      const double rho = rates_[i] * exec / (1000.0 * b);
+      fraction +=
+          (1 - fraction) * RoundWaitTailProbability(rho, exec, s.slo_ms - det);
+    }
+    late = served * fraction;
+  }
+  return dropped + late;
+}
+
 InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
   const int n = slots();
   ABSL_RAW_CHECK(static_cast<int>(action.size()) == 2 * n, "action size");
@@ -133,6 +209,11 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
   for (int i = 0; i < n; ++i) {
     if (active[i]) used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
   }
+  std::vector<double> judged;
+  if (options_.judge != nullptr) {
+    judged = options_.judge->ViolationFractions(cluster_, current_, bda, rates_,
+                                                rng_());
+  }
   Step out;
   double tasks = 0, violating = 0;
   for (int i = 0; i < n; ++i) {
@@ -149,36 +230,13 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
       bad = queued;
       backlog_[i] = 0;
     } else {
-      const double cap = bda.capacity_rps[i];
-      out.capacity_sum += cap / s.reference_rps;
-      const double served = std::min(queued, cap);
-      const double keep = std::max(0.0, cap * s.slo_ms / 1000.0);
-      const double left = queued - served;
-      const double dropped = std::max(0.0, left - keep);
-      backlog_[i] = left - dropped;
-      double late = 0;
-      const int b = bda.batch[i];
-      if (b > 0 && bda.worst_ms[i] > s.slo_ms) {
-        // Eq. 2 with evenly spaced arrivals: position j of a batch waits
-        // j / lambda less than the first.
-        const double exec = bda.exec_ms[i];
-        const double det =
-            InssModel::WorstTaskMs(b, rates_[i], exec, backlog_before);
-        int late_positions = 0;
-        for (int j = 0; j < b; ++j) {
-          if (det - 1000.0 * j / rates_[i] > s.slo_ms) ++late_positions;
-        }
-        double fraction = static_cast<double>(late_positions) / b;
-        // Under Poisson arrivals (queueing_check) batches also queue: the
-        // share of the rest whose M/D/1 wait exceeds the slack left.
-        if (s.queueing_check) {
-          const double rho = rates_[i] * exec / (1000.0 * b);
-          fraction += (1 - fraction) *
-                      RoundWaitTailProbability(rho, exec, s.slo_ms - det);
-        }
-        late = served * fraction;
+      out.capacity_sum += bda.capacity_rps[i] / s.reference_rps;
+      if (!judged.empty()) {
+        bad = queued * judged[i];
+        backlog_[i] = 0;
+      } else {
+        bad = ModelViolations(i, bda, queued);
       }
-      bad = dropped + late;
     }
     violating += bad;
     const double v = queued > 0 ? bad / queued : 0;

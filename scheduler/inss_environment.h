@@ -2,11 +2,14 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "scheduler/inss_batching.h"
 #include "scheduler/inss_cluster.h"
 #include "scheduler/inss_provisioning.h"
+#include "scheduler/inss_workload_sampler.h"
 
 namespace tessera {
 
@@ -16,21 +19,28 @@ namespace tessera {
 // (digest pitfall 11); this one follows the authors' code where it says
 // something:
 //  * one step is one second; an episode is `steps` steps (200);
-//  * every slot is in the episode's workload with probability
-//    `presence_probability` (at least one is), so one actor serves any
-//    subset of its models; rates start uniform in [min, max] x the
-//    model's single-device capacity at the episode's SLO (times K / n
-//    when n > K models are present) and move by
+//  * the episode's workload: with a sampler, a device count and a model
+//    multiset drawn by InssWorkloadSampler (one actor for a range of
+//    clusters and model sets); without, the fixed cluster's slots, each
+//    in the episode with probability `presence_probability` (at least
+//    one is);
+//  * rates start uniform in [min, max] x the model's single-device
+//    capacity at the episode's SLO, times K / n when n > K models share
+//    K devices (max 1: up to the cluster's capacity), and move by
 //    +-`rate_step_fraction` of that range every `rate_change_steps`
 //    steps, bouncing off the bounds; arrivals are evenly spaced;
 //  * the episode's SLO is one of `slo_factors` x the model's batch-1
 //    whole-device latency (the state carries it, so one actor serves
 //    several SLOs); no factors: the models' configured SLOs;
-//  * state (size 6 I + K) per slot: present, rate / H_i, backlog / H_i,
+//  * state, per slot (kSlotFeatures): present, rate / H_i, backlog / H_i,
 //    SLO / (10 x batch-1 latency), current share / 100, (current device
-//    + 1) / K; per device: memory in use / capacity;
-//  * action: per slot a device head (K options) and a share-level head
-//    (U options, level = index + 1), repaired by
+//    + 1) / max devices, and what the model is: log10(batch-1 latency in
+//    ms) / 2, L(8) / 8 L(1), L(1, 50 %) / 2 L(1, 100 %), memory / device
+//    memory; per device of the most the actor covers (kDeviceFeatures):
+//    exists, memory in use / capacity;
+//  * action: per slot a device head (max devices options; the agent
+//    masks the devices the cluster lacks) and a share-level head (U
+//    options, level = index + 1), repaired by
 //    InssProvisioning::FromAction, then batch sizes by BDA;
 //  * per slot and step, with capacity c = b / t_inf, backlog G and
 //    arrivals A = lambda: served = min(G + A, c), the rest stays queued
@@ -38,21 +48,39 @@ namespace tessera {
 //    when BDA's worst task breaks the SLO, the batch positions whose Eq. 2
 //    wait breaks it are late, and with queueing_check so are the share
 //    of the others whose wait exceeds the slack left (the tail
-//    RoundWaitTailProbability, the form the shipped checkpoints were
-//    trained with; it understates batch 1's light-load tail, see
-//    queue_wait.h); a device whose memory is exceeded serves
+//    RoundWaitTailProbability; it understates batch 1's light-load tail,
+//    see queue_wait.h); a device whose memory is exceeded serves
 //    nothing and every task on it violates;
 //  * reward (Eq. 3): sum_i c_i / H_i - omega v_i, v_i the violating
 //    fraction of the slot's tasks in the step, omega = 100.
+// Judges a step's violations in place of the environment's latency model
+// (InssEnvironmentOptions::judge): e.g. the discrete-event simulator on
+// the step's plan (sim/simulated_inss_judge.h).
+class InssStepJudge {
+ public:
+  virtual ~InssStepJudge() = default;
+  // Per slot, the fraction of the step's requests (at `rates_rps`, one
+  // second) that violate the SLO on `provisioning` batched as `bda`
+  // (slots with rate 0: ignored); `seed` varies the arrivals per step.
+  virtual std::vector<double> ViolationFractions(
+      const InssCluster& cluster, const InssProvisioning& provisioning,
+      const InssBatchResult& bda, const std::vector<double>& rates_rps,
+      uint64_t seed) const = 0;
+};
+
 struct InssEnvironmentOptions {
   int steps = 200;
   double presence_probability = 0.75;
   double min_rate_fraction = 0.1;
-  double max_rate_fraction = 0.9;
+  double max_rate_fraction = 1.0;
   double rate_step_fraction = 0.05;
   int rate_change_steps = 10;
-  std::vector<double> slo_factors = {5, 10};
+  std::vector<double> slo_factors = {3, 5, 10};
   double penalty = 100;  // omega
+  // Violations from this judge instead of the latency model above (not
+  // owned; null: the latency model). Memory overflows still violate
+  // everything and queues do not carry between steps.
+  const InssStepJudge* judge = nullptr;
 };
 
 class InssEnvironment {
@@ -65,21 +93,38 @@ class InssEnvironment {
     bool done = false;
   };
 
-  // `cluster` must have a latency model for every slot.
+  static constexpr int kSlotFeatures = 10;
+  static constexpr int kDeviceFeatures = 2;
+
+  // Episodes over the slots of `cluster` that have a latency model.
   InssEnvironment(InssCluster cluster, InssEnvironmentOptions options,
                   uint64_t seed);
+  // Episodes over the workloads `sampler` draws (it must outlive this).
+  InssEnvironment(const InssWorkloadSampler* sampler,
+                  InssEnvironmentOptions options, uint64_t seed);
 
   int state_size() const { return StateSize(cluster_); }
   int slots() const { return static_cast<int>(cluster_.slots().size()); }
   const InssCluster& cluster() const { return cluster_; }
+  // This step's arrival rates per slot (0: not in the episode).
+  const std::vector<double>& rates_rps() const { return rates_; }
   const InssEnvironmentOptions& options() const { return options_; }
 
   std::vector<float> Reset();
+  // The random generator as text, and back (training resumes between
+  // episodes); Reseed starts it afresh.
+  std::string RngState() const;
+  absl::Status SetRngState(const std::string& state);
+  void Reseed(uint64_t seed) { rng_.seed(seed); }
   // `action`: I device choices then I level indices (0-based).
   Step Apply(const std::vector<int>& action);
 
+  static int StateSize(int slots, int max_gpus) {
+    return kSlotFeatures * slots + kDeviceFeatures * max_gpus;
+  }
   static int StateSize(const InssCluster& cluster) {
-    return 6 * static_cast<int>(cluster.slots().size()) + cluster.gpus();
+    return StateSize(static_cast<int>(cluster.slots().size()),
+                     cluster.max_gpus());
   }
   // The state of the definition above. `slo_ms` per slot; slots with rate
   // 0 are absent.
@@ -92,7 +137,12 @@ class InssEnvironment {
   static double SoloCapacityRps(const InssCluster& cluster, int slot);
 
  private:
+  // Requests of slot i that violate in this step under the latency model
+  // (`queued`: backlog and arrivals); updates its backlog.
+  double ModelViolations(int i, const InssBatchResult& bda, double queued);
+
   InssCluster cluster_;
+  const InssWorkloadSampler* sampler_ = nullptr;
   InssEnvironmentOptions options_;
   std::mt19937_64 rng_;
   int t_ = 0;

@@ -7,88 +7,16 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/inss_batching.h"
 #include "scheduler/inss_environment.h"
+#include "scheduler/inss_plan.h"
 #include "scheduler/inss_provisioning.h"
 
 namespace tessera {
-namespace {
 
-// The provisioning of the plan in force when it is an inss plan that
-// places every slot with traffic on the snapshot's devices; nullopt
-// otherwise. Batch sizes go to `batches`.
-std::optional<InssProvisioning> CurrentProvisioning(
-    const ClusterSnapshot& snapshot, const InssCluster& cluster,
-    std::vector<int>* batches) {
-  const Plan& plan = snapshot.current_plan;
-  const int n = static_cast<int>(cluster.slots().size());
-  InssProvisioning p;
-  p.gpu.assign(n, -1);
-  p.share_percent.assign(n, 0);
-  batches->assign(n, 0);
-  if (plan.policy() != "inss") return std::nullopt;
-  std::map<std::string, int> slot_of;
-  for (int i = 0; i < n; ++i) slot_of[cluster.slots()[i].name] = i;
-  for (const DevicePlan& d : plan.devices()) {
-    int gpu = -1;
-    for (int g = 0; g < cluster.gpus(); ++g) {
-      if (cluster.devices()[g]->backend_id == d.backend_id() &&
-          cluster.devices()[g]->device_id == d.device_id()) {
-        gpu = g;
-      }
-    }
-    if (gpu < 0) return std::nullopt;
-    for (const GpuletPlan& g : d.gpulets()) {
-      for (const ModelAssignment& a : g.models()) {
-        auto it = slot_of.find(a.model());
-        if (it == slot_of.end() || p.gpu[it->second] >= 0) return std::nullopt;
-        p.gpu[it->second] = gpu;
-        p.share_percent[it->second] = g.share_percent();
-        (*batches)[it->second] = a.batch_size();
-      }
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    if (cluster.rates_rps()[i] > 0 && p.gpu[i] < 0) return std::nullopt;
-  }
-  return p;
-}
-
-Plan ToPlan(const InssCluster& cluster, const InssProvisioning& p,
-            const InssBatchResult& bda, const std::string& reason) {
-  Plan plan;
-  plan.set_policy("inss");
-  plan.set_reason(reason);
-  const int n = static_cast<int>(cluster.slots().size());
-  for (int g = 0; g < cluster.gpus(); ++g) {
-    DevicePlan* device = nullptr;
-    int count = 0;
-    for (int i = 0; i < n; ++i) {
-      if (p.gpu[i] != g || bda.batch[i] <= 0) continue;
-      if (device == nullptr) {
-        device = plan.add_devices();
-        device->set_backend_id(cluster.devices()[g]->backend_id);
-        device->set_device_id(cluster.devices()[g]->device_id);
-      }
-      GpuletPlan* gpulet = device->add_gpulets();
-      gpulet->set_gpulet_id(absl::StrCat(cluster.devices()[g]->backend_id, "/",
-                                         cluster.devices()[g]->device_id, "/g",
-                                         count++));
-      gpulet->set_share_percent(p.share_percent[i]);
-      ModelAssignment* a = gpulet->add_models();
-      a->set_model(cluster.slots()[i].name);
-      a->set_batch_size(bda.batch[i]);
-      a->set_duty_cycle_ms(0);
-      a->set_rate_rps(cluster.rates_rps()[i]);
-    }
-  }
-  return plan;
-}
-
-}  // namespace
-
-InssPolicy::InssPolicy(PolicyOptions options,
+InssPolicy::InssPolicy(std::string name, PolicyOptions options,
                        std::shared_ptr<const InssActor> actor,
                        std::unique_ptr<SchedulingPolicy> fallback)
-    : options_(std::move(options)),
+    : name_(std::move(name)),
+      options_(std::move(options)),
       actor_(std::move(actor)),
       fallback_(std::move(fallback)) {}
 
@@ -97,7 +25,7 @@ absl::StatusOr<Plan> InssPolicy::Refuse(const ClusterSnapshot& snapshot,
   if (fallback_ == nullptr) return why;
   auto plan = fallback_->Schedule(snapshot);
   if (!plan.ok()) return plan.status();
-  plan->set_reason(absl::StrCat("inss refused (", why.message(),
+  plan->set_reason(absl::StrCat(name_, " refused (", why.message(),
                                 "); planned by ", fallback_->name(), ": ",
                                 plan->reason()));
   return plan;
@@ -118,21 +46,16 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
   const std::vector<double> backlog(n, 0);
   bool any = false;
   for (double r : rates) any = any || r > 0;
-  if (!any) {
-    Plan empty;
-    empty.set_policy("inss");
-    empty.set_reason("no traffic");
-    return empty;
-  }
+  if (!any) return InssPlan::Empty(name_);
   // Case 1: re-batch the provisioning in force.
   std::vector<int> batches;
-  const auto current = CurrentProvisioning(snapshot, *cluster, &batches);
+  const auto current = InssPlan::Current(snapshot, *cluster, name_, &batches);
   if (current.has_value()) {
     const InssBatchResult bda =
         InssBatching::Decide(*cluster, *current, rates, backlog, batches);
     if (bda.ok) {
-      return ToPlan(*cluster, *current, bda,
-                    "BDA re-batched the provisioning in force");
+      return InssPlan::Build(*cluster, *current, bda, name_,
+                             "BDA re-batched the provisioning in force");
     }
   }
   // Case 2: the actor re-provisions.
@@ -142,18 +65,21 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
       InssEnvironment::EncodeState(*cluster, rates, backlog, none);
   auto probs = actor_->Probabilities(state);
   if (!probs.ok()) return probs.status();
+  // The device heads have one option per device the actor covers; those
+  // the cluster lacks are never picked.
+  const int heads = cluster->max_gpus();
   const int k = cluster->gpus();
   const int u = cluster->share_units();
-  if (static_cast<int>(probs->size()) != n * (k + u)) {
+  if (static_cast<int>(probs->size()) != n * (heads + u)) {
     return absl::InternalError(
         absl::StrCat("the InSS actor returned ", probs->size(),
-                     " probabilities, want ", n * (k + u)));
+                     " probabilities, want ", n * (heads + u)));
   }
   std::vector<int> gpu(n), level(n);
   std::vector<bool> active(n);
   for (int i = 0; i < n; ++i) {
-    const float* g = probs->data() + i * k;
-    const float* l = probs->data() + n * k + i * u;
+    const float* g = probs->data() + i * heads;
+    const float* l = probs->data() + n * heads + i * u;
     gpu[i] = static_cast<int>(std::max_element(g, g + k) - g);
     level[i] = static_cast<int>(std::max_element(l, l + u) - l) + 1;
     active[i] = rates[i] > 0;
@@ -174,10 +100,11 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
   }
   if (!bda.ok) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "inss: model '", cluster->slots()[bda.failed_slot].name,
+        name_, ": model '", cluster->slots()[bda.failed_slot].name,
         "' cannot be served on the actor's provisioning: ", bda.why));
   }
-  return ToPlan(*cluster, p, bda, "the actor re-provisioned; BDA batched");
+  return InssPlan::Build(*cluster, p, bda, name_,
+                         "the actor re-provisioned; BDA batched");
 }
 
 }  // namespace tessera

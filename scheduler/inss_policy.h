@@ -26,23 +26,28 @@ namespace tessera {
 //     If BDA still fails the snapshot is unschedulable:
 //     RESOURCE_EXHAUSTED naming the model and the constraint.
 // Each model runs on exactly one device ((1e): InSS has no replicas).
+// "inss-ni" is the paper's ablation without the interference term: the
+// same actor, BDA's t_inf without co-runners' interference.
 // A snapshot the checkpoint was not trained for (other models, device
 // count or device kind) is refused with FAILED_PRECONDITION saying what
 // differs, or, with PolicyOptions::inss_fallback set, planned by that
 // policy, the plan's reason saying why.
 class InssPolicy : public SchedulingPolicy {
  public:
-  // `fallback` may be null.
-  InssPolicy(PolicyOptions options, std::shared_ptr<const InssActor> actor,
+  // `name`: "inss" or "inss-ni" (options.interference null); `fallback`
+  // may be null.
+  InssPolicy(std::string name, PolicyOptions options,
+             std::shared_ptr<const InssActor> actor,
              std::unique_ptr<SchedulingPolicy> fallback);
 
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  std::string name() const override { return "inss"; }
+  std::string name() const override { return name_; }
 
  private:
   absl::StatusOr<Plan> Refuse(const ClusterSnapshot& snapshot,
                               const absl::Status& why) const;
 
+  std::string name_;
   PolicyOptions options_;
   std::shared_ptr<const InssActor> actor_;
   std::unique_ptr<SchedulingPolicy> fallback_;

@@ -8,6 +8,52 @@
 
 namespace tessera {
 
+namespace {
+
+// The slot of `on` with the lowest level (ties: the last one).
+int LowestLevel(const std::vector<int>& on, const std::vector<int>& level) {
+  int pick = on.front();
+  for (int i : on) {
+    if (level[i] <= level[pick]) pick = i;
+  }
+  return pick;
+}
+
+void Move(int slot, int from, int to, std::vector<std::vector<int>>* on,
+          InssProvisioning* p) {
+  auto& v = (*on)[from];
+  v.erase(std::find(v.begin(), v.end(), slot));
+  (*on)[to].push_back(slot);
+  p->gpu[slot] = to;
+}
+
+// Units per model of one device whose levels sum past `units`: one each,
+// the rest in proportion to the levels by largest remainder.
+std::vector<int> ScaleDown(const std::vector<int>& levels, int units) {
+  double sum = 0;
+  for (int l : levels) sum += l;
+  const int spare = units - static_cast<int>(levels.size());
+  std::vector<int> count(levels.size(), 1);
+  if (spare < 0) return count;
+  std::vector<std::pair<double, int>> remainders;
+  int given = 0;
+  for (size_t j = 0; j < levels.size(); ++j) {
+    const double exact = spare * levels[j] / sum;
+    const int whole = static_cast<int>(std::floor(exact));
+    count[j] += whole;
+    given += whole;
+    remainders.push_back({exact - whole, static_cast<int>(j)});
+  }
+  std::sort(
+      remainders.begin(), remainders.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      });
+  for (int r = 0; r < spare - given; ++r) ++count[remainders[r].second];
+  return count;
+}
+
+}  // namespace
+
 InssProvisioning InssProvisioning::FromAction(
     const InssCluster& cluster, const std::vector<int>& gpu_choice,
     const std::vector<int>& level_choice, const std::vector<bool>& active) {
@@ -20,74 +66,60 @@ InssProvisioning InssProvisioning::FromAction(
   InssProvisioning p;
   p.gpu.assign(n, -1);
   p.share_percent.assign(n, 0);
+  std::vector<int> level(n, 0);
   std::vector<std::vector<int>> on(k);
   for (int i = 0; i < n; ++i) {
     if (!active[i]) continue;
     p.gpu[i] = std::clamp(gpu_choice[i], 0, k - 1);
+    level[i] = std::clamp(level_choice[i], 1, units);
     on[p.gpu[i]].push_back(i);
   }
-  auto level = [&](int i) { return std::clamp(level_choice[i], 1, units); };
-  // At most ceil(n / K) models per device (and never more than its
-  // units): surplus models move to the emptiest device.
-  int active_count = 0;
-  for (bool a : active) active_count += a ? 1 : 0;
-  const int cap = std::min(units, (active_count + k - 1) / k);
+  // Memory: the lowest-level model of an overfull device moves to the
+  // device with the most free memory that holds it.
+  const int64_t capacity = cluster.gpu_memory_bytes();
+  if (capacity > 0) {
+    auto used = [&](int g) {
+      int64_t b = 0;
+      for (int i : on[g]) b += cluster.slots()[i].memory_bytes;
+      return b;
+    };
+    for (int g = 0; g < k; ++g) {
+      while (on[g].size() > 1 && used(g) > capacity) {
+        const int i = LowestLevel(on[g], level);
+        const int64_t need = cluster.slots()[i].memory_bytes;
+        int target = -1;
+        for (int h = 0; h < k; ++h) {
+          if (h == g || used(h) + need > capacity) continue;
+          if (target < 0 || used(h) < used(target)) target = h;
+        }
+        if (target < 0) break;
+        Move(i, g, target, &on, &p);
+      }
+    }
+  }
+  // Units: no device holds more models than it has units.
   for (int g = 0; g < k; ++g) {
-    while (static_cast<int>(on[g].size()) > cap) {
-      auto weakest =
-          std::min_element(on[g].begin(), on[g].end(),
-                           [&](int a, int b) { return level(a) < level(b); });
-      const int i = *weakest;
-      on[g].erase(weakest);
+    while (static_cast<int>(on[g].size()) > units) {
       int target = 0;
       for (int h = 1; h < k; ++h) {
         if (on[h].size() < on[target].size()) target = h;
       }
-      p.gpu[i] = target;
-      on[target].push_back(i);
+      if (target == g || static_cast<int>(on[target].size()) >= units) break;
+      Move(LowestLevel(on[g], level), g, target, &on, &p);
     }
   }
-  // No device stays idle while another is shared: the most crowded
-  // device's lowest-level model moves to an empty one.
+  // Share sum: a device whose levels sum past its units is scaled down.
   for (int g = 0; g < k; ++g) {
-    if (!on[g].empty()) continue;
-    int crowded = 0;
-    for (int h = 1; h < k; ++h) {
-      if (on[h].size() > on[crowded].size()) crowded = h;
+    std::vector<int> levels;
+    int sum = 0;
+    for (int i : on[g]) {
+      levels.push_back(level[i]);
+      sum += level[i];
     }
-    if (on[crowded].size() < 2) break;
-    auto weakest =
-        std::min_element(on[crowded].begin(), on[crowded].end(),
-                         [&](int a, int b) { return level(a) < level(b); });
-    p.gpu[*weakest] = g;
-    on[g].push_back(*weakest);
-    on[crowded].erase(weakest);
-  }
-  for (int g = 0; g < k; ++g) {
-    if (on[g].empty()) continue;
-    double sum = 0;
-    for (int i : on[g]) sum += level(i);
-    // One unit each first, then the rest by largest remainder of the
-    // proportional split of the remaining units.
-    const int spare = units - static_cast<int>(on[g].size());
-    std::vector<int> count(on[g].size(), 1);
-    std::vector<std::pair<double, int>> remainders;
-    int given = 0;
-    for (size_t j = 0; j < on[g].size(); ++j) {
-      const double exact = spare * level(on[g][j]) / sum;
-      const int whole = static_cast<int>(std::floor(exact));
-      count[j] += whole;
-      given += whole;
-      remainders.push_back({exact - whole, static_cast<int>(j)});
-    }
-    std::sort(
-        remainders.begin(), remainders.end(), [](const auto& a, const auto& b) {
-          return a.first != b.first ? a.first > b.first : a.second < b.second;
-        });
-    for (int r = 0; r < spare - given; ++r) ++count[remainders[r].second];
+    if (sum > units) levels = ScaleDown(levels, units);
     for (size_t j = 0; j < on[g].size(); ++j) {
       p.share_percent[on[g][j]] =
-          std::min(100.0, count[j] * cluster.share_unit_percent());
+          std::min(100.0, levels[j] * cluster.share_unit_percent());
     }
   }
   return p;

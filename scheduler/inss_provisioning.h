@@ -12,25 +12,25 @@ struct InssProvisioning {
   std::vector<int> gpu;
   std::vector<double> share_percent;
 
-  // The actor's action made feasible (the repair step of InSS's code, the
-  // digest's pitfall 6: nothing in the paper enforces sum rho <= 100 %).
-  // `gpu_choice[i]` in [0, K) and `level_choice[i]` in [1, U] per slot
-  // (U = share_units); slots with active[i] false are not placed. On each
-  // device the levels of its models are scaled so that all U units are
-  // handed out (the whole device, as the code does): unit counts are the
-  // largest remainders of level * U / sum(levels), at least one unit each.
-  // Placement is balanced: a device holds at most ceil(n / K) of the n
-  // models with traffic (and no more than its units); its surplus models,
-  // the ones with the smallest levels, move to the device with the fewest
-  // models; and no device stays empty while another holds two or more
-  // (the crowded device's lowest-level model moves there: InSS maximises
-  // throughput, so an idle GPU is never better). The paper leaves the
-  // action's feasibility open (pitfall 6);
-  // with per-model device heads sampled independently, an unbalanced
-  // placement is the common random action, and a SAC agent trained
-  // without this rule settled on plans worse than round-robin (docs/
-  // scheduling.md). The heads still choose which models share a device
-  // and how it is split.
+  // The actor's action made feasible with the smallest change, never by
+  // overriding a feasible choice (the paper leaves the action's
+  // feasibility open, the digest's pitfall 6). `gpu_choice[i]` in [0, K)
+  // and `level_choice[i]` in [1, U] per slot (U = share_units; out of
+  // range: clamped); slots with active[i] false are not placed. Model i
+  // goes to device gpu_choice[i] with level_choice[i] units, unless its
+  // device breaks a constraint:
+  //  * memory: while a device's models exceed its memory, its lowest-level
+  //    model moves to the device with the most free memory that holds it
+  //    (an empty one when it fits beside nothing); when none does, it
+  //    stays and BDA reports the memory;
+  //  * units: a device holding more models than U units moves its
+  //    lowest-level models to the device with the fewest;
+  //  * share sum: a device whose levels sum past U hands its U units out
+  //    in proportion to the levels (one unit each, the rest by largest
+  //    remainder), so the actor's ratios hold.
+  // A device whose levels sum to U or less keeps them as chosen (units
+  // left over stay idle: that is the actor's choice), and devices may stay
+  // empty.
   static InssProvisioning FromAction(const InssCluster& cluster,
                                      const std::vector<int>& gpu_choice,
                                      const std::vector<int>& level_choice,

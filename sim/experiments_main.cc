@@ -22,6 +22,7 @@
 #include "sim/emulated_workload.h"
 #include "sim/gpulet_reproduction.h"
 #include "sim/igniter_reproduction.h"
+#include "sim/inss_env_fidelity.h"
 #include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/las_reproduction.h"
@@ -45,7 +46,9 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "suite's calibration half, "
           "checked on the held-out half), reproduce (the papers' headline "
           "experiments of --reproduce, with a verdict per claim, under the "
-          "paper and the tessera rules).");
+          "paper and the tessera rules), inss-fidelity (InSS's training "
+          "environment against the simulator on 200 random placements of "
+          "the held-out workloads; --csv writes the samples).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
           "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal-layout,ideal",
@@ -90,7 +93,10 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las,abacus",
           "--reproduce_simulate Fig. 13), igniter (GPUs and violations for "
           "W1-W12, Fig. 14, and Table 1), inss (six models on 4 GPUs at "
           "fixed loads, Figs. 15 and 17; --inss_checkpoint, default the "
-          "shipped actor), las (three services on one device, Fig. 7; "
+          "shipped actor), inss-held-out (not by default: the actor on the "
+          "workloads kept out of its training against inss-ni, inss-rr, "
+          "bda-gpulet, bda-random and gpulet), las (three services on one "
+          "device, Fig. 7; "
           "--cpu_models, --profile_dir), abacus (operator-group "
           "scheduling on the emulated A100 against FCFS, SJF and EDF, "
           "Figs. 14-19; --abacus_*); docs/reproduction.md.");
@@ -510,14 +516,11 @@ void Planning(const V100Setup& setup) {
       auto policy = PolicyRegistry::Create(name, o);
       if (name == "inss") {
         // The checkpoint's shape is fixed; time an actor of this shape.
-        std::vector<std::string> slots;
-        for (const ModelSnapshot& m : snap.models) {
-          slots.push_back(m.config.name());
-        }
-        auto actor = TorchInssActor::Untrained(V100InssInfo(slots, n_gpus), 1);
+        auto actor =
+            TorchInssActor::Untrained(V100InssInfo(base, n_models, n_gpus), 1);
         if (!actor.ok()) continue;
         policy = std::unique_ptr<SchedulingPolicy>(
-            new InssPolicy(o, *actor, nullptr));
+            new InssPolicy("inss", o, *actor, nullptr));
       }
       if (!policy.ok()) continue;
       std::vector<double> times;
@@ -641,12 +644,50 @@ absl::Status ReproduceInss(const V100Setup& setup,
   const InssReproduction reproduction(&setup, options);
   for (const char* preset : kPresets) {
     // --inss_checkpoint empty: the shipped actor (learner/checkpoints/
-    // inss_v100x4, the six-model mix's slots on 4 V100s).
+    // inss_v100: up to 9 instances of the V100 models on 1-8 V100s).
     ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, preset));
     ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
-    reproduction.Print(result, DescribeRules(o.rules), stdout);
+    reproduction.Print(result, DescribeRules(o.rules),
+                       InssReproduction::Verdicts(result), stdout);
     InssReproduction::AppendCsv(result, preset, csv);
   }
+  return absl::OkStatus();
+}
+
+// The InSS actor on the workloads kept out of its training (V100InssHeldOut),
+// each at a fixed rate mix drawn once (seed 2026, weights uniform in
+// [0.5, 1.5], independent of training), against its ablations and the
+// best of 1,000 random placements under BDA. Tessera rules.
+absl::Status ReproduceInssHeldOut(const V100Setup& setup,
+                                  std::map<std::string, std::string>* csvs) {
+  std::string* csv = &(*csvs)["inss-held-out"];
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> weight(0.5, 1.5);
+  ASSIGN_OR_RETURN(const PolicyOptions o, PresetOptions(setup, "tessera"));
+  std::vector<ReproductionClaim> claims;
+  for (const std::string& key : V100InssHeldOut()) {
+    ASSIGN_OR_RETURN(auto w, InssWorkloadSampler::ParseKey(key));
+    InssReproduction::Options options;
+    std::map<std::string, int> seen;
+    for (const std::string& m : w.models) {
+      options.models.push_back(absl::StrCat(m, "/", ++seen[m]));
+      options.rate_weights.push_back(weight(rng));
+    }
+    options.gpus = w.gpus;
+    options.policies = {"inss",       "inss-ni",    "inss-rr",
+                        "bda-gpulet", "bda-random", "gpulet"};
+    options.load_fractions = {0.5, 1, 2};
+    options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+    options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+    const InssReproduction reproduction(&setup, options);
+    ASSIGN_OR_RETURN(const auto result, reproduction.Run(o));
+    const auto mine = InssReproduction::ActorVerdicts(result, key);
+    reproduction.Print(result, DescribeRules(o.rules), mine, stdout);
+    InssReproduction::AppendCsv(result, absl::StrCat("tessera:", key), csv);
+    claims.insert(claims.end(), mine.begin(), mine.end());
+  }
+  std::printf("\nInSS's actor on the held-out workloads, all together:\n");
+  PrintClaims(claims, stdout);
   return absl::OkStatus();
 }
 
@@ -738,6 +779,27 @@ absl::Status ReproduceLas(const V100Setup& setup,
   return absl::OkStatus();
 }
 
+// InSS's training environment against the simulator on random placements
+// of the held-out workloads (sim/inss_env_fidelity.h).
+absl::Status InssFidelity(const V100Setup& setup) {
+  const InssCheckpointInfo info =
+      V100InssInfo({"alexnet", "resnet50", "vgg19", "ssd"}, 9, 8);
+  InssWorkloadSamplerOptions sampler_options;
+  ASSIGN_OR_RETURN(const InssWorkloadSampler sampler,
+                   V100InssSampler(setup, info, sampler_options));
+  InssEnvFidelity::Options options;
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  const InssEnvFidelity study(&setup, &sampler, options);
+  ASSIGN_OR_RETURN(const auto result, study.Run());
+  InssEnvFidelity::Print(result, stdout);
+  const std::string csv = absl::GetFlag(FLAGS_csv);
+  if (!csv.empty()) {
+    std::ofstream(csv) << InssEnvFidelity::Csv(result);
+  }
+  return absl::OkStatus();
+}
+
 // The papers' headline experiments, each under the paper and the
 // tessera rules (with --rules_override on top of both).
 int Reproduce(const V100Setup& setup) {
@@ -745,10 +807,10 @@ int Reproduce(const V100Setup& setup) {
       absl::StrSplit(absl::GetFlag(FLAGS_reproduce), ',');
   for (const std::string& paper : papers) {
     if (paper != "gpulet" && paper != "igniter" && paper != "inss" &&
-        paper != "las" && paper != "abacus") {
+        paper != "inss-held-out" && paper != "las" && paper != "abacus") {
       std::fprintf(stderr,
                    "--reproduce=%s: unknown paper (known: gpulet, igniter, "
-                   "inss, las, abacus)\n",
+                   "inss, inss-held-out, las, abacus)\n",
                    paper.c_str());
       return 2;
     }
@@ -757,11 +819,12 @@ int Reproduce(const V100Setup& setup) {
   for (const std::string& paper : papers) {
     std::map<std::string, std::string> csvs;  // file stem -> content
     const absl::Status status =
-        paper == "gpulet"    ? ReproduceGpulet(setup, &csvs)
-        : paper == "igniter" ? ReproduceIgniter(setup, &csvs)
-        : paper == "inss"    ? ReproduceInss(setup, &csvs)
-        : paper == "abacus"  ? ReproduceAbacus(&csvs)
-                             : ReproduceLas(setup, &csvs);
+        paper == "gpulet"          ? ReproduceGpulet(setup, &csvs)
+        : paper == "igniter"       ? ReproduceIgniter(setup, &csvs)
+        : paper == "inss"          ? ReproduceInss(setup, &csvs)
+        : paper == "inss-held-out" ? ReproduceInssHeldOut(setup, &csvs)
+        : paper == "abacus"        ? ReproduceAbacus(&csvs)
+                                   : ReproduceLas(setup, &csvs);
     if (!status.ok()) {
       std::fprintf(stderr, "%s\n", status.ToString().c_str());
       return absl::IsInvalidArgument(status) ? 2 : 1;
@@ -793,8 +856,8 @@ int Run() {
     return 2;
   }
   const std::vector<std::string> known = {
-      "throughput", "sweep",     "gpus",      "share100", "planning",
-      "checks",     "additions", "calibrate", "suite",    "reproduce"};
+      "throughput", "sweep",     "gpus",  "share100",  "planning",     "checks",
+      "additions",  "calibrate", "suite", "reproduce", "inss-fidelity"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -828,6 +891,13 @@ int Run() {
     if (e == "gpus") GpusNeeded(**setup);
     if (e == "share100") Share100(absl::GetFlag(FLAGS_v100_profile));
     if (e == "planning") Planning(**setup);
+    if (e == "inss-fidelity") {
+      const absl::Status s = InssFidelity(**setup);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        return 1;
+      }
+    }
     if (e == "reproduce") {
       const int rc = Reproduce(**setup);
       if (rc != 0) return rc;

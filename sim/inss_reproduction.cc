@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "scheduler/inss_workload_sampler.h"
 #include "scheduler/policy_registry.h"
 #include "sim/throughput_search.h"
 #include "sim/workload_suite.h"
@@ -47,11 +48,22 @@ absl::StatusOr<InssReproduction::Result> InssReproduction::Run(
     if (!p.ok()) return p.status();
     policies.push_back(std::move(*p));
   }
-  std::vector<WorkloadModel> models;
-  for (const std::string& m : SixModels()) {
-    models.push_back({m, options_.base_rate_rps});
+  const std::vector<std::string> names =
+      options_.models.empty() ? SixModels() : options_.models;
+  if (!options_.rate_weights.empty() &&
+      options_.rate_weights.size() != names.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the InSS reproduction has ", names.size(), " models and ",
+                     options_.rate_weights.size(), " rate weights"));
   }
-  const double base_total = options_.base_rate_rps * models.size();
+  std::vector<WorkloadModel> models;
+  double base_total = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double w =
+        options_.rate_weights.empty() ? 1 : options_.rate_weights[i];
+    models.push_back({names[i], options_.base_rate_rps * w});
+    base_total += options_.base_rate_rps * w;
+  }
   Result result;
   for (double slo : options_.slo_factors) {
     const ClusterSnapshot snap =
@@ -207,15 +219,70 @@ std::vector<ReproductionClaim> InssReproduction::Verdicts(
   return claims;
 }
 
+std::string InssReproduction::Describe() const {
+  std::vector<std::string> names =
+      options_.models.empty() ? SixModels() : options_.models;
+  return absl::StrCat(InssWorkloadSampler::Key(names, options_.gpus), " (",
+                      names.size(), " models on ", options_.gpus, " V100s)");
+}
+
+std::vector<ReproductionClaim> InssReproduction::ActorVerdicts(
+    const Result& result, const std::string& label) {
+  std::vector<ReproductionClaim> claims;
+  for (const SloResult& s : result.slos) {
+    const PolicyRow* inss = Row(s, "inss");
+    if (inss == nullptr) continue;
+    struct Against {
+      const char* policy;
+      double floor;   // inss / other must reach this
+      bool strictly;  // ... and exceed it
+      const char* what;
+    };
+    for (const Against& a :
+         {Against{"inss-rr", 1.0, true, "above"},
+          Against{"bda-random", 0.95, false, "at least 0.95 of"},
+          Against{"inss-ni", 1.0, false, "not below"}}) {
+      const PolicyRow* other = Row(s, a.policy);
+      if (other == nullptr) continue;
+      ReproductionClaim c;
+      c.claim = absl::StrFormat("%s, SLO %.0fx: inss %s %s", label,
+                                s.slo_factor, a.what, a.policy);
+      c.paper = "-";
+      const double max_ratio =
+          other->max_rps > 0 ? inss->max_rps / other->max_rps : 0;
+      const double served_ratio =
+          other->mean_served_rps > 0
+              ? inss->mean_served_rps / other->mean_served_rps
+              : 0;
+      c.ours = absl::StrFormat(
+          "max %.1f vs %.1f (x%.3f); served %.1f vs %.1f (x%.3f); "
+          "violations %.1f %% vs %.1f %%",
+          inss->max_rps, other->max_rps, max_ratio, inss->mean_served_rps,
+          other->mean_served_rps, served_ratio,
+          inss->late_pct + inss->dropped_pct,
+          other->late_pct + other->dropped_pct);
+      const bool holds = a.strictly
+                             ? max_ratio > a.floor && served_ratio > a.floor
+                             : max_ratio >= a.floor && served_ratio >= a.floor;
+      c.verdict = ClaimVerdict(holds, max_ratio >= 0.9 * a.floor);
+      c.reason = "-";
+      claims.push_back(c);
+    }
+  }
+  return claims;
+}
+
 void InssReproduction::Print(const Result& result, const std::string& rules,
+                             const std::vector<ReproductionClaim>& claims,
                              std::FILE* out) const {
   for (const SloResult& s : result.slos) {
     std::fprintf(
         out,
-        "\nInSS paper, six models on %d V100s (Figs. 15, 17), SLO %.0fx "
+        "\nInSS, %s (Figs. 15, 17), SLO %.0fx "
         "batch-1 latency, rules %s\nfixed loads (req/s, %s's maximum x "
         "{",
-        options_.gpus, s.slo_factor, rules.c_str(), options_.reference.c_str());
+        Describe().c_str(), s.slo_factor, rules.c_str(),
+        options_.reference.c_str());
     for (size_t i = 0; i < options_.load_fractions.size(); ++i) {
       std::fprintf(out, "%s%.2f", i ? ", " : "", options_.load_fractions[i]);
     }
@@ -230,7 +297,7 @@ void InssReproduction::Print(const Result& result, const std::string& rules,
                    r.mean_goodput_rps, r.late_pct, r.dropped_pct);
     }
   }
-  PrintClaims(Verdicts(result), out);
+  PrintClaims(claims, out);
 }
 
 void InssReproduction::AppendCsv(const Result& result, const std::string& rules,

@@ -35,6 +35,10 @@ namespace tessera {
 class InssReproduction {
  public:
   struct Options {
+    // The workload: model instances ("alexnet/2") and each one's rate
+    // relative to the others (empty: the six-model mix, equal rates).
+    std::vector<std::string> models;
+    std::vector<double> rate_weights;
     int gpus = 4;
     std::vector<double> slo_factors = {5, 10};
     std::vector<double> load_fractions = {0.5, 1, 2, 3, 4};
@@ -77,9 +81,18 @@ class InssReproduction {
   // Per SLO factor: InSS's average throughput over gpulet (+28.1 %) and
   // over iGniter (+189.7 %), and InSS's violations (< 1 %).
   static std::vector<ReproductionClaim> Verdicts(const Result& result);
+  // The held-out checks of InSS's actor, per SLO factor: above inss-rr,
+  // at least 0.95 of bda-random, not below inss-ni (each where listed),
+  // in SLO-preserved max throughput and in average served throughput.
+  static std::vector<ReproductionClaim> ActorVerdicts(const Result& result,
+                                                      const std::string& label);
 
+  // `claims`: Verdicts (the paper's) or ActorVerdicts.
   void Print(const Result& result, const std::string& rules,
+             const std::vector<ReproductionClaim>& claims,
              std::FILE* out) const;
+  // The workload, e.g. "alexnet*3+resnet50+ssd+vgg19 on 4 GPUs".
+  std::string Describe() const;
   static void AppendCsv(const Result& result, const std::string& rules,
                         std::string* csv);
 

@@ -1,9 +1,12 @@
 #include "scheduler/inss_policy.h"
 
 #include <atomic>
+#include <map>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "perfmodel/interference_model.h"
+#include "scheduler/inss_environment.h"
 #include "scheduler/policy_registry.h"
 #include "tests/scheduler/inss_test_util.h"
 
@@ -31,8 +34,7 @@ class FixedActor : public InssActor {
       const std::vector<float>& state) const override {
     ++calls;
     last_state = state;
-    const int n = info_.models_size(), k = info_.gpus(),
-              u = info_.share_units();
+    const int n = info_.max_models(), k = info_.gpus(), u = info_.share_units();
     std::vector<float> p(n * (k + u), 0.01f);
     for (int i = 0; i < n; ++i) {
       p[i * k + gpu_[i]] = 0.9f;
@@ -56,10 +58,10 @@ class InssPolicyTest : public ::testing::Test {
     AddModel(&snapshot_, LinearProfile("b", 5, 5), 50, 200);
     actor_ = std::make_shared<FixedActor>(InssInfo({"a", "b"}, 2),
                                           std::vector<int>{0, 1},
-                                          std::vector<int>{4, 4});
+                                          std::vector<int>{9, 9});
   }
   InssPolicy Policy(std::unique_ptr<SchedulingPolicy> fallback = nullptr) {
-    return InssPolicy(PaperRules(), actor_, std::move(fallback));
+    return InssPolicy("inss", PaperRules(), actor_, std::move(fallback));
   }
   ClusterSnapshot snapshot_;
   std::shared_ptr<FixedActor> actor_;
@@ -124,14 +126,14 @@ TEST_F(InssPolicyTest, BdaFailureRaisesTheModelsShareLevel) {
   ClusterSnapshot one = Snapshot(1);
   AddModel(&one, LinearProfile("a", 5, 5), 50, 200);
   AddModel(&one, LinearProfile("b", 5, 5), 50, 200);
-  // Levels 1 and 9 on one GPU: a gets 2 of 10 units. At 20 % and 50 req/s
-  // the largest batch within 200 ms is b = 4 (exec 125 ms), whose capacity
-  // 32 req/s is short of 50. Raised to level 10 beside b's 9, the spare 8
-  // units split 4.2 : 3.8 -> a 5 units, b 5 (largest remainder): 50 % each,
-  // where b = 7 carries 87.5 req/s.
+  // Levels 1 and 9 on one GPU fit its 10 units: a gets 10 %, below every
+  // profiled share, so BDA finds no batch for it. Raised to level 10
+  // beside b's 9 (19 > 10 units), the spare 8 units split 4.2 : 3.8 -> a
+  // 5 units, b 5 (largest remainder): 50 % each, where b = 7 carries
+  // 87.5 req/s.
   auto actor = std::make_shared<FixedActor>(
       InssInfo({"a", "b"}, 1), std::vector<int>{0, 0}, std::vector<int>{0, 8});
-  const InssPolicy policy(PaperRules(), actor, nullptr);
+  const InssPolicy policy("inss", PaperRules(), actor, nullptr);
   auto plan = policy.Schedule(one);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->devices_size(), 1);
@@ -142,7 +144,7 @@ TEST_F(InssPolicyTest, BdaFailureRaisesTheModelsShareLevel) {
   // Without the repair (the paper) the actor's provisioning is final.
   PolicyOptions paper = PaperRules();
   paper.rules.mutable_inss()->set_bda_repair(false);
-  const InssPolicy as_written(paper, actor, nullptr);
+  const InssPolicy as_written("inss", paper, actor, nullptr);
   EXPECT_EQ(as_written.Schedule(one).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
@@ -169,12 +171,104 @@ TEST_F(InssPolicyTest, RefusesSnapshotsTheCheckpointWasNotTrainedFor) {
   three.devices[2].device_id = "gpu2";
   plan = Policy().Schedule(three);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(plan.status().message(), HasSubstr("trained for 2 devices"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("covers 1 to 2 devices"));
+  // Instances of known models count against the slots.
+  ClusterSnapshot crowded = snapshot_;
+  AddModel(&crowded, LinearProfile("a/2", 5, 5), 10, 200);
+  plan = Policy().Schedule(crowded);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("at most 2 models"));
   ClusterSnapshot other_kind = snapshot_;
   other_kind.devices[1].profile_key = "cpu";
   plan = Policy().Schedule(other_kind);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(plan.status().message(), HasSubstr("is 'cpu'"));
+}
+
+TEST_F(InssPolicyTest, FewerDevicesMaskTheHeadsOfTheMissingOnes) {
+  // b's head prefers gpu 1, which a one-device cluster lacks: the
+  // argmax runs over the devices that exist, so both share gpu 0.
+  ClusterSnapshot one = Snapshot(1);
+  AddModel(&one, LinearProfile("a", 5, 5), 10, 200);
+  AddModel(&one, LinearProfile("b", 5, 5), 10, 200);
+  auto plan = Policy().Schedule(one);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 1);
+  EXPECT_EQ(plan->devices(0).gpulets_size(), 2);
+  // The state says which devices exist (the second does not).
+  const int devices = InssEnvironment::kSlotFeatures * 2;
+  EXPECT_FLOAT_EQ(actor_->last_state[devices], 1.f);
+  EXPECT_FLOAT_EQ(actor_->last_state[devices + 2], 0.f);
+}
+
+TEST_F(InssPolicyTest, TwoFeasibleActionsGiveTwoPlans) {
+  // With no more models than devices the actor's choice still decides:
+  // spread (one device each, whole) or packed (one device, half each).
+  auto packed_actor = std::make_shared<FixedActor>(
+      InssInfo({"a", "b"}, 2), std::vector<int>{1, 1}, std::vector<int>{4, 4});
+  const InssPolicy packed("inss", PaperRules(), packed_actor, nullptr);
+  auto spread_plan = Policy().Schedule(snapshot_);
+  auto packed_plan = packed.Schedule(snapshot_);
+  ASSERT_TRUE(spread_plan.ok()) << spread_plan.status();
+  ASSERT_TRUE(packed_plan.ok()) << packed_plan.status();
+  EXPECT_EQ(spread_plan->devices_size(), 2);
+  ASSERT_EQ(packed_plan->devices_size(), 1);
+  EXPECT_EQ(packed_plan->devices(0).device_id(), "gpu1");
+  ASSERT_EQ(packed_plan->devices(0).gpulets_size(), 2);
+  EXPECT_EQ(packed_plan->devices(0).gpulets(0).share_percent(), 50);
+}
+
+TEST(BdaPlacementPolicyTest, RoundRobinSplitsEachDeviceEvenly) {
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("a", 5, 5), 10, 200);
+  AddModel(&s, LinearProfile("b", 5, 5), 10, 200);
+  AddModel(&s, LinearProfile("c", 5, 5), 10, 200);
+  auto plan = testing::RunPolicyWith("inss-rr", s, PaperRules());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->policy(), "inss-rr");
+  ASSERT_EQ(plan->devices_size(), 2);
+  // a and c (name order 0 and 2) on gpu 0 at half each; b alone on gpu 1.
+  ASSERT_EQ(plan->devices(0).gpulets_size(), 2);
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).model(), "a");
+  EXPECT_EQ(plan->devices(0).gpulets(1).models(0).model(), "c");
+  EXPECT_EQ(plan->devices(0).gpulets(0).share_percent(), 50);
+  ASSERT_EQ(plan->devices(1).gpulets_size(), 1);
+  EXPECT_EQ(plan->devices(1).gpulets(0).share_percent(), 100);
+}
+
+TEST(BdaPlacementPolicyTest, BdaGpuletKeepsGpuletsPlacementAndRebatches) {
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("a", 5, 5), 50, 200);
+  AddModel(&s, LinearProfile("b", 5, 5), 50, 200);
+  const PolicyOptions options =
+      PaperRules(std::make_shared<ConstantInterference>(1.0));
+  auto gpulet = testing::RunPolicyWith("gpulet", s, options);
+  auto bda = testing::RunPolicyWith("bda-gpulet", s, options);
+  ASSERT_TRUE(gpulet.ok()) << gpulet.status();
+  ASSERT_TRUE(bda.ok()) << bda.status();
+  EXPECT_EQ(bda->policy(), "bda-gpulet");
+  // Same devices and partition sizes per model; batches from BDA
+  // (Eq. 2 at 50 req/s: the largest b within 200 ms on the model's share).
+  std::map<std::string, std::pair<std::string, double>> where;
+  for (const DevicePlan& d : gpulet->devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      for (const ModelAssignment& a : g.models()) {
+        where[a.model()] = {d.device_id(), g.share_percent()};
+      }
+    }
+  }
+  int models = 0;
+  for (const DevicePlan& d : bda->devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      ASSERT_EQ(g.models_size(), 1);
+      const ModelAssignment& a = g.models(0);
+      EXPECT_EQ(where[a.model()].first, d.device_id()) << a.model();
+      EXPECT_EQ(where[a.model()].second, g.share_percent()) << a.model();
+      EXPECT_GE(a.batch_size(), 1);
+      ++models;
+    }
+  }
+  EXPECT_EQ(models, 2);
 }
 
 TEST_F(InssPolicyTest, FallsBackToTheConfiguredPolicy) {

@@ -1,0 +1,156 @@
+#include "sim/inss_env_fidelity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "scheduler/inss_environment.h"
+#include "scheduler/inss_plan.h"
+#include "sim/inss_v100_setup.h"
+
+namespace tessera {
+namespace {
+
+double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  if (n < 2) return 0;
+  const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  const double my = std::accumulate(y.begin(), y.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+// Average ranks (ties share their mean rank).
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> rank(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) rank[order[k]] = (i + j) / 2.0;
+    i = j + 1;
+  }
+  return rank;
+}
+
+}  // namespace
+
+absl::StatusOr<InssEnvFidelity::Result> InssEnvFidelity::Run() const {
+  const std::vector<std::string> workloads = V100InssHeldOut();
+  std::mt19937_64 rng(options_.seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  Result result;
+  for (int s = 0; s < options_.samples; ++s) {
+    Sample sample;
+    sample.workload = workloads[s % workloads.size()];
+    sample.slo_factor =
+        options_.slo_factors[std::uniform_int_distribution<size_t>(
+            0, options_.slo_factors.size() - 1)(rng)];
+    sample.load =
+        options_.min_load + unit(rng) * (options_.max_load - options_.min_load);
+    ASSIGN_OR_RETURN(auto w, InssWorkloadSampler::ParseKey(sample.workload));
+    ASSIGN_OR_RETURN(InssCluster cluster, sampler_->Make(w.models, w.gpus));
+    InssEnvironmentOptions env_options;
+    env_options.steps = 1;
+    env_options.presence_probability = 1;
+    env_options.slo_factors = {sample.slo_factor};
+    env_options.min_rate_fraction = env_options.max_rate_fraction = sample.load;
+    InssEnvironment env(cluster, env_options, rng());
+    env.Reset();
+    const int n = env.slots();
+    std::vector<int> action(2 * n);
+    std::uniform_int_distribution<int> device(0, w.gpus - 1);
+    std::uniform_int_distribution<int> level(0, cluster.share_units() - 1);
+    for (int i = 0; i < n; ++i) {
+      action[i] = device(rng);
+      action[n + i] = level(rng);
+    }
+    const std::vector<double> rates = env.rates_rps();
+    const InssEnvironment::Step step = env.Apply(action);
+    sample.env_violation = step.violation_fraction;
+    sample.env_reward = step.reward;
+    // The same provisioning and batches as a plan, simulated.
+    const InssCluster& planned = env.cluster();
+    std::vector<int> gpu(action.begin(), action.begin() + n), lv(n);
+    std::vector<bool> active(n);
+    std::vector<WorkloadModel> models;
+    std::map<std::string, double> rate_of;
+    for (int i = 0; i < n; ++i) {
+      lv[i] = action[n + i] + 1;
+      active[i] = rates[i] > 0;
+      if (!active[i]) continue;
+      models.push_back({planned.slots()[i].name, rates[i]});
+      rate_of[planned.slots()[i].name] = rates[i];
+    }
+    const InssProvisioning p =
+        InssProvisioning::FromAction(planned, gpu, lv, active);
+    const InssBatchResult bda =
+        InssBatching::Decide(planned, p, rates, std::vector<double>(n, 0), {});
+    const Plan plan = InssPlan::Build(planned, p, bda, "inss", "fidelity");
+    const ClusterSnapshot snap =
+        MakeV100Snapshot(*setup_, w.gpus, models, sample.slo_factor);
+    const ClusterSimulator simulator(setup_->truth.get(), Configs(snap));
+    const SimResult sim = simulator.Run(plan, rate_of, options_.sim);
+    sample.sim_violation = sim.violation_fraction();
+    sample.sim_reward = step.capacity_sum;
+    for (const ModelResult& m : sim.models) {
+      sample.sim_reward -= env_options.penalty * m.violation_fraction();
+    }
+    result.samples.push_back(sample);
+  }
+  std::vector<double> ev, sv, er, sr;
+  for (const Sample& s : result.samples) {
+    ev.push_back(s.env_violation);
+    sv.push_back(s.sim_violation);
+    er.push_back(s.env_reward);
+    sr.push_back(s.sim_reward);
+    result.mean_abs_violation_gap +=
+        std::abs(s.env_violation - s.sim_violation) / result.samples.size();
+  }
+  result.violation_pearson = Pearson(ev, sv);
+  result.reward_pearson = Pearson(er, sr);
+  result.violation_spearman = Pearson(Ranks(ev), Ranks(sv));
+  result.reward_spearman = Pearson(Ranks(er), Ranks(sr));
+  return result;
+}
+
+void InssEnvFidelity::Print(const Result& result, std::FILE* out) {
+  std::fprintf(out,
+               "\nInSS's training environment against the simulator: %zu "
+               "random placements of the held-out workloads\n",
+               result.samples.size());
+  std::fprintf(out, "%-12s %10s %10s\n", "", "Pearson", "Spearman");
+  std::fprintf(out, "%-12s %10.3f %10.3f\n", "violations",
+               result.violation_pearson, result.violation_spearman);
+  std::fprintf(out, "%-12s %10.3f %10.3f\n", "reward", result.reward_pearson,
+               result.reward_spearman);
+  std::fprintf(out, "mean |violation gap| %.1f %% of arrivals\n",
+               100 * result.mean_abs_violation_gap);
+}
+
+std::string InssEnvFidelity::Csv(const Result& result) {
+  std::string csv =
+      "workload,slo_factor,load,env_violation,sim_violation,env_reward,"
+      "sim_reward\n";
+  for (const Sample& s : result.samples) {
+    absl::StrAppendFormat(&csv, "%s,%.0f,%.3f,%.4f,%.4f,%.3f,%.3f\n",
+                          s.workload, s.slo_factor, s.load, s.env_violation,
+                          s.sim_violation, s.env_reward, s.sim_reward);
+  }
+  return csv;
+}
+
+}  // namespace tessera

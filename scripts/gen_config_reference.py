@@ -31,7 +31,7 @@ CONFIG_PROTOS = [("proto/config.proto", None), ("proto/policy_rules.proto", None
                  ("proto/model_config.proto", None)]
 # Our own sources (the path printed by --helpfull depends on the checkout).
 OWN = re.compile(r"(?:^|/)((?:frontend|backend|proxy|tools|sim|scheduler|"
-                 r"common|perfmodel)/[A-Za-z0-9_]+\.cc):$")
+                 r"common|perfmodel|learner|overlap)/[A-Za-z0-9_]+\.cc):$")
 
 
 def flags_of(binary):

@@ -657,7 +657,8 @@ absl::Status ReproduceInss(const V100Setup& setup,
 // The InSS actor on the workloads kept out of its training (V100InssHeldOut),
 // each at a fixed rate mix drawn once (seed 2026, weights uniform in
 // [0.5, 1.5], independent of training), against its ablations and the
-// best of 1,000 random placements under BDA. Tessera rules.
+// best of 1,000 random placements under BDA, at fixed loads of 0.5, 1 and
+// 2 x that best placement's SLO-preserved maximum. Tessera rules.
 absl::Status ReproduceInssHeldOut(const V100Setup& setup,
                                   std::map<std::string, std::string>* csvs) {
   std::string* csv = &(*csvs)["inss-held-out"];
@@ -677,6 +678,7 @@ absl::Status ReproduceInssHeldOut(const V100Setup& setup,
     options.policies = {"inss",       "inss-ni",    "inss-rr",
                         "bda-gpulet", "bda-random", "gpulet"};
     options.load_fractions = {0.5, 1, 2};
+    options.reference = "bda-random";
     options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
     options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
     const InssReproduction reproduction(&setup, options);

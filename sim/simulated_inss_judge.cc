@@ -34,7 +34,10 @@ std::vector<double> SimulatedInssJudge::ViolationFractions(
     configs[s.name] = c;
     rates[s.name] = rates_rps[i];
     slot_of[s.name] = i;
-    if (bda.batch.empty() || bda.batch[i] <= 0) out[i] = 1;
+    // The inss policy serves no plan BDA cannot batch within the SLO.
+    if (bda.batch.empty() || bda.batch[i] <= 0 || !bda.feasible[i]) {
+      out[i] = 1;
+    }
   }
   const Plan plan = InssPlan::Build(cluster, provisioning, bda, "inss", "step");
   SimOptions options = options_;

@@ -11,8 +11,10 @@ namespace tessera {
 // InSS's training step judged by the discrete-event simulator: the step's
 // provisioning and BDA batches become a plan (as the inss policy would
 // serve it), which ClusterSimulator runs on `truth` under Poisson arrivals
-// at the step's rates for `options.duration` (after `options.warmup`);
-// a model BDA gave no batch has all its requests violate. The simulator
+// at the step's rates for `options.duration` (after `options.warmup`).
+// A model BDA cannot batch within its SLO ((4a)-(4c) fail) has all its
+// requests violate: the inss policy refuses such a provisioning, so
+// whatever the simulator would make of it is never served. The simulator
 // is what every experiment measures plans against, so an actor trained
 // here is trained on the measure it is judged by.
 class SimulatedInssJudge : public InssStepJudge {

@@ -4,9 +4,35 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace tessera {
+
+namespace {
+
+// The SLO as a multiple of batch-1 whole-device latency must lie within
+// the factors the actor was trained on, with a margin of 1.5x either way
+// (none listed: trained on the configured SLOs, nothing to check).
+absl::Status CheckSloCovered(const InssCheckpointInfo& info,
+                             const std::string& model, double slo_ms,
+                             double base_ms) {
+  if (info.slo_factors().empty() || base_ms <= 0) return absl::OkStatus();
+  const auto [lo, hi] =
+      std::minmax_element(info.slo_factors().begin(), info.slo_factors().end());
+  constexpr double kMargin = 1.5;
+  const double factor = slo_ms / base_ms;
+  if (factor < *lo / kMargin || factor > *hi * kMargin) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "model '%s' has an SLO of %.1fx its batch-1 latency; the InSS "
+        "checkpoint covers %.1fx to %.1fx",
+        model, factor, *lo / kMargin, *hi * kMargin));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 std::string InssCluster::BaseModel(const std::string& name) {
   return name.substr(0, name.find('/'));
@@ -114,6 +140,8 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
     slot.memory_bytes = slot.latency->memory_bytes();
     slot.base_latency_ms = slot.latency->LatencyMs(1, 100);
     slot.reference_rps = 1000.0 / slot.base_latency_ms;
+    RETURN_IF_ERROR(
+        CheckSloCovered(info, name, slot.slo_ms, slot.base_latency_ms));
     slot.batch8_ratio =
         slot.latency->LatencyMs(8, 100) / (8 * slot.base_latency_ms);
     slot.half_share_ratio =

@@ -50,8 +50,9 @@ class InssCluster {
   // `info.max_models` slots; its devices, 1 to `info.gpus` of
   // `info.profile_key`. A snapshot beyond what the checkpoint covers (more
   // models with traffic or devices, another device kind, a model that is
-  // no instance of `info.models`) is FAILED_PRECONDITION naming the
-  // limit.
+  // no instance of `info.models`, an SLO outside 1/1.5 of the lowest to
+  // 1.5 x the highest of `info.slo_factors` x batch-1 latency) is
+  // FAILED_PRECONDITION naming the limit.
   static absl::StatusOr<InssCluster> FromSnapshot(
       const ClusterSnapshot& snapshot, const PolicyOptions& options,
       const InssCheckpointInfo& info);

@@ -178,6 +178,23 @@ TEST_F(InssPolicyTest, RefusesSnapshotsTheCheckpointWasNotTrainedFor) {
   plan = Policy().Schedule(crowded);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(plan.status().message(), HasSubstr("at most 2 models"));
+  // SLOs far outside the factors it was trained on (batch-1 latency is
+  // 10 ms; 200 ms is 20x, past 1.5 x 10x).
+  auto slo_actor = std::make_shared<FixedActor>(
+      [] {
+        InssCheckpointInfo info = InssInfo({"a", "b"}, 2);
+        info.add_slo_factors(3);
+        info.add_slo_factors(10);
+        return info;
+      }(),
+      std::vector<int>{0, 1}, std::vector<int>{9, 9});
+  const InssPolicy slo_policy("inss", PaperRules(), slo_actor, nullptr);
+  plan = slo_policy.Schedule(snapshot_);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), HasSubstr("20.0x"));
+  ClusterSnapshot tighter = snapshot_;
+  for (ModelSnapshot& m : tighter.models) m.config.set_slo_ms(100);
+  EXPECT_TRUE(slo_policy.Schedule(tighter).ok());
   ClusterSnapshot other_kind = snapshot_;
   other_kind.devices[1].profile_key = "cpu";
   plan = Policy().Schedule(other_kind);

@@ -34,6 +34,16 @@ BackendMetrics::BackendMetrics() {
   swaps_ = registry_.AddGauge(
       "tessera_backend_swaps",
       "Proxies started by plan changes since start, by kind.", {"kind"});
+  proxy_exits_ = registry_.AddCounter(
+      "tessera_backend_proxy_exits_total",
+      "Proxies of the plan in force that exited on their own, by gpulet and "
+      "what the supervisor did (restarted, or given_up after a crash loop).",
+      {"gpulet", "outcome"});
+}
+
+void BackendMetrics::RecordProxyExit(const std::string& gpulet,
+                                     const std::string& outcome) {
+  proxy_exits_->Increment({gpulet, outcome});
 }
 
 void BackendMetrics::RecordBatch(const std::string& gpulet,

@@ -22,6 +22,9 @@ class BackendMetrics {
   // it) and the controller's decision time for it.
   void RecordGroup(const std::string& gpulet, int size,
                    double decision_seconds);
+  // A crashed proxy of `gpulet` found by the supervisor: `outcome` is
+  // "restarted" or "given_up" (a crash loop).
+  void RecordProxyExit(const std::string& gpulet, const std::string& outcome);
   // Sets the plan-state gauges from what `table` holds now.
   void SetPlanState(const GpuletTable& table, int64_t epoch, int64_t swaps,
                     int64_t stop_then_start_swaps);
@@ -37,6 +40,7 @@ class BackendMetrics {
   MetricsRegistry::Gauge* share_;
   MetricsRegistry::Gauge* epoch_;
   MetricsRegistry::Gauge* swaps_;
+  MetricsRegistry::Counter* proxy_exits_;
 };
 
 }  // namespace tessera

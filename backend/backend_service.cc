@@ -13,11 +13,17 @@ namespace tessera {
 BackendServiceImpl::BackendServiceImpl(Options options,
                                        std::unique_ptr<BackendNode> node)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : RealClock::Get()),
       node_(std::move(node)),
       launcher_(options_.launcher),
-      mps_(options_.mps) {
+      mps_(options_.mps),
+      restarts_(options_.restart) {
   if (launcher_ == nullptr)
     launcher_ = std::make_shared<ProcessProxyLauncher>();
+  if (options_.supervise_period > absl::ZeroDuration()) {
+    supervisor_ = std::make_unique<ProxySupervisor>(
+        options_.supervise_period, [this] { HealExitedProxies(); });
+  }
 }
 
 BackendServiceImpl::~BackendServiceImpl() { StopProxies(); }
@@ -245,8 +251,61 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
                   result.status().ToString());
     return ToGrpcStatus(result.status());
   }
+  applied_plan_ = request->plan();
+  restarts_.Reset();
+  given_up_.clear();
   *response = std::move(*result);
   return grpc::Status::OK;
+}
+
+void BackendServiceImpl::HealExitedProxies() {
+  absl::MutexLock apply_lock(&apply_mu_);
+  if (!applied_plan_.has_value()) return;
+  std::vector<std::string> exited;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const ResidentGpulet& r : table_.Residents()) {
+      if (r.state == GpuletState::kServing && !r.alive) {
+        exited.push_back(r.spec.id());
+      }
+    }
+  }
+  bool restart = false;
+  for (const std::string& id : exited) {
+    switch (restarts_.Check(id, clock_->Now())) {
+      case RestartBudget::Verdict::kRestart:
+        spdlog::warn("gpulet {}: its proxy exited; restarting it", id);
+        metrics_.RecordProxyExit(id, "restarted");
+        restart = true;
+        break;
+      case RestartBudget::Verdict::kGiveUp:
+        if (given_up_.insert(id).second) {
+          spdlog::error(
+              "gpulet {}: its proxy keeps exiting ({} restarts within the "
+              "budget's window); leaving it down until the next plan",
+              id, restarts_.RecentRestarts(id, clock_->Now()));
+          metrics_.RecordProxyExit(id, "given_up");
+        }
+        break;
+      case RestartBudget::Verdict::kWait:
+        break;
+    }
+  }
+  if (restart) {
+    // The plan diff starts a proxy for every gpulet whose proxy is not
+    // alive and keeps the others; the exited ones become replaced.
+    auto result = DoApplyPlan(*applied_plan_);
+    if (!result.ok()) {
+      spdlog::error("restarting crashed proxies failed: {}",
+                    result.status().ToString());
+    }
+  }
+  std::vector<GpuletEntry> dead;
+  {
+    absl::MutexLock lock(&mu_);
+    dead = table_.TakeDeadReplaced();
+  }
+  for (GpuletEntry& g : dead) g.proxy->Stop();  // reaps the process
 }
 
 grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
@@ -349,6 +408,7 @@ std::string BackendServiceImpl::RenderMetrics() {
 }
 
 void BackendServiceImpl::StopProxies() {
+  if (supervisor_ != nullptr) supervisor_->Stop();
   std::vector<GpuletEntry> all;
   {
     absl::MutexLock lock(&mu_);

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <optional>
+#include <set>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +20,9 @@
 #include "backend/mps_daemon_manager.h"
 #include "backend/plan_diff.h"
 #include "backend/proxy_launcher.h"
+#include "backend/proxy_supervisor.h"
+#include "backend/restart_budget.h"
+#include "common/clock.h"
 #include "common/poll_governor.h"
 #include "config.pb.h"
 #include "overlap.pb.h"
@@ -61,6 +67,12 @@ class BackendServiceImpl final {
     std::shared_ptr<const GroupPredictorProto> group_predictor;
     // Starts the proxies; null: spawn proxy processes.
     std::shared_ptr<ProxyLauncher> launcher;
+    // How often the supervisor looks for proxies of the plan in force that
+    // exited (0: no supervisor), and when it may restart them.
+    absl::Duration supervise_period = absl::Milliseconds(100);
+    RestartBudget::Options restart;
+    // Times the restart budget (null: the real clock).
+    const Clock* clock = nullptr;
   };
 
   // Validates the config (ids, device kinds, cores) and loads the model
@@ -91,8 +103,17 @@ class BackendServiceImpl final {
   std::string RenderMetrics() ABSL_LOCKS_EXCLUDED(mu_);
   bool Ready() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stops every proxy. Call before destroying the gRPC server's threads.
+  // Stops the supervisor and every proxy. Call before destroying the gRPC
+  // server's threads.
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The supervisor's check (public for tests that drive it): a proxy of
+  // the plan in force that exited is reaped and, within the restart
+  // budget, restarted under the same gpulet id by applying the plan in
+  // force again (its batches in flight failed UNAVAILABLE; the frontend's
+  // routing is unchanged). Beyond the budget it stays down: not ready,
+  // counted in tessera_backend_proxy_exits_total{outcome="given_up"}.
+  void HealExitedProxies() ABSL_LOCKS_EXCLUDED(apply_mu_, mu_);
 
  private:
   BackendServiceImpl(Options options, std::unique_ptr<BackendNode> node);
@@ -116,6 +137,7 @@ class BackendServiceImpl final {
   static GpuletStatus StatusOf(const GpuletEntry& g);
 
   const Options options_;
+  const Clock* const clock_;
   const std::unique_ptr<BackendNode> node_;
   std::shared_ptr<ProxyLauncher> launcher_;
   // Thread-safe; mutable: starting a daemon does not change the service.
@@ -127,11 +149,18 @@ class BackendServiceImpl final {
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // The last plan applied (the supervisor re-applies it to restart a
+  // crashed proxy) and the restarts it allows.
+  std::optional<Plan> applied_plan_ ABSL_GUARDED_BY(apply_mu_);
+  RestartBudget restarts_ ABSL_GUARDED_BY(apply_mu_);
+  std::set<std::string> given_up_ ABSL_GUARDED_BY(apply_mu_);
   mutable absl::Mutex mu_;
   GpuletTable table_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
+  // Last member: stopped before the rest is destroyed.
+  std::unique_ptr<ProxySupervisor> supervisor_;
 };
 
 }  // namespace tessera

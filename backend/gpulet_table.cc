@@ -111,6 +111,20 @@ std::vector<GpuletEntry> GpuletTable::TakeRetired() {
   return retired;
 }
 
+std::vector<GpuletEntry> GpuletTable::TakeDeadReplaced() {
+  std::vector<GpuletEntry> out;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->state == GpuletState::kReplaced && it->proxy != nullptr &&
+        !it->proxy->alive()) {
+      out.push_back(std::move(*it));
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
 std::vector<GpuletEntry> GpuletTable::TakeAll() {
   std::vector<GpuletEntry> all;
   for (GpuletEntry& e : entries_) {

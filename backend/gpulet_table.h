@@ -73,6 +73,9 @@ class GpuletTable {
   // Removes and returns the retiring and replaced entries, and forgets the
   // stopped-for-swap ids (the commit).
   std::vector<GpuletEntry> TakeRetired();
+  // Removes and returns the replaced entries whose proxy has exited (a
+  // crashed proxy the supervisor restarted under the same id).
+  std::vector<GpuletEntry> TakeDeadReplaced();
   // Removes and returns every entry with a proxy.
   std::vector<GpuletEntry> TakeAll();
 

@@ -6,6 +6,7 @@
 // backend is planned around. Torch-free: emulated proxies run no model.
 #include <signal.h>
 #include <sys/stat.h>
+#include <cctype>
 
 #include <filesystem>
 #include <fstream>
@@ -491,6 +492,128 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   auto settled = WaitForQuiescence(absl::Seconds(2), absl::Seconds(60));
   ASSERT_TRUE(settled.ok()) << settled.status();
   ExpectAppliedPlanMatches(*settled, backends_);
+}
+
+// The pid of the proxy process serving gpulet `id` (0: none running).
+pid_t ProxyPid(const std::string& gpulet_id) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(name[0])) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)),
+                     std::istreambuf_iterator<char>());
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "Z") continue;  // a zombie serves nothing
+    if (absl::StrContains(args, std::string("--gpulet_id=") + gpulet_id +
+                                    std::string(1, '\0'))) {
+      return std::stoi(name);
+    }
+  }
+  return 0;
+}
+
+// A process that has exited and has not been reaped yet.
+bool IsZombie(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string p, comm, state;
+  return stat >> p >> comm >> state && state == "Z";
+}
+
+TEST_F(EmulatedClusterTest, KilledProxyIsRestartedWithoutAReplan) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  std::vector<LoadGenerator::ModelLoad> loads = {
+      Load("lenet", {{absl::ZeroDuration(), 60}})};
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(16);
+  lo.timeout = absl::Seconds(30);
+  LoadGenerator::Result result;
+  const absl::Time start = absl::Now();
+  std::thread load(
+      [&] { result = LoadGenerator::Run(stub_.get(), loads, lo); });
+  auto serves_lenet = [](const Plan& p) {
+    for (const DevicePlan& d : p.devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        for (const ModelAssignment& a : g.models()) {
+          if (a.model() == "lenet") return true;
+        }
+      }
+    }
+    return false;
+  };
+  auto planned = WaitForPlan(0, serves_lenet, absl::Seconds(10));
+  std::string gpulet;
+  int64_t epoch = 0;
+  pid_t old_pid = 0, new_pid = 0;
+  absl::Duration killed_at, restarted_after = absl::InfiniteDuration();
+  bool reaped = false;
+  // Steady: the re-plans of the rate's ramp are done.
+  if (planned.ok())
+    planned = WaitForQuiescence(absl::Seconds(3), absl::Seconds(8));
+  if (planned.ok()) {
+    const Plan plan = ReadPlan();
+    epoch = plan.epoch();
+    for (const DevicePlan& d : plan.devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        for (const ModelAssignment& a : g.models()) {
+          if (a.model() == "lenet") gpulet = g.gpulet_id();
+        }
+      }
+    }
+    old_pid = ProxyPid(gpulet);
+    if (old_pid > 0) {
+      killed_at = absl::Now() - start;
+      ::kill(old_pid, SIGKILL);
+      const absl::Time deadline = absl::Now() + absl::Seconds(10);
+      while (absl::Now() < deadline) {
+        new_pid = ProxyPid(gpulet);
+        reaped = ::kill(old_pid, 0) != 0 || !IsZombie(old_pid);
+        if (new_pid > 0 && new_pid != old_pid && reaped) break;
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+      restarted_after = absl::Now() - start - killed_at;
+    }
+  }
+  load.join();
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_GT(old_pid, 0) << "no proxy process for gpulet " << gpulet;
+  EXPECT_GT(new_pid, 0) << "gpulet " << gpulet << " was not restarted";
+  EXPECT_NE(new_pid, old_pid);
+  EXPECT_TRUE(reaped) << "the killed proxy was left a zombie";
+  // The backend healed it on its own: the plan in force is the same one.
+  EXPECT_EQ(ReadPlan().epoch(), epoch);
+  std::printf(
+      "[ report ] proxy of %s killed at %s; a new proxy was running %s later "
+      "(target < 2 s), with no re-plan\n",
+      gpulet.c_str(), absl::FormatDuration(killed_at).c_str(),
+      absl::FormatDuration(restarted_after).c_str());
+  EXPECT_EQ(result.lost, 0);
+  std::map<absl::StatusCode, int> codes;
+  int64_t later = 0, later_ok = 0;
+  for (const auto& r : result.records) {
+    codes[r.code]++;
+    EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
+                r.code == absl::StatusCode::kUnavailable ||
+                r.code == absl::StatusCode::kDeadlineExceeded)
+        << absl::StatusCodeToString(r.code);
+    if (r.sent > killed_at + restarted_after + absl::Milliseconds(500)) {
+      ++later;
+      later_ok += r.code == absl::StatusCode::kOk;
+    }
+  }
+  std::printf("[ report ] outcomes: %s; after the restart %lld/%lld OK\n",
+              absl::StrJoin(codes, ", ",
+                            [](std::string* out, const auto& kv) {
+                              absl::StrAppend(
+                                  out, absl::StatusCodeToString(kv.first), "=",
+                                  kv.second);
+                            })
+                  .c_str(),
+              static_cast<long long>(later_ok), static_cast<long long>(later));
+  ASSERT_GT(later, 0);
+  EXPECT_EQ(later_ok, later);
 }
 
 TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/client_text.h"
 #include "common/data_type.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
@@ -112,11 +113,11 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
     }
     const bool emulated = entry.config.platform() == "emulated";
     for (const auto& sub : fs::directory_iterator(dir.path())) {
-      int64_t version;
-      if (sub.is_directory() &&
-          absl::SimpleAtoi(sub.path().filename().string(), &version) &&
+      const std::optional<int64_t> version =
+          ParseVersion(sub.path().filename().string());
+      if (sub.is_directory() && version.has_value() &&
           (emulated || fs::exists(sub.path() / "model.pt"))) {
-        entry.versions.push_back(version);
+        entry.versions.push_back(*version);
       }
     }
     // An emulated model has no file: its profile is all there is.
@@ -145,11 +146,24 @@ std::vector<std::string> ModelRepository::ModelNames() const {
   return names;
 }
 
+std::optional<int64_t> ModelRepository::ParseVersion(absl::string_view text) {
+  if (text.empty() || text.size() > 18 || (text.size() > 1 && text[0] == '0')) {
+    return std::nullopt;
+  }
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = 10 * v + (c - '0');
+  }
+  return v;
+}
+
 absl::StatusOr<int64_t> ModelRepository::ResolveVersion(
     const std::string& name, const std::string& version) const {
   const Entry* entry = Find(name);
   if (entry == nullptr) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("unknown model '", ClientText(name), "'"));
   }
   if (entry->versions.empty()) {
     return absl::NotFoundError(absl::StrCat(
@@ -158,14 +172,19 @@ absl::StatusOr<int64_t> ModelRepository::ResolveVersion(
   std::string wanted =
       version.empty() ? entry->config.default_version() : version;
   if (wanted.empty()) return entry->versions.back();
-  int64_t v;
-  if (absl::SimpleAtoi(wanted, &v) &&
-      std::find(entry->versions.begin(), entry->versions.end(), v) !=
-          entry->versions.end()) {
-    return v;
+  const std::optional<int64_t> v = ParseVersion(wanted);
+  if (!v.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", name, "': version '", ClientText(wanted),
+        "' is not a version number (digits, no sign, spaces or leading "
+        "zeros)"));
+  }
+  if (std::find(entry->versions.begin(), entry->versions.end(), *v) !=
+      entry->versions.end()) {
+    return *v;
   }
   return absl::NotFoundError(
-      absl::StrCat("model '", name, "' has no version '", wanted,
+      absl::StrCat("model '", name, "' has no version '", ClientText(wanted),
                    "' (versions: ", absl::StrJoin(entry->versions, ", "), ")"));
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,12 @@ class ModelRepository {
   std::vector<std::string> ModelNames() const;
 
   // Resolves `version` ("" = default) to a version number present on disk.
-  // NOT_FOUND names the model and the versions there are.
+  // NOT_FOUND names the model and the versions there are; a version that
+  // is not in canonical decimal is INVALID_ARGUMENT.
+  // A version string in canonical decimal ("1", "12"; not "01", " 1" or
+  // "+1"); nullopt otherwise. Version directories are named so too.
+  static std::optional<int64_t> ParseVersion(absl::string_view text);
+
   absl::StatusOr<int64_t> ResolveVersion(const std::string& name,
                                          const std::string& version) const;
   // Path of the TorchScript file of a resolved version.

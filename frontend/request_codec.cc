@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/client_text.h"
 #include "common/data_type.h"
 #include "common/status_macros.h"
 
@@ -112,8 +113,8 @@ absl::StatusOr<int> FindInput(const ModelConfig& config,
   for (const auto& t : config.input()) {
     absl::StrAppend(&names, names.empty() ? "" : ", ", "'", t.name(), "'");
   }
-  return absl::InvalidArgumentError(absl::StrCat(model, " has no input '", name,
-                                                 "'; its inputs are ", names));
+  return absl::InvalidArgumentError(absl::StrCat(
+      model, " has no input '", ClientText(name), "'; its inputs are ", names));
 }
 
 // The input's datatype and shape against its config; its batch dimension
@@ -219,8 +220,8 @@ absl::StatusOr<std::vector<int>> SelectOutputs(
       if (config.output(o).name() == want.name()) idx = o;
     }
     if (idx < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(model, " has no output '", want.name(), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          model, " has no output '", ClientText(want.name()), "'"));
     }
     chosen.insert(idx);
   }
@@ -250,8 +251,8 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     const auto& in = request.inputs(r);
     ASSIGN_OR_RETURN(const int idx, FindInput(config, in.name(), model));
     if (seen[idx]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(model, ": input '", in.name(), "' given twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          model, ": input '", ClientText(in.name()), "' given twice"));
     }
     seen[idx] = true;
     const TensorConfig& tc = config.input(idx);

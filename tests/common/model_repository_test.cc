@@ -66,6 +66,35 @@ TEST_F(ModelRepositoryTest, LoadsValidModelsAndVersions) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(ModelRepositoryTest, VersionsAreCanonicalNumbers) {
+  AddModel("m", kValid, {1, 3});
+  auto repo = ModelRepository::Load(root_.string());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  for (const char* odd : {"01", " 1", "+1", "1 ", "-1", "1e0", "0x1"}) {
+    auto v = (*repo)->ResolveVersion("m", odd);
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument) << odd;
+    EXPECT_THAT(v.status().message(), HasSubstr("not a version number"));
+  }
+  EXPECT_EQ(ModelRepository::ParseVersion("0"), 0);
+  EXPECT_EQ(ModelRepository::ParseVersion("120"), 120);
+  EXPECT_FALSE(ModelRepository::ParseVersion("").has_value());
+  EXPECT_FALSE(
+      ModelRepository::ParseVersion("1234567890123456789").has_value());
+}
+
+TEST_F(ModelRepositoryTest, ClientStringsInErrorsAreCutAndEscaped) {
+  AddModel("m", kValid, {1});
+  auto repo = ModelRepository::Load(root_.string());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  const std::string huge(8192, 'x');
+  auto unknown = (*repo)->ResolveVersion(huge, "");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_LT(unknown.status().message().size(), 200u);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("(8192 bytes)"));
+  auto odd = (*repo)->ResolveVersion("m", std::string("1\n\x01", 3));
+  EXPECT_THAT(odd.status().message(), HasSubstr("1\\n\\x01"));
+}
+
 TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"pb(name: "m"

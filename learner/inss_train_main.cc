@@ -188,7 +188,9 @@ struct Pool {
   PolicyOptions policy;
 };
 
-absl::StatusOr<Pool> LoadPool(int gpus) {
+// The pool's SLOs are `slo_factor` x batch-1 latency (episodes set their
+// own; the pool's must lie within what the checkpoint covers).
+absl::StatusOr<Pool> LoadPool(int gpus, double slo_factor) {
   Pool pool;
   const std::string setup = absl::GetFlag(FLAGS_setup);
   pool.models =
@@ -211,7 +213,7 @@ absl::StatusOr<Pool> LoadPool(int gpus) {
       pool.models = {"alexnet", "resnet50", "vgg19", "ssd"};
     for (const std::string& m : pool.models) slots.push_back({m, 1});
     pool.profile_key = "v100";
-    pool.snapshot = MakeV100Snapshot(*pool.v100, gpus, slots, 5);
+    pool.snapshot = MakeV100Snapshot(*pool.v100, gpus, slots, slo_factor);
     pool.policy.interference = pool.v100->linear;
   } else {
     return absl::InvalidArgumentError("--setup must be v100 or emulated");
@@ -339,7 +341,9 @@ int Run(const std::string& command) {
   }
   const int gpus =
       evaluated ? evaluated->info().gpus() : absl::GetFlag(FLAGS_gpus);
-  auto pool = LoadPool(gpus);
+  auto factors = SloFactors();
+  if (!factors.ok()) return Fail(factors);
+  auto pool = LoadPool(gpus, factors->empty() ? 5 : factors->front());
   if (!pool.ok()) return Fail(pool);
   if (evaluated) {
     pool->models.assign(evaluated->info().models().begin(),

@@ -54,6 +54,11 @@ class LoadGenerator {
   struct Result {
     std::vector<Record> records;  // ordered by send time
     int64_t sent = 0;
+    // Requests the schedule held that were not sent because a sender fell
+    // behind it (the client machine could not keep up): the rate sent is
+    // below the nominal one by these. Senders stop at the duration all
+    // the same.
+    int64_t unsent = 0;
     // Requests that got no answer before their client deadline (the
     // server never responded) or were still pending when the generator
     // gave up waiting.

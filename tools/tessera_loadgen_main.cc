@@ -129,6 +129,13 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
     std::fprintf(stderr, "%lld request(s) got no answer\n",
                  static_cast<long long>(run.lost));
   }
+  if (run.unsent > 0) {
+    std::fprintf(stderr,
+                 "the sender fell behind its schedule: %lld scheduled "
+                 "request(s) were not sent; offered/s below is the rate "
+                 "actually sent\n",
+                 static_cast<long long>(run.unsent));
+  }
 
   const absl::Duration warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_s));
   const double seconds = absl::ToDoubleSeconds(options.duration - warmup);

@@ -178,9 +178,9 @@ void GpuletWorker::Loop() {
   }
 }
 
-void GpuletWorker::SendBatch(const FormedBatch& batch,
-                             std::vector<std::unique_ptr<InferCall>> calls) {
-  const ModelConfig& config = *model_configs_[batch.model];
+BatchRequest GpuletWorker::MakeRequest(
+    const ModelConfig& config, int items,
+    const std::vector<const InferCall*>& calls) const {
   BatchRequest request;
   request.set_epoch(options_.epoch);
   request.set_gpulet_id(on_standby_ ? StandbyGpuletId(gpulet_id())
@@ -191,21 +191,18 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   bool shape_only = true;
   for (const auto& c : calls) shape_only = shape_only && c->decoded.shape_only;
   request.set_shape_only(shape_only);
-  if (!calls.empty() && calls.front()->metrics != nullptr) {
-    calls.front()->metrics->RecordBatch(config.name(), batch.items);
-  }
   for (int i = 0; i < config.input_size(); ++i) {
     const TensorConfig& tc = config.input(i);
     Tensor* t = request.add_inputs();
     t->set_name(tc.name());
     t->set_data_type(tc.data_type());
-    t->add_shape(batch.items);
+    t->add_shape(items);
     for (int d = 1; d < tc.dims_size(); ++d) t->add_shape(tc.dims(d));
     if (shape_only) continue;
     size_t item_bytes = DataTypeSize(tc.data_type());
     for (int d = 1; d < tc.dims_size(); ++d) item_bytes *= tc.dims(d);
     std::string* data = t->mutable_data();
-    data->reserve(item_bytes * batch.items);
+    data->reserve(item_bytes * items);
     for (const auto& c : calls) {
       if (c->decoded.shape_only) {
         data->append(item_bytes * c->decoded.items, '\0');
@@ -214,6 +211,18 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
       }
     }
   }
+  return request;
+}
+
+void GpuletWorker::SendBatch(const FormedBatch& batch,
+                             std::vector<std::unique_ptr<InferCall>> calls) {
+  const ModelConfig& config = *model_configs_[batch.model];
+  if (!calls.empty() && calls.front()->metrics != nullptr) {
+    calls.front()->metrics->RecordBatch(config.name(), batch.items);
+  }
+  std::vector<const InferCall*> members;
+  for (const auto& c : calls) members.push_back(c.get());
+  BatchRequest request = MakeRequest(config, batch.items, members);
   const absl::Time sent = clock_->Now();
   absl::Time deadline = absl::InfiniteFuture();
   for (const DispatchRequest& r : batch.requests) {
@@ -259,36 +268,110 @@ void GpuletWorker::OnBatchResponse(
     for (auto& call : calls) options_.retry(std::move(call));
     return;
   }
+  if (!status.ok() && calls.size() > 1 &&
+      (absl::IsInternal(status) || absl::IsInvalidArgument(status))) {
+    Isolate(std::move(calls));
+    return;
+  }
   int row = 0;
   for (auto& call : calls) {
-    absl::Status s = status;
-    if (s.ok()) {
-      s = RequestCodec::EncodeOutputs(response, row, call->decoded.items,
-                                      call->decoded, *call->config,
-                                      call->response);
-    }
-    if (s.ok()) {
-      // Where the time went, for clients and benchmarks (KServe response
-      // parameters are the protocol's extension point).
-      auto& params = *call->response->mutable_parameters();
-      params["tessera.batch_size"].set_int64_param(
-          response.outputs_size() > 0 ? response.outputs(0).shape(0) : 0);
-      params["tessera.frontend_queue_us"].set_int64_param(
-          absl::ToInt64Microseconds(sent - call->arrival));
-      params["tessera.backend_round_trip_us"].set_int64_param(
-          absl::ToInt64Microseconds(received - sent));
-      params["tessera.backend_us"].set_int64_param(response.backend_time_us());
-      params["tessera.device_queue_us"].set_int64_param(
-          response.queue_time_us());
-      params["tessera.exec_us"].set_int64_param(response.exec_time_us());
-      params["tessera.proxy_us"].set_int64_param(response.proxy_time_us());
-      params["tessera.frontend_us"].set_int64_param(
-          absl::ToInt64Microseconds(clock_->Now() - call->arrival));
-    }
-    row += call->decoded.items;
-    ++answered_;
-    if (!s.ok() || clock_->Now() > call->deadline) ++late_;
-    FinishCall(std::move(call), s);
+    const int items = call->decoded.items;
+    Answer(std::move(call), status, response, row, sent, received);
+    row += items;
+  }
+}
+
+void GpuletWorker::Answer(std::unique_ptr<InferCall> call, absl::Status status,
+                          const BatchResponse& response, int row,
+                          absl::Time sent, absl::Time received) {
+  absl::Status s = status;
+  if (s.ok()) {
+    s = RequestCodec::EncodeOutputs(response, row, call->decoded.items,
+                                    call->decoded, *call->config,
+                                    call->response);
+  }
+  if (s.ok()) {
+    // Where the time went, for clients and benchmarks (KServe response
+    // parameters are the protocol's extension point).
+    auto& params = *call->response->mutable_parameters();
+    params["tessera.batch_size"].set_int64_param(
+        response.outputs_size() > 0 ? response.outputs(0).shape(0) : 0);
+    params["tessera.frontend_queue_us"].set_int64_param(
+        absl::ToInt64Microseconds(sent - call->arrival));
+    params["tessera.backend_round_trip_us"].set_int64_param(
+        absl::ToInt64Microseconds(received - sent));
+    params["tessera.backend_us"].set_int64_param(response.backend_time_us());
+    params["tessera.device_queue_us"].set_int64_param(response.queue_time_us());
+    params["tessera.exec_us"].set_int64_param(response.exec_time_us());
+    params["tessera.proxy_us"].set_int64_param(response.proxy_time_us());
+    params["tessera.frontend_us"].set_int64_param(
+        absl::ToInt64Microseconds(clock_->Now() - call->arrival));
+  }
+  ++answered_;
+  if (!s.ok() || clock_->Now() > call->deadline) ++late_;
+  FinishCall(std::move(call), s);
+}
+
+void GpuletWorker::Isolate(std::vector<std::unique_ptr<InferCall>> calls) {
+  struct Pending {
+    absl::Mutex mu;
+    int left ABSL_GUARDED_BY(mu) = 0;
+    std::vector<std::unique_ptr<InferCall>> calls ABSL_GUARDED_BY(mu);
+    std::vector<absl::Status> status ABSL_GUARDED_BY(mu);
+    std::vector<BatchResponse> responses ABSL_GUARDED_BY(mu);
+    std::vector<absl::Time> sent ABSL_GUARDED_BY(mu), received
+        ABSL_GUARDED_BY(mu);
+  };
+  auto pending = std::make_shared<Pending>();
+  const size_t n = calls.size();
+  std::vector<BatchRequest> requests;
+  for (const auto& call : calls) {
+    requests.push_back(
+        MakeRequest(*call->config, call->decoded.items, {call.get()}));
+  }
+  {
+    absl::MutexLock lock(&pending->mu);
+    pending->left = static_cast<int>(n);
+    pending->calls = std::move(calls);
+    pending->status.resize(n);
+    pending->responses.resize(n);
+    pending->sent.assign(n, clock_->Now());
+    pending->received.resize(n);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    backend_->Send(std::move(requests[i]), [this, pending, i](
+                                               absl::Status status,
+                                               BatchResponse response) {
+      std::vector<std::unique_ptr<InferCall>> calls;
+      std::vector<absl::Status> statuses;
+      std::vector<BatchResponse> responses;
+      std::vector<absl::Time> sent, received;
+      {
+        absl::MutexLock lock(&pending->mu);
+        pending->status[i] = std::move(status);
+        pending->responses[i] = std::move(response);
+        pending->received[i] = clock_->Now();
+        if (--pending->left > 0) return;
+        calls = std::move(pending->calls);
+        statuses = std::move(pending->status);
+        responses = std::move(pending->responses);
+        sent = std::move(pending->sent);
+        received = std::move(pending->received);
+      }
+      bool any_ok = false;
+      for (const absl::Status& s : statuses) any_ok = any_ok || s.ok();
+      for (size_t k = 0; k < calls.size(); ++k) {
+        absl::Status s = statuses[k];
+        if (!s.ok() && any_ok &&
+            (absl::IsInternal(s) || absl::IsInvalidArgument(s))) {
+          s = absl::InvalidArgumentError(absl::StrCat(
+              "the model failed on this request's inputs (the rest of its "
+              "batch succeeded): ",
+              s.message()));
+        }
+        Answer(std::move(calls[k]), s, responses[k], 0, sent[k], received[k]);
+      }
+    });
   }
 }
 

@@ -103,6 +103,18 @@ class GpuletWorker {
   void Execute(Actions actions) ABSL_LOCKS_EXCLUDED(mu_);
   void SendBatch(const FormedBatch& batch,
                  std::vector<std::unique_ptr<InferCall>> calls);
+  // The batch of `calls` (`items` rows in all) for the backend.
+  BatchRequest MakeRequest(const ModelConfig& config, int items,
+                           const std::vector<const InferCall*>& calls) const;
+  // A batch of several calls failed inside the model: each call is sent
+  // again alone, so that one bad request fails by itself. A call that
+  // fails alone while another succeeds is answered INVALID_ARGUMENT (its
+  // inputs are at fault); if every one fails, each gets its own error.
+  void Isolate(std::vector<std::unique_ptr<InferCall>> calls);
+  // Answers `call` from row `row` of `response` (or with `status`).
+  void Answer(std::unique_ptr<InferCall> call, absl::Status status,
+              const BatchResponse& response, int row, absl::Time sent,
+              absl::Time received);
   void OnBatchResponse(uint64_t batch_id, absl::Time sent,
                        std::vector<std::unique_ptr<InferCall>> calls,
                        absl::Status status, const BatchResponse& response)

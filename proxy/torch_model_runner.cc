@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "proxy/error_text.h"
 #include "proxy/torch_tensors.h"
+#include "spdlog/spdlog.h"
 
 namespace tessera {
 
@@ -171,8 +173,10 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
     // kernels, so the time below is the batch's device time.
     for (auto& t : results) t = t.to(torch::kCPU).contiguous();
   } catch (const std::exception& ex) {
-    return absl::InternalError(
-        absl::StrCat("model '", name, "' failed: ", ex.what()));
+    // Logged whole here; the client gets the error's last line.
+    spdlog::warn("model '{}' failed: {}", name, ex.what());
+    return absl::InternalError(absl::StrCat(
+        "model '", name, "' failed: ", ShortModelError(ex.what())));
   }
   *exec_time = absl::Now() - start;
 

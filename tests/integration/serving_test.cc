@@ -33,6 +33,7 @@ namespace testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kPlan[] = R"pb(
   devices {
@@ -408,6 +409,58 @@ TEST_F(ServingTest, BadInputsGetClearErrorsAndServerKeepsServing) {
     EXPECT_THAT(s.error_message(), HasSubstr(c.message)) << c.name;
     ExpectStillServing();
   }
+}
+
+// One client's request with a token id past bert_tiny's vocabulary (1000)
+// among other clients' valid ones, sent together so that they share a
+// batch: the model throws on the batch, the frontend sends each request
+// again alone, and only the bad one fails, with INVALID_ARGUMENT and the
+// error's last line (no traceback, no server paths). A round where the bad
+// request happened to be batched alone is sent again.
+TEST_F(ServingTest, OneBadRequestFailsAloneInItsBatch) {
+  const ModelConfig& bert = Config("bert_tiny");
+  constexpr int kValid = 12;
+  bool isolated = false;
+  for (int round = 0; round < 5 && !isolated; ++round) {
+    std::vector<inference::ModelInferRequest> requests;
+    for (int i = 0; i <= kValid; ++i) {
+      requests.push_back(
+          MakeRequest(bert, RandomInputs(bert, 1, 100 * round + i), false));
+    }
+    int64_t bad_id = 1000000;
+    requests[kValid].mutable_raw_input_contents(0)->replace(
+        0, sizeof(bad_id), reinterpret_cast<const char*>(&bad_id),
+        sizeof(bad_id));
+    std::vector<grpc::Status> status(requests.size());
+    std::vector<inference::ModelInferResponse> responses(requests.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      threads.emplace_back([&, i] {
+        auto stub = cluster_->NewStub();
+        status[i] = Infer(stub.get(), requests[i], &responses[i]);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kValid; ++i) {
+      EXPECT_TRUE(status[i].ok()) << "round " << round << ", valid request "
+                                  << i << ": " << status[i].error_message();
+    }
+    const grpc::Status& bad = status[kValid];
+    ASSERT_FALSE(bad.ok()) << "round " << round;
+    EXPECT_LT(bad.error_message().size(), 400u) << bad.error_message();
+    EXPECT_THAT(bad.error_message(), Not(HasSubstr("Traceback")));
+    EXPECT_THAT(bad.error_message(), Not(HasSubstr(".py")));
+    isolated = bad.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+    if (isolated) {
+      EXPECT_THAT(bad.error_message(),
+                  HasSubstr("failed on this request's inputs"));
+    } else {
+      // Alone in its batch: the model's error as it is.
+      EXPECT_EQ(bad.error_code(), grpc::StatusCode::INTERNAL);
+    }
+  }
+  EXPECT_TRUE(isolated) << "the bad request never shared a batch";
+  ExpectStillServing();
 }
 
 TEST_F(ServingTest, UnmeetableDeadlineIsRejectedEarly) {

@@ -122,8 +122,10 @@ BackendNode::BackendNode(BackendConfig config,
 absl::StatusOr<std::unique_ptr<BackendNode>> BackendNode::Load(
     BackendConfig config, const std::string& model_repository) {
   ASSIGN_OR_RETURN(const bool any_emulated, ValidateDevices(&config));
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelRepository> repo,
-                   ModelRepository::Load(model_repository));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ModelRepository> repo,
+      ModelRepository::Load(model_repository,
+                            ModelRepository::InvalidEntries::kSkip));
   EmulatedProfiles profiles;
   profiles.interference = std::make_unique<NoInterference>();
   if (any_emulated && config.a100_ground_truth_dir().empty()) {

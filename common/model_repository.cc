@@ -11,6 +11,7 @@
 #include "common/data_type.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
+#include "spdlog/spdlog.h"
 
 namespace tessera {
 namespace fs = std::filesystem;
@@ -82,8 +83,43 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   return ValidateTensors(config, config.output(), "output");
 }
 
+absl::StatusOr<ModelRepository::Entry> ModelRepository::LoadEntry(
+    const std::string& dir_path) {
+  const fs::path dir(dir_path);
+  const fs::path config_path = dir / "config.pbtxt";
+  Entry entry;
+  RETURN_IF_ERROR(ReadTextProto(config_path.string(), &entry.config));
+  if (entry.config.platform().empty()) {
+    entry.config.set_platform("torchscript");
+  }
+  const std::string dir_name = dir.filename().string();
+  if (entry.config.name() != dir_name) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_path.string(), ": name '", entry.config.name(),
+                     "' differs from its directory '", dir_name, "'"));
+  }
+  const absl::Status status = Validate(entry.config);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_path.string(), ": ", status.message()));
+  }
+  const bool emulated = entry.config.platform() == "emulated";
+  for (const auto& sub : fs::directory_iterator(dir)) {
+    const std::optional<int64_t> version =
+        ParseVersion(sub.path().filename().string());
+    if (sub.is_directory() && version.has_value() &&
+        (emulated || fs::exists(sub.path() / "model.pt"))) {
+      entry.versions.push_back(*version);
+    }
+  }
+  // An emulated model has no file: its profile is all there is.
+  if (emulated && entry.versions.empty()) entry.versions.push_back(1);
+  std::sort(entry.versions.begin(), entry.versions.end());
+  return entry;
+}
+
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
-    const std::string& root) {
+    const std::string& root, InvalidEntries invalid) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     return absl::NotFoundError(
@@ -92,38 +128,18 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
   auto repo = std::unique_ptr<ModelRepository>(new ModelRepository(root));
   for (const auto& dir : fs::directory_iterator(root)) {
     if (!dir.is_directory()) continue;
-    const fs::path config_path = dir.path() / "config.pbtxt";
-    if (!fs::exists(config_path)) continue;
-    Entry entry;
-    absl::Status status = ReadTextProto(config_path.string(), &entry.config);
-    if (!status.ok()) return status;
-    if (entry.config.platform().empty()) {
-      entry.config.set_platform("torchscript");
-    }
+    if (!fs::exists(dir.path() / "config.pbtxt")) continue;
     const std::string dir_name = dir.path().filename().string();
-    if (entry.config.name() != dir_name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(config_path.string(), ": name '", entry.config.name(),
-                       "' differs from its directory '", dir_name, "'"));
+    absl::StatusOr<Entry> entry = LoadEntry(dir.path().string());
+    if (entry.ok()) {
+      repo->models_.emplace(dir_name, *std::move(entry));
+    } else if (invalid == InvalidEntries::kFail) {
+      return entry.status();
+    } else {
+      spdlog::error("model repository: skipping '{}': {}", dir_name,
+                    std::string(entry.status().message()));
+      repo->invalid_.emplace(dir_name, entry.status());
     }
-    status = Validate(entry.config);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(config_path.string(), ": ", status.message()));
-    }
-    const bool emulated = entry.config.platform() == "emulated";
-    for (const auto& sub : fs::directory_iterator(dir.path())) {
-      const std::optional<int64_t> version =
-          ParseVersion(sub.path().filename().string());
-      if (sub.is_directory() && version.has_value() &&
-          (emulated || fs::exists(sub.path() / "model.pt"))) {
-        entry.versions.push_back(*version);
-      }
-    }
-    // An emulated model has no file: its profile is all there is.
-    if (emulated && entry.versions.empty()) entry.versions.push_back(1);
-    std::sort(entry.versions.begin(), entry.versions.end());
-    repo->models_.emplace(dir_name, std::move(entry));
   }
   return repo;
 }
@@ -161,6 +177,10 @@ std::optional<int64_t> ModelRepository::ParseVersion(absl::string_view text) {
 absl::StatusOr<int64_t> ModelRepository::ResolveVersion(
     const std::string& name, const std::string& version) const {
   const Entry* entry = Find(name);
+  if (auto bad = invalid_.find(name); bad != invalid_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", name, "' has an invalid config: ", bad->second.message()));
+  }
   if (entry == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("unknown model '", ClientText(name), "'"));

@@ -27,10 +27,19 @@ class ModelRepository {
     std::vector<int64_t> versions;
   };
 
-  // Loads and validates every model under `root`. Fails on the first
-  // invalid config, naming the file and the problem.
+  // What an invalid entry (a config that does not parse or validate) does
+  // to a load: fail it, naming the file and the problem (offline tools),
+  // or skip the entry and keep the reason in invalid() (the serving
+  // processes: one bad folder must not stop the other models).
+  enum class InvalidEntries { kFail, kSkip };
+
+  // Loads and validates every model under `root`.
   static absl::StatusOr<std::unique_ptr<ModelRepository>> Load(
-      const std::string& root);
+      const std::string& root, InvalidEntries invalid = InvalidEntries::kFail);
+  // The entries a kSkip load left out, by directory name, with why.
+  const std::map<std::string, absl::Status>& invalid() const {
+    return invalid_;
+  }
 
   // Validates a single config (also used for configs received over RPC).
   static absl::Status Validate(const ModelConfig& config);
@@ -44,13 +53,14 @@ class ModelRepository {
   const Entry* Find(const std::string& name) const;
   std::vector<std::string> ModelNames() const;
 
-  // Resolves `version` ("" = default) to a version number present on disk.
-  // NOT_FOUND names the model and the versions there are; a version that
-  // is not in canonical decimal is INVALID_ARGUMENT.
   // A version string in canonical decimal ("1", "12"; not "01", " 1" or
   // "+1"); nullopt otherwise. Version directories are named so too.
   static std::optional<int64_t> ParseVersion(absl::string_view text);
 
+  // Resolves `version` ("" = default) to a version number present on disk.
+  // NOT_FOUND names the model and the versions there are; a version that
+  // is not in canonical decimal is INVALID_ARGUMENT; a model whose entry
+  // was skipped as invalid is FAILED_PRECONDITION saying why.
   absl::StatusOr<int64_t> ResolveVersion(const std::string& name,
                                          const std::string& version) const;
   // Path of the TorchScript file of a resolved version.
@@ -59,8 +69,12 @@ class ModelRepository {
  private:
   explicit ModelRepository(std::string root) : root_(std::move(root)) {}
 
+  // One model directory's entry.
+  static absl::StatusOr<Entry> LoadEntry(const std::string& dir);
+
   std::string root_;
   std::map<std::string, Entry> models_;
+  std::map<std::string, absl::Status> invalid_;
 };
 
 }  // namespace tessera

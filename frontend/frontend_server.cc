@@ -29,7 +29,8 @@ std::vector<std::string> BackendIds(const FrontendConfig& config) {
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     Options options, const Clock* clock) {
   RETURN_IF_ERROR(ValidateFrontendConfig(&options.config));
-  auto repository = ModelRepository::Load(options.model_repository);
+  auto repository = ModelRepository::Load(
+      options.model_repository, ModelRepository::InvalidEntries::kSkip);
   if (!repository.ok()) return repository.status();
   // Emulated clusters run k times slower than the GPU they emulate: so do
   // their SLOs.

@@ -196,6 +196,14 @@ void InferenceService::RepositoryIndex(
       index->set_reason("not placed by the current plan");
     }
   }
+  if (!request->ready()) {
+    for (const auto& [name, why] : repository_->invalid()) {
+      auto* index = response->add_models();
+      index->set_name(name);
+      index->set_state("UNAVAILABLE");
+      index->set_reason(absl::StrCat("invalid config: ", why.message()));
+    }
+  }
   return Done(finish, absl::OkStatus());
 }
 

@@ -147,7 +147,9 @@ absl::StatusOr<Runner> MakeTorchRunner(
       "this proxy build (tessera_emulated_proxy) has no LibTorch: cpu and "
       "cuda devices need tessera_proxy");
 #else
-  ASSIGN_OR_RETURN(auto repo, ModelRepository::Load(config.model_repository()));
+  ASSIGN_OR_RETURN(
+      auto repo, ModelRepository::Load(config.model_repository(),
+                                       ModelRepository::InvalidEntries::kSkip));
   std::map<std::string, std::string> paths;
   for (const auto& [name, model] : configs) {
     ASSIGN_OR_RETURN(int64_t version, repo->ResolveVersion(name, ""));

@@ -60,7 +60,9 @@ TorchGroupExecutor::~TorchGroupExecutor() = default;
 absl::StatusOr<std::unique_ptr<TorchGroupExecutor>> TorchGroupExecutor::Create(
     const std::string& repository, const std::vector<std::string>& models,
     int batch, int threads_per_member) {
-  ASSIGN_OR_RETURN(auto repo, ModelRepository::Load(repository));
+  ASSIGN_OR_RETURN(
+      auto repo, ModelRepository::Load(repository,
+                                       ModelRepository::InvalidEntries::kSkip));
   auto impl = std::make_unique<Impl>();
   impl->threads_per_member = std::max(1, threads_per_member);
   impl->repository = repository;

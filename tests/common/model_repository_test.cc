@@ -95,6 +95,24 @@ TEST_F(ModelRepositoryTest, ClientStringsInErrorsAreCutAndEscaped) {
   EXPECT_THAT(odd.status().message(), HasSubstr("1\\n\\x01"));
 }
 
+TEST_F(ModelRepositoryTest, ServingLoadsSkipAnInvalidEntryAndKeepTheOthers) {
+  std::string good = kValid;
+  good.replace(good.find("\"m\""), 3, "\"good\"");
+  AddModel("good", good, {1});
+  AddModel("bad", "name: \"bad\" platform: \"onnx\"", {1});
+  EXPECT_FALSE(ModelRepository::Load(root_.string()).ok());
+  auto repo = ModelRepository::Load(root_.string(),
+                                    ModelRepository::InvalidEntries::kSkip);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_THAT((*repo)->ModelNames(), ::testing::ElementsAre("good"));
+  EXPECT_EQ(*(*repo)->ResolveVersion("good", ""), 1);
+  ASSERT_EQ((*repo)->invalid().count("bad"), 1u);
+  EXPECT_THAT((*repo)->invalid().at("bad").message(), HasSubstr("onnx"));
+  auto bad = (*repo)->ResolveVersion("bad", "");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(bad.status().message(), HasSubstr("invalid config"));
+}
+
 TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"pb(name: "m"

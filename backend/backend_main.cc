@@ -34,6 +34,9 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(std::string, id, "backend0",
           "Backend id when --config is not given.");
 ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
+ABSL_FLAG(double, drain_s, 10,
+          "On SIGTERM or SIGINT: how long the proxies may take to finish the "
+          "batches they hold before the backend stops them and exits.");
 ABSL_FLAG(int, emulated_gpus, 0,
           "Without --config: expose this many emulated GPUs gpu0.. instead "
           "of the cpu device.");
@@ -256,7 +259,8 @@ int main(int argc, char** argv) {
   WritePortFile(absl::GetFlag(FLAGS_port_file), port);
 
   tessera::WaitForTerminationSignal();
-  spdlog::info("shutting down");
+  spdlog::info("shutting down: draining the proxies");
+  (*service)->DrainProxies(absl::Seconds(absl::GetFlag(FLAGS_drain_s)));
   http->reset();
   (*service)->StopProxies();
   (*server)->Shutdown(absl::Seconds(5));

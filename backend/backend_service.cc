@@ -407,6 +407,23 @@ std::string BackendServiceImpl::RenderMetrics() {
   return metrics_.Render();
 }
 
+void BackendServiceImpl::DrainProxies(absl::Duration timeout) {
+  if (supervisor_ != nullptr) supervisor_->Stop();
+  std::vector<GpuletEntry> live;
+  {
+    absl::MutexLock lock(&mu_);
+    live = table_.Live();
+  }
+  const absl::Time until = clock_->Now() + timeout;
+  for (const GpuletEntry& g : live) {
+    if (!g.proxy->Drain(
+            std::max(absl::ZeroDuration(), until - clock_->Now()))) {
+      spdlog::warn("gpulet {}: batches still in flight after the drain",
+                   g.id());
+    }
+  }
+}
+
 void BackendServiceImpl::StopProxies() {
   if (supervisor_ != nullptr) supervisor_->Stop();
   std::vector<GpuletEntry> all;

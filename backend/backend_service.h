@@ -103,6 +103,11 @@ class BackendServiceImpl final {
   std::string RenderMetrics() ABSL_LOCKS_EXCLUDED(mu_);
   bool Ready() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Shutdown's first step: stops the supervisor and waits, up to
+  // `timeout` in all, for every proxy to finish the batches it holds and
+  // those still arriving (the frontend plans around a backend that stops
+  // answering heartbeats).
+  void DrainProxies(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // Stops the supervisor and every proxy. Call before destroying the gRPC
   // server's threads.
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);

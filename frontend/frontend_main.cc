@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "load/unload --token_file). Empty: those RPCs are refused.");
 ABSL_FLAG(std::string, admin_port_file, "",
           "If set, the admin port is written to this file once serving.");
+ABSL_FLAG(double, drain_s, 10,
+          "On SIGTERM or SIGINT: new calls are refused (UNAVAILABLE) and "
+          "the ones accepted are served for up to this many seconds before "
+          "the frontend exits.");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, event_loops, 1,
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
   options.listen = absl::GetFlag(FLAGS_listen);
   options.plan_file = absl::GetFlag(FLAGS_plan_file);
+  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_s));
   options.http_port = absl::GetFlag(FLAGS_http_port);
   options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
   if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {

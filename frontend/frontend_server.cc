@@ -324,11 +324,29 @@ void FrontendServer::Shutdown() {
   trigger_.Stop();
   coordinator_.Stop();
   http_.reset();
-  // Stop dispatching (queued and newly arriving calls get UNAVAILABLE),
-  // let in-flight batches finish, stop the gRPC server, close the backend
-  // streams (anything still in flight fails), and only then drop the
-  // workers their callbacks point to.
+  // Drain: refuse new calls (UNAVAILABLE), serve the ones accepted until
+  // every gpulet's queue is empty and its batches are back, up to the
+  // drain timeout. Then stop dispatching (calls still queued get
+  // UNAVAILABLE), let in-flight batches finish, stop the gRPC server,
+  // close the backend streams (anything still in flight fails), and only
+  // then drop the workers their callbacks point to.
+  router_.StopAccepting();
   auto workers = router_.workers();
+  const absl::Time drain_until = absl::Now() + options_.drain_timeout;
+  size_t undrained = 0;
+  for (auto& w : workers) {
+    while (w->queued() > 0 && absl::Now() < drain_until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    w->WaitIdle(std::max(absl::ZeroDuration(), drain_until - absl::Now()));
+    undrained += w->queued();
+  }
+  if (undrained > 0) {
+    spdlog::warn(
+        "shutdown: {} accepted call(s) still queued after the {} "
+        "drain; they get UNAVAILABLE",
+        undrained, absl::FormatDuration(options_.drain_timeout));
+  }
   for (auto& w : workers) w->Stop();
   for (auto& w : workers) w->WaitIdle(absl::Seconds(5));
   if (server_ != nullptr) {

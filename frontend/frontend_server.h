@@ -57,6 +57,9 @@ class FrontendServer : public ModelControl {
     // load and warm up).
     absl::Duration backend_call_timeout = absl::Seconds(300);
     absl::Duration plan_retry_interval = absl::Seconds(1);
+    // Shutdown (SIGTERM): how long accepted calls may take to be served
+    // while new ones are refused.
+    absl::Duration drain_timeout = absl::Seconds(10);
     // If set, every plan installed is written here (text format,
     // replaced atomically) once the backends committed it.
     std::string plan_file;

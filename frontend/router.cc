@@ -29,8 +29,21 @@ std::vector<std::shared_ptr<GpuletWorker>> Router::Install(
 }
 
 absl::Status Router::Submit(std::unique_ptr<InferCall>& call) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!accepting_) {
+      return absl::UnavailableError(
+          "the frontend is shutting down; retry on another replica or after "
+          "its restart");
+    }
+  }
   if (monitor_ != nullptr) monitor_->Record(call->config->name());
   return Reroute(call);
+}
+
+void Router::StopAccepting() {
+  absl::MutexLock lock(&mu_);
+  accepting_ = false;
 }
 
 absl::Status Router::Reroute(std::unique_ptr<InferCall>& call) {

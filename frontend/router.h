@@ -30,13 +30,18 @@ class Router {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Hands `call` to a worker serving its model. On failure (no gpulet
-  // serves the model: UNAVAILABLE) `call` is left with the caller.
+  // serves the model, or the router stopped accepting: UNAVAILABLE) `call`
+  // is left with the caller.
   absl::Status Submit(std::unique_ptr<InferCall>& call)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Submit() for a call that was already counted (handed over from a
   // gpulet a plan change retired).
   absl::Status Reroute(std::unique_ptr<InferCall>& call)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // From now on Submit refuses new calls (UNAVAILABLE: the frontend is
+  // shutting down); calls already accepted are still rerouted.
+  void StopAccepting() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
   bool Serves(const std::string& model) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -52,6 +57,7 @@ class Router {
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<GpuletWorker>> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Targets> by_model_ ABSL_GUARDED_BY(mu_);
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
 };
 
 }  // namespace tessera

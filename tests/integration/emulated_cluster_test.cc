@@ -6,6 +6,7 @@
 // backend is planned around. Torch-free: emulated proxies run no model.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cctype>
 
 #include <filesystem>
@@ -614,6 +615,62 @@ TEST_F(EmulatedClusterTest, KilledProxyIsRestartedWithoutAReplan) {
               static_cast<long long>(later_ok), static_cast<long long>(later));
   ASSERT_GT(later, 0);
   EXPECT_EQ(later_ok, later);
+}
+
+// SIGTERM to the frontend under load: it refuses new calls, serves the
+// ones it accepted (none of them gets UNAVAILABLE), and exits within its
+// drain bound; no call goes unanswered.
+TEST_F(EmulatedClusterTest, FrontendDrainsOnSigterm) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  std::vector<LoadGenerator::ModelLoad> loads = {
+      Load("lenet", {{absl::ZeroDuration(), 80}}),
+      Load("googlenet", {{absl::ZeroDuration(), 20}})};
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(8);
+  lo.timeout = absl::Seconds(30);
+  LoadGenerator::Result result;
+  const absl::Time start = absl::Now();
+  std::thread load(
+      [&] { result = LoadGenerator::Run(stub_.get(), loads, lo); });
+  auto planned = WaitForPlan(
+      0, [](const Plan& p) { return p.devices_size(); }, absl::Seconds(10));
+  absl::SleepFor(absl::Seconds(2));
+  const absl::Duration signalled = absl::Now() - start;
+  ::kill(cluster_->frontend()->pid(), SIGTERM);
+  auto exit = cluster_->frontend()->Wait(absl::Seconds(20));
+  const absl::Duration exited_after = absl::Now() - start - signalled;
+  load.join();
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_TRUE(exit.ok()) << "the frontend did not exit within 20 s";
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+  EXPECT_EQ(result.lost, 0);
+  int64_t before = 0, before_ok = 0, after = 0;
+  for (const auto& r : result.records) {
+    // Calls sent well before the signal were accepted: served (or refused
+    // early for their deadline), never UNAVAILABLE.
+    if (r.sent < signalled - absl::Milliseconds(100)) {
+      ++before;
+      before_ok += r.code == absl::StatusCode::kOk;
+      EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
+                  r.code == absl::StatusCode::kDeadlineExceeded)
+          << absl::StatusCodeToString(r.code) << " at "
+          << absl::FormatDuration(r.sent);
+    } else if (r.sent > signalled + absl::Milliseconds(100)) {
+      ++after;
+      EXPECT_EQ(r.code, absl::StatusCode::kUnavailable)
+          << absl::FormatDuration(r.sent);
+    }
+  }
+  std::printf(
+      "[ report ] SIGTERM at %s; exited %s later; %lld/%lld calls sent "
+      "before it OK, %lld after it refused\n",
+      absl::FormatDuration(signalled).c_str(),
+      absl::FormatDuration(exited_after).c_str(),
+      static_cast<long long>(before_ok), static_cast<long long>(before),
+      static_cast<long long>(after));
+  EXPECT_GT(before, 0);
+  EXPECT_GT(after, 0);
 }
 
 TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {

@@ -4,7 +4,7 @@ of every training episode (thin, with a moving average) and of the
 deterministic evaluations (markers), and the SLO violations of the
 evaluations. Prints where the evaluation reward levels off. Writes the PNG
 given by --out. Usage: plot_inss_training.py inss_training.csv --out=plot.png
-[--window=25]"""
+[--window=25] [--baseline=round-robin=-99.0:22.2]"""
 import argparse
 import csv
 
@@ -29,6 +29,9 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--out", required=True)
     ap.add_argument("--window", type=int, default=25)
+    ap.add_argument("--baseline", action="append", default=[],
+                    help="LABEL=REWARD[:VIOLATION_PCT], a horizontal line "
+                    "(e.g. round-robin's evaluation on the same seeds)")
     args = ap.parse_args()
     train, evals = [], []
     with open(args.csv) as f:
@@ -50,6 +53,14 @@ def main():
                  label="evaluation (argmax)")
         bottom.plot(ex, [r["violation_pct"] for r in evals], "o-", ms=2,
                     lw=0.8)
+    for spec in args.baseline:
+        label, _, value = spec.partition("=")
+        reward, _, violation = value.partition(":")
+        top.axhline(float(reward), ls="--", lw=1, color="gray")
+        top.annotate(label, (0, float(reward)), fontsize=8, color="gray",
+                     xytext=(2, 2), textcoords="offset points")
+        if violation:
+            bottom.axhline(float(violation), ls="--", lw=1, color="gray")
     top.set_ylabel("mean reward per step (Eq. 3)")
     top.legend(fontsize=8)
     bottom.set_ylabel("evaluation SLO violations (%)")

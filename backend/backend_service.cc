@@ -347,15 +347,19 @@ void BackendServiceImpl::Route(BatchRequest batch,
     BatchResponse response;
     response.set_batch_id(batch.batch_id());
     response.set_gpulet_stopped(stopped_for_swap);
-    ToStatusProto(stopped_for_swap
-                      ? absl::UnavailableError(absl::StrCat(
-                            "gpulet '", batch.gpulet_id(),
-                            "' was stopped for a stop-then-start swap (device "
-                            "memory too small for a shadow proxy); retry"))
-                      : absl::NotFoundError(absl::StrCat(
-                            "gpulet '", batch.gpulet_id(),
-                            "' is not served by backend '", node_->id(), "'")),
-                  response.mutable_status());
+    ToStatusProto(
+        stopped_for_swap
+            ? absl::UnavailableError(absl::StrCat(
+                  "gpulet '", batch.gpulet_id(),
+                  "' was stopped for a stop-then-start swap (device "
+                  "memory too small for a shadow proxy); retry"))
+            // Transient for the client: the frontend's plan
+            // still names a gpulet this backend no longer (or
+            // not yet) serves, e.g. after its restart.
+            : absl::UnavailableError(absl::StrCat(
+                  "gpulet '", batch.gpulet_id(), "' is not served by backend '",
+                  node_->id(), "' (restarted, or the plan moved it); retry")),
+        response.mutable_status());
     reply(std::move(response));
     return;
   }

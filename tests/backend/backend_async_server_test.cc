@@ -74,7 +74,7 @@ TEST_F(BackendAsyncServerTest, AnswersEveryBatchOfAStreamAndFinishes) {
   BatchResponse response;
   while (stream->Read(&response)) {
     EXPECT_EQ(response.status().code(),
-              static_cast<int>(absl::StatusCode::kNotFound));
+              static_cast<int>(absl::StatusCode::kUnavailable));
     EXPECT_THAT(response.status().message(),
                 HasSubstr(absl::StrCat("'nowhere", response.batch_id() % 3,
                                        "' is not served by backend 'b0'")));

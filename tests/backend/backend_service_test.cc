@@ -153,7 +153,7 @@ TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
   EXPECT_FALSE(g0->stopped());
   EXPECT_FALSE(g1b->stopped());
   BatchResponse gone = Send(backend.get(), "g2");
-  EXPECT_EQ(Code(gone), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Code(gone), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(gone.gpulet_stopped());
   ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
   EXPECT_EQ(health.num_proxies(), 2);

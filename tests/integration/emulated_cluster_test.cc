@@ -931,7 +931,7 @@ TEST_P(ShadowSwapTest, ShareChangeStartsNewProcessWhileOldServes) {
   }
   EXPECT_FALSE(ProcessAlive(a_pid));
   EXPECT_EQ(backend.Execute("a", "lenet", lenet_item).status().code(),
-            static_cast<int>(absl::StatusCode::kNotFound));
+            static_cast<int>(absl::StatusCode::kUnavailable));
   EXPECT_TRUE(ProcessAlive(pids["a2"]));
 }
 

@@ -51,6 +51,7 @@ class FakeSink final : public BatchSink {
       swap_stopped = mode_ == Mode::kSwapStopped;
       items_ += batch.inputs(0).shape(0);
       ++batches_;
+      budgets_ms_.push_back(batch.deadline_budget_ms());
       if (mode_ == Mode::kHold) {
         held_.push_back({std::move(batch), std::move(done)});
         return;
@@ -71,12 +72,31 @@ class FakeSink final : public BatchSink {
     absl::MutexLock lock(&mu_);
     return items_;
   }
+  // The deadline budget of every batch sent so far.
+  std::vector<double> budgets_ms() const {
+    absl::MutexLock lock(&mu_);
+    return budgets_ms_;
+  }
 
  private:
   static void Answer(const BatchRequest& batch, const Callback& done,
                      bool swap_stopped) {
     BatchResponse r;
     r.set_batch_id(batch.batch_id());
+    // A negative x0 is input the model cannot take: the whole batch fails,
+    // as a TorchScript error does.
+    const int64_t n = batch.inputs(0).shape(0);
+    std::vector<float> in(n * 2);
+    std::memcpy(in.data(), batch.inputs(0).data().data(), in.size() * 4);
+    for (int64_t i = 0; i < n; ++i) {
+      if (in[2 * i] < 0) {
+        absl::Status s = absl::InternalError(
+            "model 'm' failed: RuntimeError: index out of range in self");
+        ToStatusProto(s, r.mutable_status());
+        done(s, r);
+        return;
+      }
+    }
     if (swap_stopped) {
       r.set_gpulet_stopped(true);
       absl::Status s = absl::UnavailableError("stopped for a swap");
@@ -102,6 +122,7 @@ class FakeSink final : public BatchSink {
   Mode mode_ ABSL_GUARDED_BY(mu_);
   int items_ ABSL_GUARDED_BY(mu_) = 0;
   int batches_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<double> budgets_ms_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<BatchRequest, Callback>> held_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -207,6 +228,44 @@ TEST(GpuletWorkerTest, EachCallGetsItsOwnRowsOfTheBatch) {
     EXPECT_FLOAT_EQ(calls.Y(i), 101.0f * i) << i;
   }
   EXPECT_EQ(sink.items(), 10);
+  EXPECT_TRUE(worker->WaitIdle(absl::Seconds(30)));
+  worker->Stop();
+}
+
+TEST(GpuletWorkerTest, ABatchCarriesItsTightestDeadlineAsABudget) {
+  const ModelConfig model = Model();
+  FakeSink sink;
+  Calls calls(&model);
+  auto worker = MakeWorker("g0", &model, &sink);
+  std::unique_ptr<InferCall> call = calls.Make(0, 1, 2);
+  call->deadline = absl::Now() + absl::Seconds(3);
+  worker->Submit(std::move(call));
+  ASSERT_TRUE(calls.AllFinished(1, absl::Seconds(30)));
+  const std::vector<double> budgets = sink.budgets_ms();
+  ASSERT_EQ(budgets.size(), 1u);
+  EXPECT_GT(budgets[0], 2000);
+  EXPECT_LE(budgets[0], 3000);
+  worker->Stop();
+}
+
+TEST(GpuletWorkerTest, OneBadCallFailsAloneAndTheRestOfItsBatchIsServed) {
+  const ModelConfig model = Model();
+  FakeSink sink(FakeSink::Mode::kHold);
+  Calls calls(&model);
+  auto worker = MakeWorker("g0", &model, &sink);
+  // Held: the later calls queue up and go out in batches of 4; call 10's
+  // input is one the model fails on.
+  for (int i = 0; i < 20; ++i) {
+    worker->Submit(calls.Make(i, i == 10 ? -1.0f : i, 100));
+  }
+  sink.Release();
+  ASSERT_TRUE(calls.AllFinished(20, absl::Seconds(30)));
+  for (int i = 0; i < 20; ++i) {
+    if (i == 10) continue;
+    EXPECT_EQ(calls.Code(i), grpc::StatusCode::OK) << i;
+    EXPECT_FLOAT_EQ(calls.Y(i), i + 100.0f) << i;
+  }
+  EXPECT_EQ(calls.Code(10), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(worker->WaitIdle(absl::Seconds(30)));
   worker->Stop();
 }

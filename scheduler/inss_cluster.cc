@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/model_instance.h"
 #include "common/status_macros.h"
 
 namespace tessera {
@@ -34,17 +35,13 @@ absl::Status CheckSloCovered(const InssCheckpointInfo& info,
 
 }  // namespace
 
-std::string InssCluster::BaseModel(const std::string& name) {
-  return name.substr(0, name.find('/'));
-}
-
 InssCheckpointInfo InssCluster::CoveringInfo(const ClusterSnapshot& snapshot) {
   InssCheckpointInfo info;
   std::set<std::string> bases;
   int with_traffic = 0;
   for (const ModelSnapshot& m : snapshot.models) {
     if (m.rate_rps <= 0) continue;
-    bases.insert(BaseModel(m.config.name()));
+    bases.insert(BaseModelName(m.config.name()));
     ++with_traffic;
   }
   for (const std::string& b : bases) info.add_models(b);
@@ -96,7 +93,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
   std::vector<const ModelSnapshot*> served;
   for (const ModelSnapshot& m : snapshot.models) {
     if (m.rate_rps <= 0) continue;
-    const std::string base = BaseModel(m.config.name());
+    const std::string base = BaseModelName(m.config.name());
     if (std::find(info.models().begin(), info.models().end(), base) ==
         info.models().end()) {
       return absl::FailedPreconditionError(absl::StrCat(

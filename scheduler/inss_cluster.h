@@ -60,8 +60,6 @@ class InssCluster {
   // devices, 10 % units): for the placements that plan with BDA but no
   // actor (inss-rr, bda-gpulet, the random placements of the studies).
   static InssCheckpointInfo CoveringInfo(const ClusterSnapshot& snapshot);
-  // "alexnet" for "alexnet/2".
-  static std::string BaseModel(const std::string& name);
 
   const std::vector<InssModelSlot>& slots() const { return slots_; }
   std::vector<InssModelSlot>& mutable_slots() { return slots_; }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/model_instance.h"
 
 namespace tessera {
 
@@ -50,7 +51,7 @@ absl::StatusOr<InssWorkloadSampler> InssWorkloadSampler::Create(
 std::string InssWorkloadSampler::Key(const std::vector<std::string>& models,
                                      int gpus) {
   std::map<std::string, int> count;
-  for (const std::string& m : models) ++count[InssCluster::BaseModel(m)];
+  for (const std::string& m : models) ++count[BaseModelName(m)];
   std::vector<std::string> parts;
   for (const auto& [name, c] : count) {
     parts.push_back(c == 1 ? name : absl::StrCat(name, "*", c));

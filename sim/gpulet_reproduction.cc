@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/model_instance.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "nlohmann/json.hpp"
@@ -91,7 +92,7 @@ const GroundTruth& GpuletReproduction::Truth() const {
 std::vector<double> GpuletReproduction::Units() const {
   std::vector<double> units;
   for (const std::string& name : options_.models) {
-    const LatencyModel* lm = Truth().model(BaseModel(name));
+    const LatencyModel* lm = Truth().model(BaseModelName(name));
     units.push_back(lm == nullptr ? 0 : UnitRps(*lm, options_.unit_fraction));
   }
   return units;
@@ -116,7 +117,8 @@ ClusterSnapshot GpuletReproduction::PaperSnapshot(
   ClusterSnapshot snap =
       MakeV100Snapshot(*setup_, options_.gpus, models, /*slo_factor=*/1);
   for (ModelSnapshot& m : snap.models) {
-    const LatencyModel* lm = setup_->truth->model(BaseModel(m.config.name()));
+    const LatencyModel* lm =
+        setup_->truth->model(BaseModelName(m.config.name()));
     m.config.set_slo_ms(2 * lm->LatencyMs(kPaperBatch, 100));
   }
   return snap;
@@ -125,7 +127,7 @@ ClusterSnapshot GpuletReproduction::PaperSnapshot(
 absl::StatusOr<GpuletReproduction::Result> GpuletReproduction::Run(
     const PolicyOptions& base) const {
   for (const std::string& m : options_.models) {
-    if (Truth().model(BaseModel(m)) == nullptr) {
+    if (Truth().model(BaseModelName(m)) == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("no measurements for model '", m, "'"));
     }
@@ -303,8 +305,8 @@ GpuletReproduction::RunThroughput(const PolicyOptions& base) const {
     // The slowest model's u, so that every model starts light.
     double rate = 0;
     for (const std::string& m : w.models) {
-      const double u =
-          UnitRps(*setup_->truth->model(BaseModel(m)), options_.unit_fraction);
+      const double u = UnitRps(*setup_->truth->model(BaseModelName(m)),
+                               options_.unit_fraction);
       rate = rate == 0 ? u : std::min(rate, u);
     }
     std::vector<WorkloadModel> models;

@@ -1,10 +1,8 @@
 #include "sim/v100_workload.h"
 
-namespace tessera {
+#include "common/model_instance.h"
 
-std::string BaseModel(const std::string& instance) {
-  return instance.substr(0, instance.find('/'));
-}
+namespace tessera {
 
 absl::StatusOr<std::unique_ptr<V100Setup>> LoadV100Setup(
     const std::string& profile_jsonl, Share100Rule rule, double noise_sigma) {
@@ -42,7 +40,7 @@ ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
     s.devices.push_back(d);
   }
   for (const WorkloadModel& w : models) {
-    const std::string base = BaseModel(w.name);
+    const std::string base = BaseModelName(w.name);
     const LatencyModel* lm = setup.truth->model(base);
     if (lm == nullptr) continue;
     ModelSnapshot m;

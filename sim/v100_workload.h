@@ -33,8 +33,6 @@ struct WorkloadModel {
   double rate_rps = 0;
 };
 
-// The measured model behind an instance name ("alexnet/2" -> "alexnet").
-std::string BaseModel(const std::string& instance);
 
 // A cluster of `gpus` V100s (profile key "v100") serving `models`, each
 // with SLO = slo_factor x its batch-1 full-GPU latency and max batch 32.

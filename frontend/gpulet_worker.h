@@ -107,7 +107,9 @@ class GpuletWorker {
   BatchRequest MakeRequest(const ModelConfig& config, int items,
                            const std::vector<const InferCall*>& calls) const;
   // A batch of several calls failed inside the model: each call is sent
-  // again alone, so that one bad request fails by itself. A call that
+  // again alone (straight to the backend, outside the dispatcher's
+  // in-flight count: a rare path), so that one bad request fails by
+  // itself. A call that
   // fails alone while another succeeds is answered INVALID_ARGUMENT (its
   // inputs are at fault); if every one fails, each gets its own error.
   void Isolate(std::vector<std::unique_ptr<InferCall>> calls);

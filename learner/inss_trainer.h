@@ -41,8 +41,8 @@ struct InssTrainerOptions {
   std::string csv_path;  // empty: none
   // Multiplies the reward stored in the replay (the curve and evaluations
   // stay in Eq. 3's units). The paper normalises its reward without
-  // saying how (digest pitfall 9). 1 (Eq. 3 as it is) learned fastest in
-  // short runs against 0.1 and 0.01 (docs/scheduling.md).
+  // saying how (digest pitfall 9); tessera_inss_train's --reward_scale
+  // says what was measured.
   double reward_scale = 1;
   // Progress bar on this stream (null: quiet).
   std::FILE* progress = nullptr;

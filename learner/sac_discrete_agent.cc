@@ -66,8 +66,8 @@ struct SacDiscreteAgent::Impl {
   SacOptions o;
   torch::nn::Sequential actor{nullptr}, q1{nullptr}, q2{nullptr},
       q1_target{nullptr}, q2_target{nullptr};
-  torch::Tensor log_temperature;  // [2 I]: device heads, then share heads
-  torch::Tensor target_entropy;   // [2 I]
+  torch::Tensor log_temperature;       // [2 I]: device heads, then share heads
+  torch::Tensor level_target_entropy;  // [I]: the share heads' targets
   std::unique_ptr<torch::optim::Adam> actor_opt, q_opt, temperature_opt;
   // Replay ring.
   torch::Tensor states, actions, rewards, next_states;
@@ -90,14 +90,11 @@ struct SacDiscreteAgent::Impl {
     }
     log_temperature = torch::full(
         {2 * o.slots}, std::log(o.initial_temperature), torch::requires_grad());
-    std::vector<float> target;
-    for (int i = 0; i < o.slots; ++i) {
-      target.push_back(o.target_entropy_ratio * std::log(o.gpus));
-    }
-    for (int i = 0; i < o.slots; ++i) {
-      target.push_back(o.target_entropy_ratio * std::log(o.levels));
-    }
-    target_entropy = torch::tensor(target);
+    // The device heads' targets depend on the devices each state has
+    // (Update computes them per state).
+    level_target_entropy = torch::full(
+        {o.slots},
+        static_cast<float>(o.target_entropy_ratio * std::log(o.levels)));
     actor_opt = std::make_unique<torch::optim::Adam>(
         actor->parameters(), torch::optim::AdamOptions(o.policy_learning_rate));
     std::vector<torch::Tensor> q_params = q1->parameters();
@@ -287,8 +284,7 @@ std::optional<SacDiscreteAgent::UpdateStats> SacDiscreteAgent::Update() {
   auto target_g = o.target_entropy_ratio * devices.log().unsqueeze(1);
   auto entropy = torch::cat({entropy_g.mean(0), entropy_l.mean(0)}).detach();
   auto gap = torch::cat({(entropy_g - target_g).mean(0),
-                         entropy_l.mean(0) -
-                             m.target_entropy.narrow(0, o.slots, o.slots)})
+                         entropy_l.mean(0) - m.level_target_entropy})
                  .detach();  // [2I]
   auto temperature_loss = (m.log_temperature * gap).mean();
   m.temperature_opt->zero_grad();

@@ -14,8 +14,9 @@ namespace tessera {
 // Table 1 (seeds/digests/inss.md Sec. 3.3) except the target entropy,
 // which the paper prints as -log(1 + iota), a negative number a discrete
 // policy's entropy can never fall to (pitfall 7): here it is
-// target_entropy_ratio x log(options) per head, the SAC-Discrete
-// paper's choice with ratio 0.98.
+// target_entropy_ratio x log(options) per head (for a device head, the
+// devices the state has), the SAC-Discrete paper's form (its ratio 0.98;
+// tessera_inss_train uses 0.5).
 struct SacOptions {
   int state_size = 0;
   int slots = 0;   // I: models

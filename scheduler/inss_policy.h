@@ -28,10 +28,10 @@ namespace tessera {
 // Each model runs on exactly one device ((1e): InSS has no replicas).
 // "inss-ni" is the paper's ablation without the interference term: the
 // same actor, BDA's t_inf without co-runners' interference.
-// A snapshot the checkpoint was not trained for (other models, device
-// count or device kind) is refused with FAILED_PRECONDITION saying what
-// differs, or, with PolicyOptions::inss_fallback set, planned by that
-// policy, the plan's reason saying why.
+// A snapshot beyond what the checkpoint covers (InssCluster::FromSnapshot:
+// models, device count or kind, SLOs) is refused with FAILED_PRECONDITION
+// naming the limit, or, with PolicyOptions::inss_fallback set, planned by
+// that policy, the plan's reason saying why.
 class InssPolicy : public SchedulingPolicy {
  public:
   // `name`: "inss" or "inss-ni" (options.interference null); `fallback`

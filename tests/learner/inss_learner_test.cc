@@ -160,6 +160,16 @@ TEST_F(InssLearnerTest, ShippedCheckpointPlansWhatItCovers) {
     EXPECT_LE(share, 100.0 + 1e-9);
   }
   EXPECT_EQ(served, 6);  // each model once ((1e): no replicas)
+  // inss-ni: the same actor without the interference term.
+  auto ni = PolicyRegistry::Create("inss-ni", [&] {
+    PolicyOptions o;
+    o.interference = setup_->linear;
+    return o;
+  }());
+  ASSERT_TRUE(ni.ok()) << ni.status();
+  auto ni_plan = (*ni)->Schedule(snap);
+  ASSERT_TRUE(ni_plan.ok()) << ni_plan.status();
+  EXPECT_EQ(ni_plan->policy(), "inss-ni");
   // One to eight GPUs are covered (planned, or refused for the load);
   // nine are not, nor ten models.
   EXPECT_NE((*policy)

@@ -6,6 +6,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/bda_placement_policy.h"
+#include "scheduler/inss_batching.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/policy_registry.h"
 #include "tests/scheduler/inss_test_util.h"
@@ -251,6 +253,46 @@ TEST(BdaPlacementPolicyTest, RoundRobinSplitsEachDeviceEvenly) {
   EXPECT_EQ(plan->devices(0).gpulets(0).share_percent(), 50);
   ASSERT_EQ(plan->devices(1).gpulets_size(), 1);
   EXPECT_EQ(plan->devices(1).gpulets(0).share_percent(), 100);
+}
+
+TEST(BdaPlacementPolicyTest, HeadroomIsHowFarBdaCanScaleTheRates) {
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, LinearProfile("a", 5, 5), 50, 200);
+  auto cluster =
+      InssCluster::FromSnapshot(s, PaperRules(), InssCluster::CoveringInfo(s));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const InssProvisioning whole{{0}, {100}};
+  // 50 req/s fits; the headroom lies between 1 and the cap, and BDA holds
+  // the rates scaled by it but not by 5 % more.
+  const double h = BdaPlacementPolicy::BdaHeadroom(*cluster, whole, {50}, 64);
+  EXPECT_GT(h, 1);
+  EXPECT_LT(h, 64);
+  EXPECT_TRUE(InssBatching::Decide(*cluster, whole, {50 * h}, {0}, {}).ok);
+  EXPECT_FALSE(
+      InssBatching::Decide(*cluster, whole, {50 * h * 1.05}, {0}, {}).ok);
+  // A rate it cannot batch at all has no headroom.
+  EXPECT_EQ(BdaPlacementPolicy::BdaHeadroom(*cluster, whole, {1e6}, 64), 0);
+}
+
+TEST(BdaPlacementPolicyTest, RandomBestFindsTheOnlyPlacementThatFits) {
+  // Two models that each need a whole device at this rate: only one
+  // device each at full share fits, which the best of the random
+  // placements must find; a rate no placement fits is refused.
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("a", 5, 5), 120, 200);
+  AddModel(&s, LinearProfile("b", 5, 5), 120, 200);
+  auto plan = testing::RunPolicyWith("bda-random", s, PaperRules());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->policy(), "bda-random");
+  ASSERT_EQ(plan->devices_size(), 2);
+  for (const DevicePlan& d : plan->devices()) {
+    ASSERT_EQ(d.gpulets_size(), 1);
+    EXPECT_EQ(d.gpulets(0).share_percent(), 100);
+  }
+  s.models[0].rate_rps = 1e6;
+  EXPECT_EQ(
+      testing::RunPolicyWith("bda-random", s, PaperRules()).status().code(),
+      absl::StatusCode::kResourceExhausted);
 }
 
 TEST(BdaPlacementPolicyTest, BdaGpuletKeepsGpuletsPlacementAndRebatches) {

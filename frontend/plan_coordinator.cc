@@ -427,6 +427,10 @@ std::vector<std::shared_ptr<GpuletWorker>> PlanCoordinator::MakeWorkers(
       const int inflight = options_.config.max_inflight_batches_per_gpulet();
       wo.dispatch.max_inflight_batches = inflight > 0 ? inflight : 2;
       wo.dispatch.pass_through = g.scheduler() != GPULET_SCHEDULER_BATCHES;
+      // Real round trips can inflate the estimates for a while (a frontend
+      // starved of CPU); probing keeps that from expiring every later
+      // request (Dispatcher, "Stale estimates").
+      wo.dispatch.probe_interval = absl::Milliseconds(100);
       wo.retry = [this](std::unique_ptr<InferCall> call) {
         RetryAfterSwap(std::move(call));
       };

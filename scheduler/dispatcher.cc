@@ -13,6 +13,7 @@ Dispatcher::Dispatcher(std::vector<ModelSlot> models,
       options_(options),
       queues_(models_.size()),
       last_sent_(models_.size(), absl::InfinitePast()),
+      last_probe_(models_.size(), clock->Now()),
       overhead_(options.initial_overhead) {}
 
 void Dispatcher::Enqueue(const DispatchRequest& request) {
@@ -40,6 +41,32 @@ absl::Time Dispatcher::Completion(absl::Time now, int model, int items) const {
   return std::max(now + overhead_, busy_until_) + Exec(model, items);
 }
 
+void Dispatcher::Expire(absl::Time now, std::vector<DispatchRequest>* expired) {
+  // Expire requests that cannot make it even as the next batch, alone.
+  for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
+    auto& queue = queues_[m];
+    const size_t first = expired->size();
+    while (!queue.empty() &&
+           Completion(now, m, queue.front().items) > queue.front().deadline) {
+      expired->push_back(queue.front());
+      queue.pop_front();
+    }
+    if (expired->size() == first ||
+        options_.probe_interval <= absl::ZeroDuration()) {
+      continue;
+    }
+    const absl::Duration interval =
+        std::max(options_.probe_interval, 10 * Exec(m, 1));
+    // The expired request with the most slack is the last one (deadline
+    // order); it goes back to the queue's front, sent next.
+    if (now - last_probe_[m] >= interval && expired->back().deadline > now) {
+      queue.push_front(expired->back());
+      expired->pop_back();
+      last_probe_[m] = now;
+    }
+  }
+}
+
 Dispatcher::Decision Dispatcher::Poll() {
   const absl::Time now = clock_->Now();
   Decision decision;
@@ -61,15 +88,7 @@ Dispatcher::Decision Dispatcher::Poll() {
     return decision;
   }
 
-  // Expire requests that cannot make it even as the next batch, alone.
-  for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
-    auto& queue = queues_[m];
-    while (!queue.empty() &&
-           Completion(now, m, queue.front().items) > queue.front().deadline) {
-      decision.expired.push_back(queue.front());
-      queue.pop_front();
-    }
-  }
+  Expire(now, &decision.expired);
 
   while (static_cast<int>(inflight_.size()) < options_.max_inflight_batches) {
     const bool idle_soon = inflight_.empty() || busy_until_ <= now + overhead_;
@@ -122,6 +141,7 @@ Dispatcher::Decision Dispatcher::Poll() {
     queue.erase(queue.begin(), queue.begin() + best_take);
     busy_until_ = Completion(now, best, best_items);
     last_sent_[best] = now;
+    last_probe_[best] = now;
     inflight_[batch.batch_id] =
         Inflight{best, best_items, now, batch.predicted_exec};
     decision.batches.push_back(std::move(batch));

@@ -51,6 +51,15 @@ struct FormedBatch {
 // deadline even if it were sent next, alone, is expired: returned to the
 // caller for an early DEADLINE_EXCEEDED, never silently dropped.
 //
+// Stale estimates. Only completed batches refresh the estimates, so an
+// estimate inflated for a while (the frontend starved of CPU inflates the
+// learned overhead) would expire every later request and never be
+// corrected. With `probe_interval` set, a model none of whose requests was
+// sent for max(probe_interval, 10 L(1)) sends its most promising request
+// that would expire (one whose deadline has not passed) alone instead: at
+// most one late batch per interval (<= 10% of the device), and a measured
+// batch that corrects the estimate.
+//
 // Predicted completion of a batch sent at `now` is
 //   max(now + overhead, busy_until) + L(items) * (1 + exec_margin_fraction)
 // where `overhead` is the measured round trip minus execution (network and
@@ -82,6 +91,8 @@ class Dispatcher {
     // batch of its own, none is expired here and batches in flight are not
     // capped; the backend's controller orders, groups and drops.
     bool pass_through = false;
+    // See "Stale estimates" above (ZeroDuration: never probe).
+    absl::Duration probe_interval = absl::ZeroDuration();
   };
 
   struct Decision {
@@ -125,6 +136,9 @@ class Dispatcher {
   absl::Duration Exec(int model, int items) const;
   absl::Time Completion(absl::Time now, int model, int items) const;
   void RecomputeBusyUntil(absl::Time now);
+  // Expires requests that cannot meet their deadline (into `expired`),
+  // keeping one probe per stale model (see "Stale estimates").
+  void Expire(absl::Time now, std::vector<DispatchRequest>* expired);
 
   std::vector<ModelSlot> models_;
   LatencyEstimator* estimator_;
@@ -133,6 +147,9 @@ class Dispatcher {
   std::vector<std::deque<DispatchRequest>> queues_;  // ordered by deadline
   // When each model's previous batch left (InfinitePast: never).
   std::vector<absl::Time> last_sent_;
+  // When each model last sent a batch or was probed (construction time at
+  // first), for `probe_interval`.
+  std::vector<absl::Time> last_probe_;
   std::map<uint64_t, Inflight> inflight_;
   absl::Time busy_until_ = absl::InfinitePast();
   absl::Duration overhead_;

@@ -104,6 +104,72 @@ TEST_F(DispatcherTest, ExpiresRequestsThatCannotMeetTheirDeadline) {
   EXPECT_EQ(decision.batches[0].model, 1);
 }
 
+// An inflated overhead estimate (200 ms, e.g. learned while the frontend
+// was starved of CPU) would expire every 50 ms request for ever: no batch
+// leaves, so none corrects it. With probing, one request per interval is
+// sent anyway and its measured round trip brings the estimate back.
+TEST_F(DispatcherTest, StaleEstimateIsProbedAndRecovers) {
+  Dispatcher::Options options;
+  options.max_inflight_batches = 2;
+  options.initial_overhead = Milliseconds(200);
+  options.exec_margin_fraction = 0.0;
+  options.probe_interval = Milliseconds(100);
+  Dispatcher d({{"a", 8}, {"b", 8}}, &estimator_, &clock_, options);
+  d.Enqueue(Request(1, 1, Milliseconds(50)));
+  auto first = d.Poll();  // nothing was sent yet, but the interval is not up
+  EXPECT_EQ(first.expired.size(), 1u);
+  EXPECT_TRUE(first.batches.empty());
+
+  clock_.Advance(Milliseconds(150));
+  d.Enqueue(Request(2, 1, Milliseconds(50)));
+  d.Enqueue(Request(3, 1, Milliseconds(40)));
+  auto probe = d.Poll();
+  // The one with the most slack (id 2) is the probe; id 3 expires.
+  ASSERT_EQ(probe.batches.size(), 1u);
+  ASSERT_EQ(probe.batches[0].requests.size(), 1u);
+  EXPECT_EQ(probe.batches[0].requests[0].id, 2u);
+  ASSERT_EQ(probe.expired.size(), 1u);
+  EXPECT_EQ(probe.expired[0].id, 3u);
+
+  // At most one probe per interval.
+  d.Enqueue(Request(4, 1, Milliseconds(50)));
+  EXPECT_EQ(d.Poll().expired.size(), 1u);
+
+  // Each measured round trip (3 ms for 2 ms of execution) pulls the
+  // overhead down; once it is small, requests are served again.
+  uint64_t batch = probe.batches[0].batch_id;
+  for (int probes = 1;; ++probes) {
+    d.OnBatchDone(batch, Milliseconds(2), Milliseconds(3), true);
+    if (d.overhead() <= Milliseconds(40)) break;
+    ASSERT_LT(probes, 30) << "the overhead estimate does not recover";
+    clock_.Advance(Milliseconds(150));
+    d.Enqueue(Request(100 + probes, 1, Milliseconds(50)));
+    auto next = d.Poll();
+    ASSERT_EQ(next.batches.size(), 1u);
+    batch = next.batches[0].batch_id;
+  }
+  clock_.Advance(Milliseconds(1));
+  for (uint64_t id = 200; id < 204; ++id) {
+    d.Enqueue(Request(id, 1, Milliseconds(50)));
+  }
+  auto served = d.Poll();
+  EXPECT_TRUE(served.expired.empty());
+  ASSERT_FALSE(served.batches.empty());
+}
+
+// Without probing (the simulator's default), an estimate that says a
+// request cannot make it is trusted: nothing is sent.
+TEST_F(DispatcherTest, WithoutProbingAnInfeasibleRequestAlwaysExpires) {
+  Dispatcher::Options options;
+  options.initial_overhead = Milliseconds(200);
+  Dispatcher d({{"a", 8}, {"b", 8}}, &estimator_, &clock_, options);
+  clock_.Advance(absl::Seconds(10));
+  d.Enqueue(Request(1, 1, Milliseconds(50)));
+  auto decision = d.Poll();
+  EXPECT_EQ(decision.expired.size(), 1u);
+  EXPECT_TRUE(decision.batches.empty());
+}
+
 TEST_F(DispatcherTest, TakesLargestBatchThatMeetsOldestDeadline) {
   auto d = Make(8, 8, /*conserving=*/false);
   // Oldest deadline 40 ms: 1 + 10 b <= 40 -> b = 3.

@@ -57,6 +57,15 @@ ABSL_FLAG(double, drain_s, 10,
           "the frontend exits.");
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request accepted (MiB); larger: RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_inflight_calls, 16384,
+          "ModelInfer calls held at once (accepted, not yet answered); "
+          "beyond: RESOURCE_EXHAUSTED at once. 0: no limit.");
+ABSL_FLAG(int64_t, max_inflight_calls_per_model, 4096,
+          "Calls of one model held at once, so that one flooded model cannot "
+          "take the whole budget; beyond: RESOURCE_EXHAUSTED. 0: no limit.");
+ABSL_FLAG(int64_t, max_inflight_mb, 1024,
+          "Request bytes held at once (MiB; each call counts its message "
+          "plus 4 KiB); beyond: RESOURCE_EXHAUSTED. 0: no limit.");
 ABSL_FLAG(int, event_loops, 1,
           "Threads serving the KServe calls and the backend streams, each "
           "polling its own completion queue. 1 gives the lowest latency (no "
@@ -137,6 +146,18 @@ int main(int argc, char** argv) {
     options.repository_token = std::string(absl::StripAsciiWhitespace(token));
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.admission.max_requests = absl::GetFlag(FLAGS_max_inflight_calls);
+  options.admission.max_requests_per_model =
+      absl::GetFlag(FLAGS_max_inflight_calls_per_model);
+  options.admission.max_bytes = absl::GetFlag(FLAGS_max_inflight_mb) << 20;
+  if (options.admission.max_requests < 0 ||
+      options.admission.max_requests_per_model < 0 ||
+      options.admission.max_bytes < 0) {
+    spdlog::error(
+        "--max_inflight_calls, --max_inflight_calls_per_model and "
+        "--max_inflight_mb must be >= 0 (0: no limit)");
+    return 2;
+  }
   options.event_loops = absl::GetFlag(FLAGS_event_loops);
   if (options.event_loops < 1) {
     spdlog::error("--event_loops must be at least 1, not {}",

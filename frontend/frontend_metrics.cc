@@ -43,6 +43,20 @@ FrontendMetrics::FrontendMetrics() {
   standby_switches_ = registry_.AddGauge(
       "tessera_frontend_standby_switches",
       "Gpulets switched to their standby (shadow) proxy since start.", {});
+  held_calls_ = registry_.AddGauge(
+      "tessera_frontend_held_calls",
+      "ModelInfer calls admitted and not yet answered (--max_inflight_calls).",
+      {});
+  held_bytes_ = registry_.AddGauge(
+      "tessera_frontend_held_bytes",
+      "Request bytes (plus a fixed overhead per call) the held calls count "
+      "against --max_inflight_mb.",
+      {});
+  admission_refused_ = registry_.AddGauge(
+      "tessera_frontend_admission_refused",
+      "Calls refused with RESOURCE_EXHAUSTED by the admission limits since "
+      "start.",
+      {});
   handed_over_ = registry_.AddGauge(
       "tessera_frontend_calls_handed_over",
       "Queued calls moved from retired to new gpulets since start.", {});

@@ -31,6 +31,9 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* gpulets_started() { return gpulets_started_; }
   MetricsRegistry::Gauge* handed_over() { return handed_over_; }
   MetricsRegistry::Gauge* standby_switches() { return standby_switches_; }
+  MetricsRegistry::Gauge* held_calls() { return held_calls_; }
+  MetricsRegistry::Gauge* held_bytes() { return held_bytes_; }
+  MetricsRegistry::Gauge* admission_refused() { return admission_refused_; }
 
  private:
   MetricsRegistry registry_;
@@ -47,6 +50,9 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* gpulets_started_;
   MetricsRegistry::Gauge* handed_over_;
   MetricsRegistry::Gauge* standby_switches_;
+  MetricsRegistry::Gauge* held_calls_;
+  MetricsRegistry::Gauge* held_bytes_;
+  MetricsRegistry::Gauge* admission_refused_;
 };
 
 }  // namespace tessera

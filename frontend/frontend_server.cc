@@ -68,8 +68,9 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
                                       options_.config.rate_window_s(),
                                       options_.config.heartbeat_misses()},
                BackendIds(options_.config)),
+      admission_(options_.admission),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
-               options_.repository_token),
+               options_.repository_token, &admission_),
       coordinator_(
           PlanCoordinator::Options{options_.config,
                                    options_.backend_call_timeout,
@@ -239,6 +240,10 @@ std::string FrontendServer::RenderMetrics() {
   metrics_.handed_over()->Set({}, static_cast<double>(stats.calls_handed_over));
   metrics_.standby_switches()->Set({},
                                    static_cast<double>(stats.standby_switches));
+  const AdmissionControl::Usage held = admission_.usage();
+  metrics_.held_calls()->Set({}, static_cast<double>(held.requests));
+  metrics_.held_bytes()->Set({}, static_cast<double>(held.bytes));
+  metrics_.admission_refused()->Set({}, static_cast<double>(held.refused));
   metrics_.gpulet_share()->Clear();
   for (const DevicePlan& d : plan.devices()) {
     for (const GpuletPlan& g : d.gpulets()) {

@@ -18,6 +18,7 @@
 #include "common/model_repository.h"
 #include "common/poll_governor.h"
 #include "config.pb.h"
+#include "frontend/admission_control.h"
 #include "frontend/backend_client.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_metrics.h"
@@ -53,6 +54,8 @@ class FrontendServer : public ModelControl {
     std::string listen = "0.0.0.0:8100";
     // Largest request accepted; larger ones get RESOURCE_EXHAUSTED.
     int max_message_bytes = 64 << 20;
+    // Calls and request bytes held at once; beyond: RESOURCE_EXHAUSTED.
+    AdmissionControl::Options admission;
     // Deadline of unary calls to backends (ApplyPlan waits for proxies to
     // load and warm up).
     absl::Duration backend_call_timeout = absl::Seconds(300);
@@ -151,6 +154,7 @@ class FrontendServer : public ModelControl {
   Router router_;
   ReplanTrigger trigger_;
   UnloadedModels unloaded_;
+  AdmissionControl admission_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

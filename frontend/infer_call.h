@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "frontend/admission_control.h"
 #include "grpc_service.pb.h"
 #include "grpcpp/support/status.h"
 #include "model_config.pb.h"
@@ -45,6 +46,8 @@ struct InferCall {
   // `deadline` are on (null: the real clock).
   FrontendMetrics* metrics = nullptr;
   const Clock* clock = nullptr;
+  // The admission budget the call holds until it is destroyed.
+  AdmissionControl::Ticket admission;
 };
 
 }  // namespace tessera

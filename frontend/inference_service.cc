@@ -147,6 +147,13 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
         absl::StrCat("model '", request->model_name(),
                      "' is unloaded (RepositoryModelLoad loads it again)")));
   }
+  AdmissionControl::Ticket ticket;
+  if (admission_ != nullptr) {
+    auto admitted = admission_->Admit(
+        request->model_name(), static_cast<int64_t>(request->ByteSizeLong()));
+    if (!admitted.ok()) return refuse(admitted.status());
+    ticket = std::move(*admitted);
+  }
   const ModelRepository::Entry* entry =
       repository_->Find(request->model_name());
   auto decoded = RequestCodec::Decode(*request, entry->config);
@@ -162,6 +169,7 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   call->arrival = arrival;
   call->metrics = metrics_;
   call->clock = clock_;
+  call->admission = std::move(ticket);
   call->deadline =
       arrival +
       absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));

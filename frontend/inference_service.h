@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/model_repository.h"
 #include "common/owned_threads.h"
+#include "frontend/admission_control.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/model_control.h"
 #include "frontend/router.h"
@@ -25,18 +26,22 @@ class InferenceService {
   // load/unload answer UNIMPLEMENTED) serves RepositoryModelLoad/Unload,
   // which require the metadata "authorization: Bearer <repository_token>";
   // with an empty token they are refused (FAILED_PRECONDITION).
+  // `admission` (may be null: no limits) admits ModelInfer calls before
+  // they are decoded.
   InferenceService(const ModelRepository* repository, Router* router,
                    const Clock* clock, std::string server_version,
                    FrontendMetrics* metrics = nullptr,
                    ModelControl* control = nullptr,
-                   std::string repository_token = "")
+                   std::string repository_token = "",
+                   AdmissionControl* admission = nullptr)
       : repository_(repository),
         router_(router),
         clock_(clock),
         server_version_(std::move(server_version)),
         metrics_(metrics),
         control_(control),
-        repository_token_(std::move(repository_token)) {}
+        repository_token_(std::move(repository_token)),
+        admission_(admission) {}
 
   using AsyncService = inference::GRPCInferenceService::AsyncService;
   // Finishes a call with its status (exactly once, from any thread).
@@ -88,6 +93,7 @@ class InferenceService {
   FrontendMetrics* metrics_;
   ModelControl* control_;
   const std::string repository_token_;
+  AdmissionControl* admission_;
   // Repository load/unload calls wait for a plan, off the loop thread.
   OwnedThreads control_threads_;
 

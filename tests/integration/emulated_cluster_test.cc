@@ -86,8 +86,10 @@ class EmulatedClusterTest : public ::testing::Test {
     if (!token_file_.empty()) std::filesystem::remove(token_file_);
   }
 
-  // `extra_config` is appended to the frontend's config (text format).
-  void StartCluster(const std::string& extra_config = "") {
+  // `extra_config` is appended to the frontend's config (text format);
+  // `extra_flags` to the frontend's flags.
+  void StartCluster(const std::string& extra_config = "",
+                    const std::vector<std::string>& extra_flags = {}) {
     LocalCluster::Options options;
     options.bin_dir = kBin;
     options.model_repository = kEmulatedModels;
@@ -111,6 +113,8 @@ class EmulatedClusterTest : public ::testing::Test {
     std::ofstream(token_file_) << kToken << "\n";
     options.extra_frontend_flags = {"--plan_file=" + plan_file_,
                                     "--admin_token_file=" + token_file_};
+    options.extra_frontend_flags.insert(options.extra_frontend_flags.end(),
+                                        extra_flags.begin(), extra_flags.end());
     auto cluster = LocalCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
@@ -1193,6 +1197,55 @@ TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {
             << " stop-then-start swaps), at most " << most << " outstanding\n";
   EXPECT_LE(most, 3);
   EXPECT_GE(most, 2);
+}
+
+// The admission budget: with at most 3 lenet calls held, a closed loop of
+// 12 gets the rest refused at once with RESOURCE_EXHAUSTED (never a silent
+// deadline), loses nothing, and the budget comes back: after the run a
+// call is admitted and served.
+TEST_F(EmulatedClusterTest, AdmissionLimitRefusesAtOnceAndGivesTheBudgetBack) {
+  StartCluster("", {"--max_inflight_calls_per_model=3"});
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  LoadGenerator::ModelLoad load = Load("lenet", {});
+  load.concurrency = 12;
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(2);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), {load}, lo);
+  EXPECT_EQ(result.lost, 0);
+  std::map<absl::StatusCode, int64_t> codes;
+  absl::Duration slowest_refusal;
+  for (const auto& r : result.records) {
+    ++codes[r.code];
+    EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
+                r.code == absl::StatusCode::kDeadlineExceeded ||
+                r.code == absl::StatusCode::kResourceExhausted)
+        << absl::StatusCodeToString(r.code);
+    if (r.code == absl::StatusCode::kResourceExhausted) {
+      slowest_refusal = std::max(slowest_refusal, r.latency);
+    }
+  }
+  std::cout << "[ info ] " << result.sent
+            << " calls: " << codes[absl::StatusCode::kOk] << " OK, "
+            << codes[absl::StatusCode::kResourceExhausted]
+            << " RESOURCE_EXHAUSTED (slowest refusal " << slowest_refusal
+            << "), " << codes[absl::StatusCode::kDeadlineExceeded]
+            << " DEADLINE_EXCEEDED\n";
+  EXPECT_GT(codes[absl::StatusCode::kOk], 10);
+  EXPECT_GT(codes[absl::StatusCode::kResourceExhausted], 0);
+
+  inference::ModelInferRequest request = ShapeOnlyRequest(stub_.get(), "lenet");
+  for (int i = 0; i < 4; ++i) {  // more than the limit, one at a time
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    inference::ModelInferResponse response;
+    grpc::Status status = stub_->ModelInfer(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
 }
 
 // The KServe v2 repository RPCs unload and load a model: the plan drops and

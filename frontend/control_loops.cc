@@ -87,6 +87,7 @@ void ControlLoops::HeartbeatLoop() {
                                  health.ok() ? health->epoch() : 0,
                                  deps_.coordinator->SettledEpoch());
     }
+    if (deps_.housekeeping) deps_.housekeeping();
   }
 }
 

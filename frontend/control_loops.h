@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+
 #include <thread>
 #include <vector>
 
@@ -20,7 +22,8 @@ namespace tessera {
 // reason (retrying failures every plan_retry_interval). The heartbeat
 // thread asks every backend for its health each interval, feeds the
 // trigger, and moves gpulets whose calls miss their SLO to their standby
-// (ShouldSwitchToStandby). Start() once; Stop() joins both.
+// (ShouldSwitchToStandby), then runs the housekeeping hook. Start() once;
+// Stop() joins both.
 class ControlLoops {
  public:
   struct Options {
@@ -36,6 +39,8 @@ class ControlLoops {
     Router* router = nullptr;
     std::vector<BackendControl*> backends;
     const Clock* clock = nullptr;
+    // Called on the heartbeat thread once per interval (may be empty).
+    std::function<void()> housekeeping;
   };
   ControlLoops(Options options, Deps deps)
       : options_(options), deps_(std::move(deps)) {}

@@ -69,6 +69,7 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
                                       options_.config.heartbeat_misses()},
                BackendIds(options_.config)),
       admission_(options_.admission),
+      trimmer_(HeapTrimmer::Options{}),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
                options_.repository_token, &admission_),
       coordinator_(
@@ -132,8 +133,15 @@ absl::Status FrontendServer::Start() {
           absl::Seconds(options_.config.replan_period_s()),
           absl::Seconds(options_.config.heartbeat_interval_s()),
           options_.plan_retry_interval},
-      ControlLoops::Deps{&coordinator_, &trigger_, &monitor_, &router_,
-                         controls_, clock_});
+      ControlLoops::Deps{
+          &coordinator_, &trigger_, &monitor_, &router_, controls_, clock_,
+          [this] {
+            const int64_t trimmed = trimmer_.Tick(admission_.usage().bytes);
+            if (trimmed > 0) {
+              spdlog::info("returned {} MiB of free heap to the OS",
+                           trimmed >> 20);
+            }
+          }});
   control_->Start();
   return absl::OkStatus();
 }

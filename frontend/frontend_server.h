@@ -14,6 +14,7 @@
 #include "admin.grpc.pb.h"
 #include "common/async_call.h"
 #include "common/clock.h"
+#include "common/heap_trimmer.h"
 #include "common/http_endpoint.h"
 #include "common/model_repository.h"
 #include "common/poll_governor.h"
@@ -155,6 +156,8 @@ class FrontendServer : public ModelControl {
   ReplanTrigger trigger_;
   UnloadedModels unloaded_;
   AdmissionControl admission_;
+  // Ticked by the heartbeat thread only.
+  HeapTrimmer trimmer_;
   InferenceService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

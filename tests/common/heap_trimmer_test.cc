@@ -1,0 +1,68 @@
+#include "common/heap_trimmer.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "common/allocator_tuning.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+TEST(HeapTrimmerTest, TrimsOnlyWhenMuchIsFreeAndTheBurstIsOver) {
+  int64_t free_bytes = 0;
+  int trims = 0;
+  HeapTrimmer trimmer(
+      {64 * kMiB}, [&] { return free_bytes; }, [&] { ++trims; });
+  free_bytes = 10 * kMiB;  // little free: keep it warm
+  EXPECT_EQ(trimmer.Tick(0), 0);
+  free_bytes = 200 * kMiB;  // much free, but work still holds 32 MiB
+  EXPECT_EQ(trimmer.Tick(32 * kMiB), 0);
+  EXPECT_EQ(trims, 0);
+  EXPECT_EQ(trimmer.Tick(1 * kMiB), 200 * kMiB);  // the burst is over
+  EXPECT_EQ(trims, 1);
+}
+
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+// The real allocator, tuned as the serving processes tune it: 200 MiB of
+// 1 MiB buffers freed stay resident until the trimmer gives them back.
+TEST(HeapTrimmerTest, GivesAFreedBurstBackToTheOs) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
+#endif
+#endif
+  TuneAllocatorForLargeMessages();
+  std::vector<char*> buffers;
+  for (int i = 0; i < 200; ++i) {
+    char* b = static_cast<char*>(std::malloc(kMiB));
+    ASSERT_NE(b, nullptr);
+    std::memset(b, 1, kMiB);  // resident
+    buffers.push_back(b);
+  }
+  for (char* b : buffers) std::free(b);
+  const int64_t before = ResidentBytes();
+  HeapTrimmer trimmer({64 * kMiB});
+  const int64_t trimmed = trimmer.Tick(0);
+  const int64_t after = ResidentBytes();
+  EXPECT_GE(trimmed, 150 * kMiB);
+  EXPECT_LE(after, before - 150 * kMiB)
+      << "resident " << before / kMiB << " MiB -> " << after / kMiB << " MiB";
+}
+
+}  // namespace
+}  // namespace tessera

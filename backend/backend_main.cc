@@ -35,8 +35,11 @@ ABSL_FLAG(std::string, id, "backend0",
           "Backend id when --config is not given.");
 ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
 ABSL_FLAG(double, drain_s, 10,
-          "On SIGTERM or SIGINT: how long the proxies may take to finish the "
-          "batches they hold before the backend stops them and exits.");
+          "On SIGTERM or SIGINT: the backend reports itself draining, so "
+          "the frontend plans without it, serves what it is still sent "
+          "until no batch came for a second, lets the proxies finish their "
+          "batches and exits; all within this many seconds (plus at most "
+          "one for the proxies).");
 ABSL_FLAG(int, emulated_gpus, 0,
           "Without --config: expose this many emulated GPUs gpu0.. instead "
           "of the cpu device.");
@@ -259,8 +262,17 @@ int main(int argc, char** argv) {
   WritePortFile(absl::GetFlag(FLAGS_port_file), port);
 
   tessera::WaitForTerminationSignal();
-  spdlog::info("shutting down: draining the proxies");
-  (*service)->DrainProxies(absl::Seconds(absl::GetFlag(FLAGS_drain_s)));
+  // Health says "draining": the frontend plans without this backend while
+  // it keeps serving; once no batch came for a second (the new plan is in
+  // force), the proxies finish what they hold and the backend exits.
+  const absl::Time drain_until =
+      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_drain_s));
+  spdlog::info("shutting down: draining until the frontend plans without us");
+  if (!(*service)->AwaitFrontendLeft(absl::Seconds(1), drain_until)) {
+    spdlog::warn("batches still arrive after --drain_s; stopping anyway");
+  }
+  (*service)->DrainProxies(
+      std::max(absl::Seconds(1), drain_until - absl::Now()));
   http->reset();
   (*service)->StopProxies();
   (*server)->Shutdown(absl::Seconds(5));

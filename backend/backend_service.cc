@@ -337,6 +337,8 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
 
 void BackendServiceImpl::Route(BatchRequest batch,
                                std::function<void(BatchResponse)> reply) {
+  last_batch_unix_us_.store(absl::ToUnixMicros(clock_->Now()),
+                            std::memory_order_relaxed);
   GpuletTable::Route route;
   {
     absl::MutexLock lock(&mu_);
@@ -382,6 +384,7 @@ grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
                                         const HealthRequest*,
                                         HealthResponse* response) {
   response->set_ready(Ready());
+  response->set_draining(draining_.load());
   absl::MutexLock lock(&mu_);
   for (const auto& [id, g] : table_.Routable()) {
     *response->add_gpulets() = StatusOf(g);
@@ -409,6 +412,20 @@ std::string BackendServiceImpl::RenderMetrics() {
     metrics_.SetPlanState(table_, epoch_, swaps_, stop_then_start_swaps_);
   }
   return metrics_.Render();
+}
+
+bool BackendServiceImpl::AwaitFrontendLeft(absl::Duration quiet,
+                                           absl::Time deadline) {
+  draining_.store(true);
+  const absl::Time since = clock_->Now();
+  while (clock_->Now() < deadline) {
+    const absl::Time last = std::max(
+        since, absl::FromUnixMicros(
+                   last_batch_unix_us_.load(std::memory_order_relaxed)));
+    if (clock_->Now() - last >= quiet) return true;
+    absl::SleepFor(std::min(absl::Milliseconds(50), quiet / 4));
+  }
+  return false;
 }
 
 void BackendServiceImpl::DrainProxies(absl::Duration timeout) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+
 #include <optional>
 #include <set>
 
@@ -108,6 +110,12 @@ class BackendServiceImpl final {
   // those still arriving (the frontend plans around a backend that stops
   // answering heartbeats).
   void DrainProxies(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // Graceful shutdown's first step: Health says `draining` from now on, so
+  // the frontend plans without this backend, which keeps serving what it
+  // is sent. Returns once no batch has arrived for `quiet` (the frontend
+  // moved away) or at `deadline`; true in the first case.
+  bool AwaitFrontendLeft(absl::Duration quiet, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Stops the supervisor and every proxy. Call before destroying the gRPC
   // server's threads.
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);
@@ -143,6 +151,9 @@ class BackendServiceImpl final {
 
   const Options options_;
   const Clock* const clock_;
+  // Set by AwaitFrontendLeft; when the last batch arrived (clock_).
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> last_batch_unix_us_{0};
   const std::unique_ptr<BackendNode> node_;
   std::shared_ptr<ProxyLauncher> launcher_;
   // Thread-safe; mutable: starting a daemon does not change the service.

@@ -83,6 +83,10 @@ void ControlLoops::HeartbeatLoop() {
     CheckStandbys();
     for (BackendControl* backend : deps_.backends) {
       auto health = backend->Health(options_.heartbeat_interval);
+      if (health.ok() && health->draining()) {
+        deps_.trigger->OnDraining(backend->id());
+        continue;
+      }
       deps_.trigger->OnHeartbeat(backend->id(), health.status(),
                                  health.ok() ? health->epoch() : 0,
                                  deps_.coordinator->SettledEpoch());

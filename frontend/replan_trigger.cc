@@ -83,6 +83,19 @@ void ReplanTrigger::OnHeartbeat(const std::string& backend,
   }
 }
 
+void ReplanTrigger::OnDraining(const std::string& backend) {
+  absl::MutexLock lock(&mu_);
+  BackendState& state = backends_[backend];
+  state.misses = 0;
+  if (!state.alive) return;
+  state.alive = false;
+  spdlog::info(
+      "backend '{}' is draining (shutting down): re-planning "
+      "without it",
+      backend);
+  RequestLocked("backend '" + backend + "' draining");
+}
+
 bool ReplanTrigger::Alive(const std::string& backend) const {
   absl::MutexLock lock(&mu_);
   auto it = backends_.find(backend);

@@ -50,6 +50,10 @@ class ReplanTrigger {
   void OnHeartbeat(const std::string& backend, const absl::Status& health,
                    int64_t backend_epoch, int64_t plan_epoch)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // `backend` answered that it is draining (shutting down): it is planned
+  // around at once, as if lost, and counts as alive again only when it
+  // answers without draining (restarted).
+  void OnDraining(const std::string& backend) ABSL_LOCKS_EXCLUDED(mu_);
   bool Alive(const std::string& backend) const ABSL_LOCKS_EXCLUDED(mu_);
   // Every backend, alive or not.
   std::map<std::string, bool> AliveBackends() const ABSL_LOCKS_EXCLUDED(mu_);

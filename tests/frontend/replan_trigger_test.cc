@@ -71,6 +71,21 @@ TEST(ReplanTriggerTest, HeartbeatsLoseRestoreAndCatchARestartedBackend) {
   EXPECT_FALSE(trigger.Alive("b9"));  // not configured
 }
 
+TEST(ReplanTriggerTest, ADrainingBackendIsPlannedAroundAtOnce) {
+  ReplanTrigger trigger = MakeTrigger();
+  trigger.OnDraining("b1");  // no missed heartbeats needed
+  EXPECT_FALSE(trigger.Alive("b1"));
+  EXPECT_EQ(trigger.Pending(), "backend 'b1' draining");
+  trigger.Finished("backend 'b1' draining", true);
+  trigger.OnDraining("b1");  // still draining: nothing new
+  EXPECT_EQ(trigger.Pending(), "");
+  EXPECT_FALSE(trigger.Alive("b1"));
+  // Restarted: answers without draining.
+  trigger.OnHeartbeat("b1", absl::OkStatus(), 0, 0);
+  EXPECT_TRUE(trigger.Alive("b1"));
+  EXPECT_EQ(trigger.Pending(), "backend 'b1' back");
+}
+
 TEST(ReplanTriggerTest, RatesReplanOnlyOnSignificantChangeOverEnoughWindow) {
   ReplanTrigger trigger = MakeTrigger();
   trigger.SetPlannedRates({{"m", 100}});

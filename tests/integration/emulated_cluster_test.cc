@@ -203,6 +203,9 @@ class EmulatedClusterTest : public ::testing::Test {
     return {model, ShapeOnlyRequest(stub_.get(), model), std::move(steps)};
   }
 
+  // See the backend-stopping tests.
+  void StopBackend(int signal);
+
   static constexpr char kToken[] = "s3cret-token";
   std::string plan_file_;
   std::string token_file_;
@@ -411,7 +414,21 @@ TEST_F(EmulatedClusterTest, RateChangesReplanWithShadowSwapsAndLoseNothing) {
   }
 }
 
+// StopBackend(signal) stops backend1 with `signal` under a load that needs both
+// backends and checks that the frontend plans around it and loses nothing.
+// SIGKILL: the heartbeats find it gone (calls on it fail UNAVAILABLE
+// meanwhile). SIGTERM: it says it is draining, the frontend plans without it at
+// once while it keeps serving, and it exits 0 once the frontend left: every
+// call is answered OK or rejected early, none UNAVAILABLE.
 TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
+  StopBackend(SIGKILL);
+}
+
+TEST_F(EmulatedClusterTest, TerminatedBackendDrainsAndFailsNothing) {
+  StopBackend(SIGTERM);
+}
+
+void EmulatedClusterTest::StopBackend(int signal) {
   StartCluster();
   ASSERT_NE(cluster_, nullptr);
   // Steady load that needs GPUs on both backends (gpulet plans three of
@@ -445,7 +462,7 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
     if (uses_backend1(ReadPlan())) {
       const int64_t epoch = ReadPlan().epoch();
       killed_at = absl::Now() - start;
-      ::kill(cluster_->backend(1)->pid(), SIGKILL);
+      ::kill(cluster_->backend(1)->pid(), signal);
       auto plan = WaitForPlan(
           epoch,
           [&](const Plan& p) { return !uses_backend1(p) && p.devices_size(); },
@@ -460,9 +477,9 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   ASSERT_TRUE(replanned) << "the frontend did not plan around the killed "
                             "backend (or backend1 was not in use at the kill)";
   std::printf(
-      "[ report ] backend1 killed at %s; plan without it after %s "
+      "[ report ] backend1 stopped (%s) at %s; plan without it after %s "
       "(heartbeat 0.5 s x 3 misses)\n",
-      absl::FormatDuration(killed_at).c_str(),
+      strsignal(signal), absl::FormatDuration(killed_at).c_str(),
       absl::FormatDuration(replanned_after).c_str());
   // Nothing hangs; failures are only UNAVAILABLE (on the dead backend) or
   // early deadline rejections.
@@ -478,9 +495,17 @@ TEST_F(EmulatedClusterTest, KilledBackendIsPlannedAroundAndNothingHangs) {
   }
   for (const auto& [code, n] : codes) {
     EXPECT_TRUE(code == absl::StatusCode::kOk ||
-                code == absl::StatusCode::kUnavailable ||
+                (code == absl::StatusCode::kUnavailable && signal == SIGKILL) ||
                 code == absl::StatusCode::kDeadlineExceeded)
         << n << " request(s) failed with " << absl::StatusCodeToString(code);
+  }
+  if (signal == SIGTERM) {
+    // Planned around within a heartbeat or two, not after 3 misses...
+    EXPECT_LT(replanned_after, absl::Seconds(5));
+    // ...and the backend exits cleanly once the frontend left.
+    auto exit = cluster_->backend(1)->Wait(absl::Seconds(20));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(*exit, 0);
   }
   std::printf(
       "[ report ] outcomes: %s; after the re-plan %lld/%lld OK\n",

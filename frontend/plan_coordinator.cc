@@ -431,6 +431,8 @@ std::vector<std::shared_ptr<GpuletWorker>> PlanCoordinator::MakeWorkers(
       // starved of CPU); probing keeps that from expiring every later
       // request (Dispatcher, "Stale estimates").
       wo.dispatch.probe_interval = absl::Milliseconds(100);
+      // Full batches under a backlog (Dispatcher, "Backlog").
+      wo.dispatch.shed_oldest_in_backlog = true;
       wo.retry = [this](std::unique_ptr<InferCall> call) {
         RetryAfterSwap(std::move(call));
       };

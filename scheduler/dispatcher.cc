@@ -41,6 +41,27 @@ absl::Time Dispatcher::Completion(absl::Time now, int model, int items) const {
   return std::max(now + overhead_, busy_until_) + Exec(model, items);
 }
 
+void Dispatcher::ShedOldest(absl::Time now, int m,
+                            std::vector<DispatchRequest>* expired) {
+  auto& queue = queues_[m];
+  const int cap = models_[m].batch_cap;
+  // Items of the first full batch after the front request, if the queue
+  // holds one.
+  auto full_batch_behind_front = [&]() {
+    int items = 0;
+    for (size_t i = 1; i < queue.size(); ++i) {
+      items += queue[i].items;
+      if (items >= cap) return true;
+    }
+    return false;
+  };
+  while (!queue.empty() && full_batch_behind_front() &&
+         Completion(now, m, cap) > queue.front().deadline) {
+    expired->push_back(queue.front());
+    queue.pop_front();
+  }
+}
+
 void Dispatcher::Expire(absl::Time now, std::vector<DispatchRequest>* expired) {
   // Expire requests that cannot make it even as the next batch, alone.
   for (int m = 0; m < static_cast<int>(queues_.size()); ++m) {
@@ -51,6 +72,7 @@ void Dispatcher::Expire(absl::Time now, std::vector<DispatchRequest>* expired) {
       expired->push_back(queue.front());
       queue.pop_front();
     }
+    if (options_.shed_oldest_in_backlog) ShedOldest(now, m, expired);
     if (expired->size() == first ||
         options_.probe_interval <= absl::ZeroDuration()) {
       continue;

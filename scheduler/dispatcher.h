@@ -51,6 +51,15 @@ struct FormedBatch {
 // deadline even if it were sent next, alone, is expired: returned to the
 // caller for an early DEADLINE_EXCEEDED, never silently dropped.
 //
+// Backlog. Serving the oldest requests first makes an overloaded gpulet
+// send small batches (a full one would miss the oldest deadline), which
+// lowers its throughput just when it is needed most: at 3x its capacity,
+// goodput fell to 40 % of capacity. With `shed_oldest_in_backlog`, while a
+// queue holds more than a full batch beyond its oldest request and a full
+// batch sent now would miss that request's deadline, the oldest request is
+// expired instead, so the gpulet keeps sending full batches that meet
+// their deadlines.
+//
 // Stale estimates. Only completed batches refresh the estimates, so an
 // estimate inflated for a while (the frontend starved of CPU inflates the
 // learned overhead) would expire every later request and never be
@@ -93,6 +102,8 @@ class Dispatcher {
     bool pass_through = false;
     // See "Stale estimates" above (ZeroDuration: never probe).
     absl::Duration probe_interval = absl::ZeroDuration();
+    // See "Backlog" above.
+    bool shed_oldest_in_backlog = false;
   };
 
   struct Decision {
@@ -139,6 +150,8 @@ class Dispatcher {
   // Expires requests that cannot meet their deadline (into `expired`),
   // keeping one probe per stale model (see "Stale estimates").
   void Expire(absl::Time now, std::vector<DispatchRequest>* expired);
+  // See "Backlog".
+  void ShedOldest(absl::Time now, int m, std::vector<DispatchRequest>* expired);
 
   std::vector<ModelSlot> models_;
   LatencyEstimator* estimator_;

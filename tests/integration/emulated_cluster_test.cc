@@ -1472,6 +1472,87 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
   EXPECT_LT(late_bad * 100, late_total * 2);
 }
 
+// Device-bound overload (MEASURES.md: capacity is the highest goodput
+// measured in the same run). resnet50 alone on a whole emulated GPU
+// (batches of up to 16, 231 ms each at time scale 10: about 69/s) is
+// offered 60/s, 100/s and 3x the capacity measured: at 3x, requests that
+// cannot meet their SLO are rejected early and the oldest are shed for
+// full batches (Dispatcher, "Backlog"), so the device keeps serving ones
+// that can: goodput does not collapse (it was 40 % of capacity before the
+// shedding; 90 % measured with it, docs/operations.md; asserted here with
+// room for a loaded CI machine: 75 %), nothing is lost and every answer
+// comes before the client's deadline.
+TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsNinetyPercentGoodput) {
+  LocalCluster::Options options;
+  options.bin_dir = kBin;
+  options.model_repository = kEmulatedModels;
+  options.num_backends = 1;
+  options.extra_backend_flags = {
+      "--emulated_gpus=2", absl::StrCat("--time_scale=", kTimeScale),
+      "--noise_cv=0.02", "--profile_dir=" + kRoot + "/profiles"};
+  options.ready_timeout = absl::Seconds(60);
+  std::string rest;
+  for (const char* m : {"lenet", "googlenet", "vgg16", "ssd_mobilenet"}) {
+    absl::StrAppend(&rest, "models { model: \"", m,
+                    "\" batch_size: 1 rate_rps: 1 } ");
+  }
+  options.frontend_config = absl::StrCat(
+      "policy: \"static\"\nstatic_plan { devices { backend_id: \"backend0\" "
+      "device_id: \"gpu0\" gpulets { gpulet_id: \"g0\" share_percent: 100 "
+      "models { model: \"resnet50\" batch_size: 16 rate_rps: 60 } } } "
+      "devices { backend_id: \"backend0\" device_id: \"gpu1\" gpulets { "
+      "gpulet_id: \"g1\" share_percent: 100 ",
+      rest, "} } }\nprofile_dir: \"", kRoot,
+      "/profiles\"\ntime_scale: ", kTimeScale,
+      "\nheartbeat_interval_s: 0.5\nheartbeat_misses: 3\n");
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stub = (*cluster)->NewStub();
+  const absl::Duration slo = absl::Milliseconds(108 * kTimeScale);
+  const absl::Duration timeout = absl::Seconds(10);
+
+  // Goodput (OK within the SLO, per second) of one open-loop step,
+  // counting requests sent after a one-second warm-up.
+  auto run = [&](double rate) {
+    LoadGenerator::ModelLoad load{"resnet50",
+                                  ShapeOnlyRequest(stub.get(), "resnet50"),
+                                  {{absl::ZeroDuration(), rate}}};
+    LoadGenerator::Options lo;
+    lo.duration = absl::Seconds(5);
+    lo.timeout = timeout;
+    const LoadGenerator::Result result =
+        LoadGenerator::Run(stub.get(), {load}, lo);
+    EXPECT_EQ(result.lost, 0) << "at " << rate << "/s";
+    int64_t good = 0, early = 0, answered = 0;
+    for (const auto& r : result.records) {
+      EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
+                  r.code == absl::StatusCode::kDeadlineExceeded ||
+                  r.code == absl::StatusCode::kResourceExhausted)
+          << absl::StatusCodeToString(r.code);
+      EXPECT_LT(r.latency, timeout);
+      if (r.sent < absl::Seconds(1)) continue;
+      ++answered;
+      if (r.code == absl::StatusCode::kOk && r.latency <= slo) ++good;
+      if (r.code == absl::StatusCode::kDeadlineExceeded) ++early;
+    }
+    const double goodput = good / 4.0;
+    std::printf(
+        "[ report ] offered %.0f/s: goodput %.1f/s, %lld of %lld rejected "
+        "early\n",
+        rate, goodput, static_cast<long long>(early),
+        static_cast<long long>(answered));
+    return goodput;
+  };
+  double capacity = run(60);
+  capacity = std::max(capacity, run(100));
+  const double overload = run(3 * capacity);
+  capacity = std::max(capacity, overload);
+  std::printf("[ report ] capacity %.1f/s; at 3x: %.1f/s (%.0f %%)\n", capacity,
+              overload, 100 * overload / capacity);
+  EXPECT_GT(capacity, 30);
+  EXPECT_GE(overload, 0.75 * capacity);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace tessera

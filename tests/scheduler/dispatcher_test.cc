@@ -170,6 +170,37 @@ TEST_F(DispatcherTest, WithoutProbingAnInfeasibleRequestAlwaysExpires) {
   EXPECT_TRUE(decision.batches.empty());
 }
 
+// Under a backlog, the oldest request that would force a small batch is
+// shed (expired early) so that a full batch leaves.
+TEST_F(DispatcherTest, BacklogShedsTheOldestForAFullBatch) {
+  for (bool shed : {false, true}) {
+    Dispatcher::Options options;
+    options.work_conserving = false;
+    options.max_inflight_batches = 1;
+    options.initial_overhead = Milliseconds(1);
+    options.exec_margin_fraction = 0.0;
+    options.shed_oldest_in_backlog = shed;
+    Dispatcher d({{"a", 4}, {"b", 4}}, &estimator_, &clock_, options);
+    // A full batch (1 + 40 ms) misses the first request's 30 ms deadline.
+    d.Enqueue(Request(1, 0, Milliseconds(30)));
+    for (uint64_t i = 2; i <= 6; ++i) {
+      d.Enqueue(Request(i, 0, Milliseconds(200)));
+    }
+    auto decision = d.Poll();
+    ASSERT_EQ(decision.batches.size(), 1u);
+    if (shed) {
+      ASSERT_EQ(decision.expired.size(), 1u);
+      EXPECT_EQ(decision.expired[0].id, 1u);
+      EXPECT_EQ(decision.batches[0].items, 4);
+      EXPECT_EQ(decision.batches[0].requests.front().id, 2u);
+    } else {
+      // Trimmed to meet the oldest deadline: 1 + 10 b <= 30 -> b = 2.
+      EXPECT_TRUE(decision.expired.empty());
+      EXPECT_EQ(decision.batches[0].items, 2);
+    }
+  }
+}
+
 TEST_F(DispatcherTest, TakesLargestBatchThatMeetsOldestDeadline) {
   auto d = Make(8, 8, /*conserving=*/false);
   // Oldest deadline 40 ms: 1 + 10 b <= 40 -> b = 3.

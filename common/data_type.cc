@@ -1,5 +1,7 @@
 #include "common/data_type.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -22,6 +24,55 @@ int64_t DataTypeSize(DataType type) {
       return 8;
     default:
       return 0;
+  }
+}
+
+bool IsIntegerType(DataType type) {
+  switch (type) {
+    case TYPE_UINT8:
+    case TYPE_INT8:
+    case TYPE_INT16:
+    case TYPE_INT32:
+    case TYPE_INT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+template <typename T>
+OutOfRange FindOutOfRangeAs(absl::string_view bytes, int64_t min, int64_t max) {
+  const size_t n = bytes.size() / sizeof(T);
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+    const int64_t value = static_cast<int64_t>(v);
+    if (value < min || value > max) {
+      return {static_cast<int64_t>(i), value};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+OutOfRange FindOutOfRange(absl::string_view bytes, DataType type, int64_t min,
+                          int64_t max) {
+  switch (type) {
+    case TYPE_UINT8:
+      return FindOutOfRangeAs<uint8_t>(bytes, min, max);
+    case TYPE_INT8:
+      return FindOutOfRangeAs<int8_t>(bytes, min, max);
+    case TYPE_INT16:
+      return FindOutOfRangeAs<int16_t>(bytes, min, max);
+    case TYPE_INT32:
+      return FindOutOfRangeAs<int32_t>(bytes, min, max);
+    case TYPE_INT64:
+      return FindOutOfRangeAs<int64_t>(bytes, min, max);
+    default:
+      return {};
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -11,6 +12,19 @@ namespace tessera {
 
 // Bytes per element; 0 for TYPE_INVALID.
 int64_t DataTypeSize(DataType type);
+
+// UINT8, INT8, INT16, INT32 or INT64.
+bool IsIntegerType(DataType type);
+
+// The index of the first element of `bytes` (elements of integer `type`,
+// native byte order, any alignment) outside [min, max], and its value; -1
+// if every element is inside.
+struct OutOfRange {
+  int64_t index = -1;
+  int64_t value = 0;
+};
+OutOfRange FindOutOfRange(absl::string_view bytes, DataType type, int64_t min,
+                          int64_t max);
 
 // KServe v2 wire name ("FP32", "INT64", ...).
 std::string DataTypeWireName(DataType type);

@@ -52,6 +52,17 @@ absl::Status ValidateTensors(
                          "; only the batch dimension ", "may vary"));
       }
     }
+    if (t.has_value_range()) {
+      if (std::string_view(kind) != "input" || !IsIntegerType(t.data_type())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": value_range applies to integer inputs only"));
+      }
+      if (t.value_range().min() > t.value_range().max()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": value_range min ", t.value_range().min(),
+                         " is above max ", t.value_range().max()));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -262,6 +262,17 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     RETURN_IF_ERROR(DecodeContents(request, r, tc, decoded.shape_only, raw,
                                    where, &decoded.inputs[idx],
                                    &decoded.owned[idx]));
+    if (tc.has_value_range() && !decoded.shape_only) {
+      const OutOfRange bad =
+          FindOutOfRange(decoded.inputs[idx], tc.data_type(),
+                         tc.value_range().min(), tc.value_range().max());
+      if (bad.index >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": element ", bad.index, " is ", bad.value,
+            ", outside the model's value_range [", tc.value_range().min(), ", ",
+            tc.value_range().max(), "]"));
+      }
+    }
   }
   for (int i = 0; i < num_inputs; ++i) {
     if (!seen[i]) {

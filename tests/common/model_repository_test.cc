@@ -186,6 +186,36 @@ TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
               dims: [ -1 ]
             })pb",
        "segment_count"},
+      {R"pb(name: "m"
+            max_batch_size: 1
+            slo_ms: 1
+            input {
+              name: "x"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+              value_range { min: 0 max: 1 }
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "value_range applies to integer inputs only"},
+      {R"pb(name: "m"
+            max_batch_size: 1
+            slo_ms: 1
+            input {
+              name: "x"
+              data_type: TYPE_INT32
+              dims: [ -1 ]
+              value_range { min: 5 max: 1 }
+            }
+            output {
+              name: "y"
+              data_type: TYPE_FP32
+              dims: [ -1 ]
+            })pb",
+       "min 5 is above max 1"},
       {"name: \"m\" bogus_field: 1", "bogus_field"},
   };
   for (const auto& [config, message] : cases) {

@@ -97,6 +97,36 @@ TEST(RequestCodecTest, TypedContentsEqualRawBytes) {
   EXPECT_EQ(a->inputs[1], b->inputs[1]);
 }
 
+// A value outside the config's value_range is refused before batching,
+// naming the element; raw and typed contents alike; shape-only requests
+// carry no values to check.
+TEST(RequestCodecTest, ValuesOutsideTheDeclaredRangeAreInvalid) {
+  ModelConfig config = TwoInputConfig();
+  config.mutable_input(0)->mutable_value_range()->set_min(0);
+  config.mutable_input(0)->mutable_value_range()->set_max(4);
+  config.mutable_input(1)->mutable_value_range()->set_min(0);
+  config.mutable_input(1)->mutable_value_range()->set_max(1);
+  EXPECT_TRUE(RequestCodec::Decode(RawRequest(1), config).ok());  // ids 0..2
+
+  auto too_big = RawRequest(2);  // ids 0..5: element 5 is 5
+  auto d = RequestCodec::Decode(too_big, config);
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("input 'ids': element 5 is 5, outside the model's "
+                        "value_range [0, 4]"));
+
+  auto typed = RawRequest(1);
+  typed.clear_raw_input_contents();
+  for (int i = 0; i < 3; ++i) {
+    typed.mutable_inputs(0)->mutable_contents()->add_int64_contents(1);
+    typed.mutable_inputs(1)->mutable_contents()->add_int_contents(i == 2 ? -7
+                                                                         : 1);
+  }
+  d = RequestCodec::Decode(typed, config);
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(), HasSubstr("element 2 is -7"));
+}
+
 struct BadCase {
   const char* name;
   std::function<void(inference::ModelInferRequest*)> mutate;

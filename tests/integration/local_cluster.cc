@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       WaitForPortFile(port_file, cluster->frontend_.get(), absl::Seconds(30));
   if (!port.ok()) return port.status();
   cluster->frontend_address_ = absl::StrCat("127.0.0.1:", *port);
+  // A restart listens where clients already connect.
+  spawn.argv[1] = "--listen=" + cluster->frontend_address_;
+  cluster->frontend_spawn_ = spawn;
   auto admin = WaitForPortFile(tmpl + "/frontend.admin",
                                cluster->frontend_.get(), absl::Seconds(30));
   if (!admin.ok()) return admin.status();
@@ -148,6 +152,19 @@ std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub()
   args.SetMaxSendMessageSize(-1);
   return inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
       frontend_address_, grpc::InsecureChannelCredentials(), args));
+}
+
+absl::Status LocalCluster::KillAndRestartFrontend() {
+  frontend_->Signal(SIGKILL);
+  auto exited = frontend_->Wait(absl::Seconds(10));
+  if (!exited.ok()) return exited.status();
+  const std::string port_file = work_dir_ + "/frontend.port";
+  std::filesystem::remove(port_file);
+  auto frontend = Subprocess::Spawn(frontend_spawn_);
+  if (!frontend.ok()) return frontend.status();
+  frontend_ = std::move(*frontend);
+  return WaitForPortFile(port_file, frontend_.get(), absl::Seconds(30))
+      .status();
 }
 
 absl::StatusOr<std::string> MakeSubsetRepository(

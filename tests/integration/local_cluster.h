@@ -43,6 +43,10 @@ class LocalCluster {
   const std::string& admin_address() const { return admin_address_; }
   std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
   Subprocess* frontend() { return frontend_.get(); }
+  // kill -9 of the frontend, then the same frontend again on the same
+  // port (the backends keep running). Returns once it listens; readiness
+  // (a plan) comes later.
+  absl::Status KillAndRestartFrontend();
   Subprocess* backend(int i) { return backends_.at(i).get(); }
   const std::string& backend_address(int i) const {
     return backend_addresses_.at(i);
@@ -57,6 +61,7 @@ class LocalCluster {
   std::vector<std::unique_ptr<Subprocess>> backends_;
   std::vector<std::string> backend_addresses_;
   std::unique_ptr<Subprocess> frontend_;
+  Subprocess::Options frontend_spawn_;
   std::string frontend_address_;
   std::string admin_address_;
 };

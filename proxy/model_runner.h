@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/tensor_layout.h"
@@ -26,6 +27,12 @@ class ModelRunner {
   virtual absl::StatusOr<std::vector<TensorView>> Run(
       const std::string& model, const std::vector<TensorView>& inputs,
       uint8_t* out, size_t out_capacity, absl::Duration* exec_time) = 0;
+
+  // Why `model` cannot run here (its file failed to load: the proxy serves
+  // its other models), or OK.
+  virtual absl::Status ModelStatus(const std::string& /*model*/) const {
+    return absl::OkStatus();
+  }
 
   // Slowdown from what runs on the other partitions of the device, set by
   // the backend before each batch. Real devices slow down by themselves:

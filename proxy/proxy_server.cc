@@ -38,6 +38,7 @@ absl::StatusOr<std::vector<MeasuredLatency>> ProxyServer::Warmup(
     int timed_runs) {
   std::vector<MeasuredLatency> measured;
   for (const auto& [name, config] : configs_) {
+    if (!runner_->ModelStatus(name).ok()) continue;  // did not load
     std::vector<int> sizes = {1};
     if (config.max_batch_size() > 1) sizes.push_back(config.max_batch_size());
     for (int b : sizes) {

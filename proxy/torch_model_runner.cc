@@ -93,6 +93,8 @@ struct TorchModelRunner::Impl {
     torch::jit::script::Module module;
   };
   std::map<std::string, Model> models;
+  // Models whose file did not load: why.
+  std::map<std::string, absl::Status> failed;
   torch::Device device = torch::kCPU;
 };
 
@@ -126,8 +128,16 @@ absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
       model.module = torch::jit::load(path, impl->device);
       model.module.eval();
     } catch (const std::exception& ex) {
-      return absl::InternalError(absl::StrCat(
-          "failed to load model '", name, "' from ", path, ": ", ex.what()));
+      // c10::Error's what() ends in a C++ backtrace; its message is first.
+      const auto* c10 = dynamic_cast<const c10::Error*>(&ex);
+      const std::string why = ShortModelError(
+          c10 != nullptr ? c10->what_without_backtrace() : ex.what());
+      spdlog::error("model '{}' from {} does not load; serving the others: {}",
+                    name, path, why);
+      impl->failed[name] = absl::UnavailableError(
+          absl::StrCat("model '", name, "' failed to load on its proxy (", why,
+                       "); replace its file, then RepositoryModelLoad"));
+      continue;
     }
     impl->models.emplace(name, std::move(model));
   }
@@ -135,9 +145,17 @@ absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
       new TorchModelRunner(std::move(impl)));
 }
 
+absl::Status TorchModelRunner::ModelStatus(const std::string& model) const {
+  auto f = impl_->failed.find(model);
+  return f == impl_->failed.end() ? absl::OkStatus() : f->second;
+}
+
 absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
     const std::string& name, const std::vector<TensorView>& inputs,
     uint8_t* out, size_t out_capacity, absl::Duration* exec_time) {
+  if (auto f = impl_->failed.find(name); f != impl_->failed.end()) {
+    return f->second;
+  }
   auto it = impl_->models.find(name);
   if (it == impl_->models.end()) {
     return absl::NotFoundError(

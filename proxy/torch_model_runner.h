@@ -26,7 +26,9 @@ class TorchModelRunner : public ModelRunner {
   };
 
   // Loads every model in `models` (name -> TorchScript path) with its
-  // validated config.
+  // validated config. A model whose file does not load (corrupted,
+  // truncated) is left out: ModelStatus() and Run() say why (UNAVAILABLE,
+  // the error's last line), and the other models are served.
   static absl::StatusOr<std::unique_ptr<TorchModelRunner>> Create(
       const std::map<std::string, std::string>& model_paths,
       const std::map<std::string, ModelConfig>& configs,
@@ -36,6 +38,7 @@ class TorchModelRunner : public ModelRunner {
   absl::StatusOr<std::vector<TensorView>> Run(
       const std::string& model, const std::vector<TensorView>& inputs,
       uint8_t* out, size_t out_capacity, absl::Duration* exec_time) override;
+  absl::Status ModelStatus(const std::string& model) const override;
 
  private:
   struct Impl;

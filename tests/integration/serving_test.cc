@@ -604,6 +604,65 @@ absl::StatusOr<OneGpulet> OneGpuletCluster(const std::string& model,
   return out;
 }
 
+// A model whose file is corrupted (a truncated copy, a disk error) fails
+// alone: its proxy serves the other model of its gpulet, the other gpulet
+// starts, and calls to it get UNAVAILABLE naming the load error in one line
+// (no traceback, no server path). It used to fail the whole plan: nothing
+// was served.
+TEST(CorruptedModelTest, OnlyTheCorruptedModelFails) {
+  const std::string dir = ::testing::TempDir() + "/tessera_corrupt_repo_" +
+                          std::to_string(getpid());
+  auto repo = MakeSubsetRepository(
+      TESSERA_MODEL_DIR, {"lenet", "mobilenet_v3_small", "resnet18"}, dir);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  const std::filesystem::path lenet_v1 =
+      std::filesystem::path(*repo) / "lenet" / "1";
+  std::filesystem::remove(lenet_v1);  // the symlink to the shipped files
+  std::filesystem::create_directories(lenet_v1);
+  {
+    std::ofstream garbage(lenet_v1 / "model.pt", std::ios::binary);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 4096; ++i) garbage.put(static_cast<char>(rng()));
+  }
+  auto loaded = ModelRepository::Load(*repo);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  LocalCluster::Options options;
+  options.bin_dir = TESSERA_BIN_DIR;
+  options.model_repository = *repo;
+  options.static_plan =
+      "devices { backend_id: \"backend0\" device_id: \"cpu0\" "
+      "gpulets { gpulet_id: \"a\" share_percent: 50 "
+      "models { model: \"lenet\" batch_size: 4 } "
+      "models { model: \"mobilenet_v3_small\" batch_size: 4 } } "
+      "gpulets { gpulet_id: \"b\" share_percent: 50 "
+      "models { model: \"resnet18\" batch_size: 4 } } }";
+  auto cluster = LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stub = (*cluster)->NewStub();
+  auto call = [&](const std::string& model) {
+    const ModelConfig& config = (*loaded)->Find(model)->config;
+    inference::ModelInferResponse response;
+    return Infer(stub.get(),
+                 MakeRequest(config, RandomInputs(config, 1, 1), false),
+                 &response, absl::Seconds(20));
+  };
+  const grpc::Status broken = call("lenet");
+  EXPECT_EQ(broken.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << broken.error_message();
+  EXPECT_THAT(broken.error_message(), HasSubstr("failed to load"));
+  EXPECT_THAT(broken.error_message(), Not(HasSubstr("frame #")));
+  EXPECT_THAT(broken.error_message(), Not(HasSubstr("Traceback")));
+  EXPECT_THAT(broken.error_message(), Not(HasSubstr(dir)));
+  EXPECT_LT(broken.error_message().size(), 400u) << broken.error_message();
+  for (const char* model : {"mobilenet_v3_small", "resnet18"}) {
+    const grpc::Status s = call(model);
+    EXPECT_TRUE(s.ok()) << model << ": " << s.error_message();
+  }
+  cluster->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 // The frontend serves inference and admin calls whatever poller gRPC uses:
 // with epoll1 (the default) its event loop polls the admin server's
 // sockets too; with "poll" the admin server keeps a poller of its own.

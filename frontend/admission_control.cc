@@ -26,12 +26,13 @@ absl::StatusOr<AdmissionControl::Ticket> AdmissionControl::Admit(
     absl::string_view model, int64_t request_bytes) {
   const int64_t bytes = request_bytes + options_.per_request_overhead_bytes;
   absl::MutexLock lock(&mu_);
-  auto refuse = [&](absl::string_view what, int64_t held, int64_t limit) {
-    ++refused_;
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the frontend holds ", held, " ", what, " (limit ", limit,
-                     "); retry later"));
-  };
+  auto refuse = [&](absl::string_view what, int64_t held, int64_t limit)
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                      ++refused_;
+                      return absl::ResourceExhaustedError(
+                          absl::StrCat("the frontend holds ", held, " ", what,
+                                       " (limit ", limit, "); retry later"));
+                    };
   if (options_.max_requests > 0 && requests_ >= options_.max_requests) {
     return refuse("calls", requests_, options_.max_requests);
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/client_text.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
@@ -184,9 +185,23 @@ absl::Status ProxyHandle::StageInputs(const BatchRequest& batch, int slot,
   size_t offset = 0;
   for (const Tensor& t : batch.inputs()) {
     offset = AlignUp64(offset);
+    // Every message is checked as if hostile: a shape larger than its data
+    // would make the proxy read past it (into other calls' tensors).
+    auto needed = TensorBytes(t.shape(), t.data_type());
+    if (!needed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", ClientText(t.name()), "': ", needed.status().message()));
+    }
+    if (!batch.shape_only() &&
+        static_cast<uint64_t>(*needed) != t.data().size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", ClientText(t.name()), "': shape ",
+          ShapeToString(
+              std::vector<int64_t>(t.shape().begin(), t.shape().end())),
+          " needs ", *needed, " bytes; the batch carries ", t.data().size()));
+    }
     const size_t bytes =
-        fabricate ? ElementCount(t.shape()) * DataTypeSize(t.data_type())
-                  : t.data().size();
+        fabricate ? static_cast<size_t>(*needed) : t.data().size();
     if (offset + bytes > slot_bytes_) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "batch for model '", batch.model(), "' exceeds the proxy's slot of ",

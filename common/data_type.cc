@@ -95,10 +95,22 @@ absl::StatusOr<DataType> DataTypeFromWireName(const std::string& name) {
 int64_t ElementCount(absl::Span<const int64_t> shape) {
   int64_t count = 1;
   for (int64_t d : shape) {
-    if (d < 0) return -1;
-    count *= d;
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) return -1;
   }
   return count;
+}
+
+absl::StatusOr<int64_t> TensorBytes(absl::Span<const int64_t> shape,
+                                    DataType type) {
+  const int64_t count = ElementCount(shape);
+  const int64_t size = DataTypeSize(type);
+  int64_t bytes = 0;
+  if (count < 0 || size == 0 || __builtin_mul_overflow(count, size, &bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ShapeToString(shape), " of ",
+                     DataTypeWireName(type), " is not a valid tensor size"));
+  }
+  return bytes;
 }
 
 std::string ShapeToString(absl::Span<const int64_t> shape) {

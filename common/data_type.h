@@ -32,8 +32,14 @@ std::string DataTypeWireName(DataType type);
 // Inverse of DataTypeWireName; INVALID_ARGUMENT for an unknown name.
 absl::StatusOr<DataType> DataTypeFromWireName(const std::string& name);
 
-// Product of the dimensions; -1 if any dimension is negative.
+// Product of the dimensions; -1 if any dimension is negative or the
+// product overflows int64.
 int64_t ElementCount(absl::Span<const int64_t> shape);
+
+// Bytes a dense tensor of `shape` and `type` holds; INVALID_ARGUMENT for a
+// negative dimension, an invalid type or a size that overflows int64.
+absl::StatusOr<int64_t> TensorBytes(absl::Span<const int64_t> shape,
+                                    DataType type);
 
 // "[1, 3, 224, 224]".
 std::string ShapeToString(absl::Span<const int64_t> shape);

@@ -43,6 +43,14 @@ absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
 absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view) {
   auto type = ToScalarType(view.data_type);
   if (!type.ok()) return type.status();
+  // The shape must describe exactly the bytes the view holds: a larger one
+  // would read past them (another call's tensors in the shared region).
+  auto needed = TensorBytes(view.shape, view.data_type);
+  if (!needed.ok() || static_cast<uint64_t>(*needed) != view.size_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", view.name, "': shape ", ShapeToString(view.shape),
+        " does not match its ", view.size_bytes, " bytes"));
+  }
   return torch::from_blob(view.data, view.shape,
                           torch::TensorOptions().dtype(*type));
 }

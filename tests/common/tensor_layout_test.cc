@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/data_type.h"
 #include "common/text_proto.h"
 #include "gtest/gtest.h"
 
@@ -67,6 +68,27 @@ TEST(TensorLayoutTest, NamesTheTensorThatDoesNotFit) {
   EXPECT_EQ(short_by_one.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(short_by_one.status().message().find("'x'"), std::string::npos)
       << short_by_one.status();
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(TensorBytesTest, CountsBytesAndRefusesNegativeOrOverflowingShapes) {
+  EXPECT_EQ(ElementCount({2, 3, 4}), 24);
+  EXPECT_EQ(ElementCount({2, -1}), -1);
+  EXPECT_EQ(ElementCount({int64_t{1} << 40, int64_t{1} << 40}), -1);
+  auto bytes = TensorBytes({2, 1, 28, 28}, TYPE_FP32);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, 2 * 28 * 28 * 4);
+  EXPECT_EQ(TensorBytes({int64_t{1} << 31, int64_t{1} << 31}, TYPE_FP64)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);  // 2^62 elements x 8 bytes
+  EXPECT_FALSE(TensorBytes({-1, 3}, TYPE_FP32).ok());
+  EXPECT_FALSE(TensorBytes({3}, TYPE_INVALID).ok());
 }
 
 }  // namespace

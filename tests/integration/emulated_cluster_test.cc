@@ -997,6 +997,10 @@ class BackendUnderTest {
     t->set_data_type(TYPE_FP32);
     t->add_shape(2);
     for (int64_t d : item_shape) t->add_shape(d);
+    return Execute(b);
+  }
+  // Sends `b` as it is (e.g. a hostile one) and returns the answer.
+  BatchResponse Execute(const BatchRequest& b) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     auto stream = stub_->Execute(&context);
@@ -1020,6 +1024,54 @@ class BackendUnderTest {
 // process that starts while the old one still serves; the old one keeps
 // answering batches until CommitPlan, then exits.
 class ShadowSwapTest : public ::testing::TestWithParam<std::string> {};
+
+// The backend treats every batch as hostile: a shape larger than the data
+// it carries (which made a proxy read past it, into other calls' tensors,
+// and answer with them) and a shape whose size overflows are refused with
+// INVALID_ARGUMENT, and the proxy keeps serving. On the cpu device (real
+// LibTorch): the proxy checks the shape against the bytes once more.
+TEST(HostileBatchTest, ShapesThatDoNotMatchTheirDataAreRefused) {
+  const std::string repo = TESSERA_MODEL_DIR;
+  if (!std::filesystem::exists(repo + "/lenet/1/model.pt")) {
+    GTEST_SKIP() << "models not generated (scripts/setup.sh)";
+  }
+  BackendUnderTest backend("hostile", repo, {}, "cpu0");
+  ASSERT_TRUE(backend.ok());
+  ASSERT_TRUE(backend.Apply(1, {{"a", 100}}, "lenet").ok());
+  auto batch = [](std::vector<int64_t> shape, size_t bytes) {
+    BatchRequest b;
+    b.set_gpulet_id("a");
+    b.set_model("lenet");
+    b.set_batch_id(1);
+    Tensor* t = b.add_inputs();
+    t->set_name("INPUT__0");
+    t->set_data_type(TYPE_FP32);
+    for (int64_t d : shape) t->add_shape(d);
+    t->set_data(std::string(bytes, '\0'));
+    return b;
+  };
+  const size_t item = 28 * 28 * 4;
+  // 8 items of shape, the data of one.
+  BatchResponse bigger = backend.Execute(batch({8, 1, 28, 28}, item));
+  EXPECT_EQ(bigger.status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument))
+      << bigger.status().message();
+  EXPECT_THAT(bigger.status().message(),
+              ::testing::HasSubstr("needs 25088 bytes"));
+  EXPECT_EQ(bigger.outputs_size(), 0);
+  BatchResponse overflow = backend.Execute(
+      batch({int64_t{1} << 40, int64_t{1} << 40, 28, 28}, item));
+  EXPECT_EQ(overflow.status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument))
+      << overflow.status().message();
+  BatchResponse negative = backend.Execute(batch({-1, 1, 28, 28}, item));
+  EXPECT_EQ(negative.status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // The proxy still serves a well-formed batch.
+  BatchResponse good = backend.Execute(batch({2, 1, 28, 28}, 2 * item));
+  EXPECT_EQ(good.status().code(), 0) << good.status().message();
+  EXPECT_EQ(good.outputs_size(), 1);
+}
 
 TEST_P(ShadowSwapTest, ShareChangeStartsNewProcessWhileOldServes) {
   const bool emulated = GetParam() == "emulated";

@@ -109,9 +109,9 @@ class GpuletWorker {
   // A batch of several calls failed inside the model: each call is sent
   // again alone (straight to the backend, outside the dispatcher's
   // in-flight count: a rare path), so that one bad request fails by
-  // itself. A call that
-  // fails alone while another succeeds is answered INVALID_ARGUMENT (its
-  // inputs are at fault); if every one fails, each gets its own error.
+  // itself. A call that fails alone while another succeeds is answered
+  // INVALID_ARGUMENT (its inputs are at fault); if every one fails, each
+  // gets its own error.
   void Isolate(std::vector<std::unique_ptr<InferCall>> calls);
   // Answers `call` from row `row` of `response` (or with `status`).
   void Answer(std::unique_ptr<InferCall> call, absl::Status status,

@@ -33,7 +33,6 @@ struct WorkloadModel {
   double rate_rps = 0;
 };
 
-
 // A cluster of `gpus` V100s (profile key "v100") serving `models`, each
 // with SLO = slo_factor x its batch-1 full-GPU latency and max batch 32.
 ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,

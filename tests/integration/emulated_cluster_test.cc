@@ -429,6 +429,40 @@ TEST_F(EmulatedClusterTest, RateChangesReplanWithShadowSwapsAndLoseNothing) {
   }
 }
 
+// Recovery (MEASURES.md): from the fault to the first OK answer for every
+// affected model, over the calls sent after `fault`; InfiniteDuration if a
+// model never recovered.
+absl::Duration Recovery(const LoadGenerator::Result& result, int loads,
+                        absl::Duration fault) {
+  absl::Duration worst = absl::ZeroDuration();
+  for (int l = 0; l < loads; ++l) {
+    absl::Duration first = absl::InfiniteDuration();
+    for (const auto& r : result.records) {
+      if (r.load == l && r.sent >= fault && r.code == absl::StatusCode::kOk) {
+        first = std::min(first, r.sent + r.latency - fault);
+      }
+    }
+    worst = std::max(worst, first);
+  }
+  return worst;
+}
+
+// Every answer has one of `allowed` (MEASURES.md's table, per test).
+void ExpectOnlyCodes(const LoadGenerator::Result& result,
+                     const std::set<absl::StatusCode>& allowed) {
+  for (const auto& r : result.records) {
+    EXPECT_TRUE(allowed.count(r.code) > 0) << absl::StatusCodeToString(r.code);
+  }
+}
+
+std::string CodeCounts(const LoadGenerator::Result& result) {
+  std::map<absl::StatusCode, int64_t> codes;
+  for (const auto& r : result.records) ++codes[r.code];
+  return absl::StrJoin(codes, ", ", [](std::string* out, const auto& kv) {
+    absl::StrAppend(out, absl::StatusCodeToString(kv.first), "=", kv.second);
+  });
+}
+
 // StopBackend(signal) stops backend1 with `signal` under a load that needs both
 // backends and checks that the frontend plans around it and loses nothing.
 // SIGKILL: the heartbeats find it gone (calls on it fail UNAVAILABLE
@@ -486,21 +520,17 @@ void EmulatedClusterTest::StopBackend(int signal) {
   // Nothing hangs; failures are only UNAVAILABLE (on the dead backend) or
   // early deadline rejections.
   EXPECT_EQ(result.lost, 0);
-  std::map<absl::StatusCode, int> codes;
   int64_t late_ok = 0, late_total = 0;
   for (const auto& r : result.records) {
-    codes[r.code]++;
     if (r.sent > killed_at + replanned_after + absl::Seconds(1)) {
       ++late_total;
       late_ok += r.code == absl::StatusCode::kOk;
     }
   }
-  for (const auto& [code, n] : codes) {
-    EXPECT_TRUE(code == absl::StatusCode::kOk ||
-                (code == absl::StatusCode::kUnavailable && signal == SIGKILL) ||
-                code == absl::StatusCode::kDeadlineExceeded)
-        << n << " request(s) failed with " << absl::StatusCodeToString(code);
-  }
+  std::set<absl::StatusCode> allowed = {absl::StatusCode::kOk,
+                                        absl::StatusCode::kDeadlineExceeded};
+  if (signal == SIGKILL) allowed.insert(absl::StatusCode::kUnavailable);
+  ExpectOnlyCodes(result, allowed);
   if (signal == SIGTERM) {
     // Planned around within a heartbeat or two, not after 3 misses...
     EXPECT_LT(replanned_after, absl::Seconds(5));
@@ -509,15 +539,9 @@ void EmulatedClusterTest::StopBackend(int signal) {
     ASSERT_TRUE(exit.ok()) << exit.status();
     EXPECT_EQ(*exit, 0);
   }
-  std::printf(
-      "[ report ] outcomes: %s; after the re-plan %lld/%lld OK\n",
-      absl::StrJoin(codes, ", ",
-                    [](std::string* out, const auto& kv) {
-                      absl::StrAppend(out, absl::StatusCodeToString(kv.first),
-                                      "=", kv.second);
-                    })
-          .c_str(),
-      static_cast<long long>(late_ok), static_cast<long long>(late_total));
+  std::printf("[ report ] outcomes: %s; after the re-plan %lld/%lld OK\n",
+              CodeCounts(result).c_str(), static_cast<long long>(late_ok),
+              static_cast<long long>(late_total));
   // Serving continues on the survivors.
   ASSERT_GT(late_total, 0);
   EXPECT_GT(late_ok, late_total * 9 / 10);
@@ -622,67 +646,21 @@ TEST_F(EmulatedClusterTest, KilledProxyIsRestartedWithoutAReplan) {
       gpulet.c_str(), absl::FormatDuration(killed_at).c_str(),
       absl::FormatDuration(restarted_after).c_str());
   EXPECT_EQ(result.lost, 0);
-  std::map<absl::StatusCode, int> codes;
+  ExpectOnlyCodes(result,
+                  {absl::StatusCode::kOk, absl::StatusCode::kUnavailable,
+                   absl::StatusCode::kDeadlineExceeded});
   int64_t later = 0, later_ok = 0;
   for (const auto& r : result.records) {
-    codes[r.code]++;
-    EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
-                r.code == absl::StatusCode::kUnavailable ||
-                r.code == absl::StatusCode::kDeadlineExceeded)
-        << absl::StatusCodeToString(r.code);
     if (r.sent > killed_at + restarted_after + absl::Milliseconds(500)) {
       ++later;
       later_ok += r.code == absl::StatusCode::kOk;
     }
   }
   std::printf("[ report ] outcomes: %s; after the restart %lld/%lld OK\n",
-              absl::StrJoin(codes, ", ",
-                            [](std::string* out, const auto& kv) {
-                              absl::StrAppend(
-                                  out, absl::StatusCodeToString(kv.first), "=",
-                                  kv.second);
-                            })
-                  .c_str(),
-              static_cast<long long>(later_ok), static_cast<long long>(later));
+              CodeCounts(result).c_str(), static_cast<long long>(later_ok),
+              static_cast<long long>(later));
   ASSERT_GT(later, 0);
   EXPECT_EQ(later_ok, later);
-}
-
-// SIGTERM to the frontend under load: it refuses new calls, serves the
-// ones it accepted (none of them gets UNAVAILABLE), and exits within its
-// drain bound; no call goes unanswered.
-// Recovery (MEASURES.md): from the fault to the first OK answer for every
-// affected model, over the calls sent after `fault`; InfiniteDuration if a
-// model never recovered.
-absl::Duration Recovery(const LoadGenerator::Result& result, int loads,
-                        absl::Duration fault) {
-  absl::Duration worst = absl::ZeroDuration();
-  for (int l = 0; l < loads; ++l) {
-    absl::Duration first = absl::InfiniteDuration();
-    for (const auto& r : result.records) {
-      if (r.load == l && r.sent >= fault && r.code == absl::StatusCode::kOk) {
-        first = std::min(first, r.sent + r.latency - fault);
-      }
-    }
-    worst = std::max(worst, first);
-  }
-  return worst;
-}
-
-// Every answer has one of `allowed` (MEASURES.md's table, per test).
-void ExpectOnlyCodes(const LoadGenerator::Result& result,
-                     const std::set<absl::StatusCode>& allowed) {
-  for (const auto& r : result.records) {
-    EXPECT_TRUE(allowed.count(r.code) > 0) << absl::StatusCodeToString(r.code);
-  }
-}
-
-std::string CodeCounts(const LoadGenerator::Result& result) {
-  std::map<absl::StatusCode, int64_t> codes;
-  for (const auto& r : result.records) ++codes[r.code];
-  return absl::StrJoin(codes, ", ", [](std::string* out, const auto& kv) {
-    absl::StrAppend(out, absl::StatusCodeToString(kv.first), "=", kv.second);
-  });
 }
 
 // kill -9 of the frontend under load, then the same frontend again (as a
@@ -758,6 +736,9 @@ TEST_F(EmulatedClusterTest, StoppedBackendIsPlannedAroundAndRecovers) {
   EXPECT_TRUE(cluster_->backend(1)->Running());
 }
 
+// SIGTERM to the frontend under load: it refuses new calls, serves the
+// ones it accepted (none of them gets UNAVAILABLE), and exits within its
+// drain bound; no call goes unanswered.
 TEST_F(EmulatedClusterTest, FrontendDrainsOnSigterm) {
   StartCluster();
   ASSERT_NE(cluster_, nullptr);

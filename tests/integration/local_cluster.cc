@@ -111,7 +111,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   if (!port.ok()) return port.status();
   cluster->frontend_address_ = absl::StrCat("127.0.0.1:", *port);
   // A restart listens where clients already connect.
-  spawn.argv[1] = "--listen=" + cluster->frontend_address_;
+  for (std::string& arg : spawn.argv) {
+    if (absl::StartsWith(arg, "--listen=")) {
+      arg = "--listen=" + cluster->frontend_address_;
+    }
+  }
   cluster->frontend_spawn_ = spawn;
   auto admin = WaitForPortFile(tmpl + "/frontend.admin",
                                cluster->frontend_.get(), absl::Seconds(30));

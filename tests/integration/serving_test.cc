@@ -916,13 +916,14 @@ TEST_P(LoopPollTest, PollingLoopsSkipTheSleepBetweenRequests) {
         ReadThreadCounters(loop.pid, loop.tid).voluntary_switches - loop.before;
     std::cout << "[ info ] " << name << " polling " << poll_us << " us slept "
               << slept << " times in " << kRequests << " requests\n";
-    // Without polling each loop sleeps about twice per request (84-111
-    // times in 40). A polling loop still sleeps when it waits for a lock
-    // whose holder was preempted: 7 times in one run beside other tests.
+    // Without polling each loop sleeps two to four times per request
+    // (99-151 times in 40). A polling loop still sleeps when it waits for a
+    // lock whose holder was preempted: 0-12 times in 40, 20 once on a busy
+    // 2-core machine. The line between them is one sleep per request.
     if (poll_us == 0) {
       EXPECT_GE(slept, kRequests) << name;
     } else {
-      EXPECT_LT(slept, kRequests / 2) << name;
+      EXPECT_LT(slept, kRequests) << name;
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status_util.h"
 #include "common/grpc_tuning.h"
 #include "common/thread_name.h"
 #include "spdlog/spdlog.h"
@@ -29,12 +30,17 @@ void ArmUnary(BackendAsyncServer* server, AsyncService* async,
               grpc::Status (BackendServiceImpl::*handle)(grpc::ServerContext*,
                                                          const Request*,
                                                          Response*),
-              bool blocking) {
+              const char* method, bool blocking) {
   ArmAsyncUnary(
       server->calls(), async, cq, request,
-      [server, service, handle, blocking](
-          grpc::ServerContext*, const Request* r, Response* out,
+      [server, service, handle, method, blocking](
+          grpc::ServerContext* context, const Request* r, Response* out,
           typename AsyncUnaryCall<Request, Response>::Finish finish) {
+        grpc::Status admitted = server->Admit(*context, method);
+        if (!admitted.ok()) {
+          finish(admitted);
+          return;
+        }
         if (!blocking) {
           finish((service->*handle)(nullptr, r, out));
           return;
@@ -77,6 +83,15 @@ class ExecuteCall {
       return;
     }
     Arm(server_, async_, cq_, service_);  // the next stream
+    grpc::Status admitted = server_->Admit(context_, "Execute");
+    if (!admitted.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        finishing_ = true;
+      }
+      stream_.Finish(admitted, &finished_);
+      return;
+    }
     stream_.Read(&batch_, &read_);
   }
 
@@ -181,8 +196,11 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
     const Options& options, BackendServiceImpl* service) {
   std::unique_ptr<BackendAsyncServer> server(new BackendAsyncServer());
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(
+      options.listen,
+      options.tls.ServerCredentials(/*require_client_certificates=*/true),
+      &server->port_);
+  server->secret_ = options.secret;
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   ApplyTransportTuning(&builder);
@@ -198,19 +216,29 @@ absl::StatusOr<std::unique_ptr<BackendAsyncServer>> BackendAsyncServer::Start(
   grpc::ServerCompletionQueue* cq = server->cq_.get();
   BackendAsyncServer* self = server.get();
   ArmUnary(self, async, cq, &AsyncService::RequestGetNodeInfo, service,
-           &BackendServiceImpl::GetNodeInfo, /*blocking=*/false);
+           &BackendServiceImpl::GetNodeInfo, "GetNodeInfo", /*blocking=*/false);
   ArmUnary(self, async, cq, &AsyncService::RequestHealth, service,
-           &BackendServiceImpl::Health, /*blocking=*/false);
+           &BackendServiceImpl::Health, "Health", /*blocking=*/false);
   ArmUnary(self, async, cq, &AsyncService::RequestApplyPlan, service,
-           &BackendServiceImpl::ApplyPlan, /*blocking=*/true);
+           &BackendServiceImpl::ApplyPlan, "ApplyPlan", /*blocking=*/true);
   ArmUnary(self, async, cq, &AsyncService::RequestCommitPlan, service,
-           &BackendServiceImpl::CommitPlan, /*blocking=*/true);
+           &BackendServiceImpl::CommitPlan, "CommitPlan", /*blocking=*/true);
   ExecuteCall::Arm(self, async, cq, service);
   server->loop_ = std::thread([cq, poll = options.poll] {
     NameThisThread("be-loop");
     RunCompletionQueue(cq, poll);
   });
   return server;
+}
+
+grpc::Status BackendAsyncServer::Admit(const grpc::ServerContext& context,
+                                       const char* method) const {
+  if (secret_.empty()) return grpc::Status::OK;
+  absl::Status s = secret_.Check(context);
+  if (s.ok()) return grpc::Status::OK;
+  spdlog::warn("refused {} from {}: {}", method, context.peer(),
+               std::string(s.message()));
+  return ToGrpcStatus(s);
 }
 
 BackendAsyncServer::~BackendAsyncServer() { Shutdown(absl::ZeroDuration()); }

@@ -13,6 +13,8 @@
 #include "common/async_call.h"
 #include "common/owned_threads.h"
 #include "common/poll_governor.h"
+#include "common/shared_secret.h"
+#include "common/tls_config.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tessera {
@@ -35,6 +37,12 @@ class BackendAsyncServer {
     // How the loop polls its queue before it sleeps (RunCompletionQueue);
     // by default it sleeps at once.
     PollOptions poll;
+    // TLS of the port; with a CA, callers must present a certificate it
+    // signed (mutual TLS).
+    TlsConfig tls;
+    // When set, every call must carry it (else UNAUTHENTICATED, or
+    // PERMISSION_DENIED for a wrong token) before the service sees it.
+    SharedSecret secret;
   };
 
   // Listens and starts the loop. `service` must outlive the server.
@@ -57,6 +65,10 @@ class BackendAsyncServer {
   // Where the plan calls (ApplyPlan, CommitPlan: they wait for proxies)
   // run, off the loop; joined at Shutdown.
   OwnedThreads* plan_threads() { return &plan_threads_; }
+  // OK when the call may reach the service (see Options::secret); a
+  // refusal is logged.
+  grpc::Status Admit(const grpc::ServerContext& context,
+                     const char* method) const;
 
  private:
   BackendAsyncServer() = default;
@@ -66,6 +78,7 @@ class BackendAsyncServer {
   std::unique_ptr<grpc::Server> server_;
   std::thread loop_;
   int port_ = 0;
+  SharedSecret secret_;
 
   AsyncCallCount calls_;
   OwnedThreads plan_threads_;

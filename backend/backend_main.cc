@@ -17,15 +17,35 @@
 #include "backend/backend_service.h"
 #include "common/allocator_tuning.h"
 #include "common/http_endpoint.h"
+#include "common/listen_address.h"
 #include "common/poll_governor.h"
+#include "common/shared_secret.h"
 #include "common/status_macros.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
+#include "common/tls_config.h"
 #include "common/usage.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:8101",
-          "host:port to serve on; port 0 picks a free port.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:8101",
+          "host:port to serve on; port 0 picks a free port. Beyond loopback "
+          "the backend needs --cluster_token_file or mutual TLS "
+          "(--tls_ca_file), or --allow_unauthenticated.");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "File whose first line is the token the frontend must send with "
+          "every call (the frontend's --cluster_token_file); calls without "
+          "it get UNAUTHENTICATED, with another PERMISSION_DENIED. At least "
+          "16 characters (openssl rand -hex 32).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate of this backend: its port serves TLS (with "
+          "--tls_key_file).");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA: callers must present a certificate it signed (mutual "
+          "TLS; the frontend's --tls_cert_file).");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "Listen beyond loopback without a token or mutual TLS: anyone who "
+          "reaches the port can run plans and read batches.");
 ABSL_FLAG(std::string, port_file, "",
           "If set, the chosen port is written to this file once serving.");
 ABSL_FLAG(std::string, config, "",
@@ -187,6 +207,43 @@ absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
   return options;
 }
 
+// The port: address, TLS and who may call.
+absl::StatusOr<tessera::BackendAsyncServer::Options> ServerOptionsFromFlags() {
+  tessera::BackendAsyncServer::Options options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
+  ASSIGN_OR_RETURN(options.tls, tessera::TlsConfig::Load(
+                                    {absl::GetFlag(FLAGS_tls_cert_file),
+                                     absl::GetFlag(FLAGS_tls_key_file),
+                                     absl::GetFlag(FLAGS_tls_ca_file)}));
+  if (options.tls.verifies_peers() && !options.tls.serves_tls()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca_file verifies callers over TLS: it needs --tls_cert_file "
+        "and --tls_key_file");
+  }
+  if (!absl::GetFlag(FLAGS_cluster_token_file).empty()) {
+    ASSIGN_OR_RETURN(options.secret,
+                     tessera::SharedSecret::FromFile(
+                         absl::GetFlag(FLAGS_cluster_token_file)));
+  }
+  const bool authenticated =
+      !options.secret.empty() || options.tls.verifies_peers();
+  if (!authenticated && !tessera::IsLoopbackListenAddress(options.listen) &&
+      !absl::GetFlag(FLAGS_allow_unauthenticated)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--listen=", options.listen,
+        " is reachable beyond this host but nothing authenticates the "
+        "frontend: pass --cluster_token_file (the frontend's too) or "
+        "--tls_ca_file, or --allow_unauthenticated"));
+  }
+  if (!authenticated) {
+    spdlog::warn(
+        "no --cluster_token_file or --tls_ca_file: any local "
+        "process may call this backend");
+  }
+  return options;
+}
+
 void WritePortFile(const std::string& path, int port) {
   if (path.empty()) return;
   std::ofstream(path + ".tmp") << port << "\n";
@@ -202,7 +259,9 @@ absl::StatusOr<std::unique_ptr<tessera::HttpEndpoint>> StartHttp(
       tessera::HttpEndpoint::Start(
           listen.substr(0, listen.rfind(':')), absl::GetFlag(FLAGS_http_port),
           {[service] { return service->RenderMetrics(); },
-           [service] { return service->Ready(); }}));
+           [service] { return service->Ready(); }},
+          absl::GetFlag(FLAGS_tls_cert_file),
+          absl::GetFlag(FLAGS_tls_key_file)));
   spdlog::info("backend metrics and health on HTTP port {}", http->port());
   WritePortFile(absl::GetFlag(FLAGS_http_port_file), http->port());
   return http;
@@ -241,13 +300,14 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  tessera::BackendAsyncServer::Options server_options;
-  server_options.listen = absl::GetFlag(FLAGS_listen);
-  server_options.max_message_bytes =
-      absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
-  server_options.poll = *loop_poll;
+  auto server_options = ServerOptionsFromFlags();
+  if (!server_options.ok()) {
+    spdlog::error("{}", server_options.status().ToString());
+    return 2;
+  }
+  server_options->poll = *loop_poll;
   auto server =
-      tessera::BackendAsyncServer::Start(server_options, service->get());
+      tessera::BackendAsyncServer::Start(*server_options, service->get());
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 2;

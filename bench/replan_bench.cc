@@ -45,9 +45,11 @@ std::string testing_tmp_dir() {
   return t != nullptr ? t : "/tmp";
 }
 
-absl::StatusOr<AdminStatus> GetStatus(AdminService::Stub* admin) {
+absl::StatusOr<AdminStatus> GetStatus(AdminService::Stub* admin,
+                                      const testing::LocalCluster& cluster) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  cluster.AttachAdminToken(&context);
   AdminStatus status;
   grpc::Status s = admin->GetStatus(&context, {}, &status);
   if (!s.ok()) return absl::UnavailableError(s.error_message());
@@ -87,10 +89,11 @@ absl::StatusOr<Measured> Measure(int n, double rate_rps) {
   Measured m;
   std::vector<double>& times = m.times_ms;
   for (int i = 0; i < absl::GetFlag(FLAGS_replans); ++i) {
-    auto before = GetStatus(admin.get());
+    auto before = GetStatus(admin.get(), **cluster);
     if (!before.ok()) return before.status();
     const std::string next = before->policy() == "sbp" ? "gpulet" : "sbp";
     grpc::ClientContext context;
+    (*cluster)->AttachAdminToken(&context);
     SetPolicyRequest request;
     request.set_policy(next);
     SetPolicyResponse response;
@@ -99,7 +102,7 @@ absl::StatusOr<Measured> Measure(int n, double rate_rps) {
     if (!s.ok()) return absl::InternalError(s.error_message());
     const absl::Time deadline = start + absl::Seconds(60);
     while (true) {
-      auto now = GetStatus(admin.get());
+      auto now = GetStatus(admin.get(), **cluster);
       if (!now.ok()) return now.status();
       if (now->plan().epoch() > before->plan().epoch()) {
         std::set<std::string> used;

@@ -7,9 +7,21 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
-    const std::string& host, int port, Handlers handlers) {
+    const std::string& host, int port, Handlers handlers,
+    const std::string& tls_cert_file, const std::string& tls_key_file) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
+  if (tls_cert_file.empty()) {
+    endpoint->server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto tls = std::make_unique<httplib::SSLServer>(tls_cert_file.c_str(),
+                                                    tls_key_file.c_str());
+    if (!tls->is_valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HTTPS: cannot use the certificate ", tls_cert_file,
+                       " with the key ", tls_key_file));
+    }
+    endpoint->server_ = std::move(tls);
+  }
   httplib::Server& s = *endpoint->server_;
   s.Get("/metrics", [metrics = handlers.metrics](const httplib::Request&,
                                                  httplib::Response& res) {

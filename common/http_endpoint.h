@@ -24,9 +24,12 @@ class HttpEndpoint {
     std::function<bool()> ready;
   };
 
-  // Listens on host:port (port 0: any free port) in a thread of its own.
+  // Listens on host:port (port 0: any free port) in a thread of its own;
+  // HTTPS when `tls_cert_file` and `tls_key_file` (PEM) are given.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
-      const std::string& host, int port, Handlers handlers);
+      const std::string& host, int port, Handlers handlers,
+      const std::string& tls_cert_file = "",
+      const std::string& tls_key_file = "");
   ~HttpEndpoint();
 
   int port() const { return port_; }

@@ -20,8 +20,11 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
 }  // namespace
 
 BackendClient::BackendClient(std::string id, std::string address,
-                             grpc::CompletionQueue* cq)
-    : id_(std::move(id)), address_(std::move(address)), cq_(cq) {
+                             grpc::CompletionQueue* cq, Security security)
+    : id_(std::move(id)),
+      address_(std::move(address)),
+      secret_(std::move(security.secret)),
+      cq_(cq) {
   if (cq_ == nullptr) {
     own_cq_ = std::make_unique<grpc::CompletionQueue>();
     cq_ = own_cq_.get();
@@ -34,8 +37,11 @@ BackendClient::BackendClient(std::string id, std::string address,
   // Reconnect quickly after a backend restarts.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  channel_ = grpc::CreateCustomChannel(
-      address_, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(address_,
+                                       security.credentials != nullptr
+                                           ? security.credentials
+                                           : grpc::InsecureChannelCredentials(),
+                                       args);
   stub_ = BackendService::NewStub(channel_);
   thread_ = std::thread([this] { StreamLoop(); });
 }
@@ -45,6 +51,7 @@ BackendClient::~BackendClient() { Shutdown(); }
 absl::StatusOr<NodeInfo> BackendClient::GetNodeInfo(absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));
+  secret_.Attach(&context);
   NodeInfo info;
   grpc::Status s = stub_->GetNodeInfo(&context, GetNodeInfoRequest(), &info);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -55,6 +62,7 @@ absl::StatusOr<ApplyPlanResponse> BackendClient::ApplyPlan(
     const Plan& plan, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));
+  secret_.Attach(&context);
   ApplyPlanRequest request;
   *request.mutable_plan() = plan;
   ApplyPlanResponse response;
@@ -66,6 +74,7 @@ absl::StatusOr<ApplyPlanResponse> BackendClient::ApplyPlan(
 absl::Status BackendClient::CommitPlan(int64_t epoch, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));
+  secret_.Attach(&context);
   CommitPlanRequest request;
   request.set_epoch(epoch);
   CommitPlanResponse response;
@@ -75,6 +84,7 @@ absl::Status BackendClient::CommitPlan(int64_t epoch, absl::Duration timeout) {
 absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));
+  secret_.Attach(&context);
   HealthResponse response;
   grpc::Status s = stub_->Health(&context, HealthRequest(), &response);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -89,7 +99,9 @@ absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
 // finishes; the finish is its last event.
 class BackendClient::ExecuteStream {
  public:
-  explicit ExecuteStream(BackendClient* client) : client_(client) {}
+  explicit ExecuteStream(BackendClient* client) : client_(client) {
+    client_->secret_.Attach(&context_);
+  }
 
   void Start(BackendService::Stub* stub, grpc::CompletionQueue* cq) {
     rw_ = stub->PrepareAsyncExecute(&context_, cq);

@@ -11,7 +11,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "backend.grpc.pb.h"
+#include "common/shared_secret.h"
 #include "frontend/backend_control.h"
+#include "grpcpp/grpcpp.h"
 
 namespace tessera {
 
@@ -30,10 +32,19 @@ namespace tessera {
 // polls a queue of its own.
 class BackendClient final : public BackendControl {
  public:
+  // How the client proves itself to the backend and checks the backend.
+  struct Security {
+    // Null: plaintext.
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    // Sent with every call when set (the backend's --cluster_token_file).
+    SharedSecret secret;
+  };
+
   // `cq` (may be null: the client runs a queue and a thread of its own)
   // must be polled by the caller's loop until after Shutdown.
   BackendClient(std::string id, std::string address,
-                grpc::CompletionQueue* cq = nullptr);
+                grpc::CompletionQueue* cq = nullptr,
+                Security security = Security());
   ~BackendClient() override;
 
   const std::string& id() const override { return id_; }
@@ -66,6 +77,7 @@ class BackendClient final : public BackendControl {
 
   const std::string id_;
   const std::string address_;
+  const SharedSecret secret_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BackendService::Stub> stub_;
   grpc::CompletionQueue* cq_;  // the Execute streams' events

@@ -8,14 +8,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/allocator_tuning.h"
 #include "common/poll_governor.h"
+#include "common/shared_secret.h"
+#include "common/status_macros.h"
 #include "common/termination_signals.h"
 #include "common/text_proto.h"
+#include "common/tls_config.h"
 #include "common/usage.h"
 #include "frontend/frontend_server.h"
 #include "scheduler/policy_registry.h"
@@ -46,9 +48,22 @@ ABSL_FLAG(std::string, admin_listen, "127.0.0.1:8190",
           "host:port of the admin service (tessera_admin); empty: none. "
           "Never the inference port; loopback by default.");
 ABSL_FLAG(std::string, admin_token_file, "",
-          "File holding the token the KServe repository RPCs load/unload "
-          "require (metadata 'authorization: Bearer <token>'; tessera_admin "
-          "load/unload --token_file). Empty: those RPCs are refused.");
+          "File whose first line is the token the admin service and the "
+          "KServe repository RPCs load/unload require (metadata "
+          "'authorization: Bearer <token>'; tessera_admin --token_file). At "
+          "least 16 characters. Empty: those RPCs are refused.");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "File whose first line is the token sent with every call to the "
+          "backends (their --cluster_token_file).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate: the KServe gRPC and HTTP ports and the admin "
+          "port serve TLS (with --tls_key_file); with --tls_ca_file it is "
+          "also the certificate the frontend presents to backends.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA: the frontend talks TLS to the backends and verifies their "
+          "certificates against it (needs --tls_cert_file where backends "
+          "require mutual TLS).");
 ABSL_FLAG(std::string, admin_port_file, "",
           "If set, the admin port is written to this file once serving.");
 ABSL_FLAG(double, drain_s, 10,
@@ -82,6 +97,29 @@ ABSL_FLAG(double, poll_idle_percent, tessera::kDefaultPollIdlePercent,
           "loop's wall time per second; then it sleeps at once until the "
           "next second (bounds the polling's cost when traffic is sparse). "
           "100: no bound; 0: no polling.");
+
+namespace {
+
+// Tokens and TLS material, read once here.
+absl::Status SecurityFromFlags(tessera::FrontendServer::Options* options) {
+  if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {
+    ASSIGN_OR_RETURN(
+        options->admin_secret,
+        tessera::SharedSecret::FromFile(absl::GetFlag(FLAGS_admin_token_file)));
+  }
+  if (!absl::GetFlag(FLAGS_cluster_token_file).empty()) {
+    ASSIGN_OR_RETURN(options->cluster_secret,
+                     tessera::SharedSecret::FromFile(
+                         absl::GetFlag(FLAGS_cluster_token_file)));
+  }
+  ASSIGN_OR_RETURN(options->tls, tessera::TlsConfig::Load(
+                                     {absl::GetFlag(FLAGS_tls_cert_file),
+                                      absl::GetFlag(FLAGS_tls_key_file),
+                                      absl::GetFlag(FLAGS_tls_ca_file)}));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   tessera::TuneAllocatorForLargeMessages();
@@ -134,16 +172,10 @@ int main(int argc, char** argv) {
   options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_s));
   options.http_port = absl::GetFlag(FLAGS_http_port);
   options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
-  if (!absl::GetFlag(FLAGS_admin_token_file).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_admin_token_file));
-    std::string token;
-    if (!in || !std::getline(in, token) ||
-        absl::StripAsciiWhitespace(token).empty()) {
-      spdlog::error("--admin_token_file {}: cannot read a token",
-                    absl::GetFlag(FLAGS_admin_token_file));
-      return 2;
-    }
-    options.repository_token = std::string(absl::StripAsciiWhitespace(token));
+  s = SecurityFromFlags(&options);
+  if (!s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.admission.max_requests = absl::GetFlag(FLAGS_max_inflight_calls);

@@ -71,7 +71,7 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       admission_(options_.admission),
       trimmer_(HeapTrimmer::Options{}),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
-               options_.repository_token, &admission_),
+               options_.admin_secret, &admission_),
       coordinator_(
           PlanCoordinator::Options{options_.config,
                                    options_.backend_call_timeout,
@@ -84,8 +84,10 @@ FrontendServer::~FrontendServer() { Shutdown(); }
 
 absl::Status FrontendServer::Start() {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort(
+      options_.listen,
+      options_.tls.ServerCredentials(/*require_client_certificates=*/false),
+      &port_);
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(-1);
   ApplyTransportTuning(&builder);
@@ -106,7 +108,9 @@ absl::Status FrontendServer::Start() {
   }
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(
-        b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get()));
+        b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get(),
+        BackendClient::Security{options_.tls.ChannelCredentials(),
+                                options_.cluster_secret}));
     controls_.push_back(backends_.back().get());
   }
   coordinator_.SetBackends(controls_);
@@ -152,7 +156,8 @@ absl::Status FrontendServer::StartHttp() {
       options_.listen.substr(0, options_.listen.rfind(':'));
   auto http = HttpEndpoint::Start(
       host, options_.http_port,
-      {[this] { return RenderMetrics(); }, [this] { return Ready(); }});
+      {[this] { return RenderMetrics(); }, [this] { return Ready(); }},
+      options_.tls.files().cert_file, options_.tls.files().key_file);
   if (!http.ok()) return http.status();
   http_ = std::move(*http);
   spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
@@ -161,10 +166,13 @@ absl::Status FrontendServer::StartHttp() {
 
 absl::Status FrontendServer::StartAdmin() {
   if (options_.admin_listen.empty()) return absl::OkStatus();
-  admin_service_ = std::make_unique<AdminServiceImpl>(this);
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(this, options_.admin_secret);
   grpc::ServerBuilder admin;
-  admin.AddListeningPort(options_.admin_listen,
-                         grpc::InsecureServerCredentials(), &admin_port_);
+  admin.AddListeningPort(
+      options_.admin_listen,
+      options_.tls.ServerCredentials(/*require_client_certificates=*/false),
+      &admin_port_);
   admin.RegisterService(admin_service_.get());
   // A queue nobody polls makes this a "hybrid" server: gRPC then gives
   // its synchronous handler threads queues that do not poll either, and
@@ -185,6 +193,13 @@ absl::Status FrontendServer::StartAdmin() {
 absl::Status FrontendServer::SetPolicy(const std::string& name) {
   auto policy = PolicyRegistry::Create(name, policy_options_);
   if (!policy.ok()) return policy.status();
+  // A policy that cannot plan the cluster as it is would fail every plan
+  // from now on; the one in force stays.
+  if (absl::Status s = coordinator_.CheckPolicy(**policy); !s.ok()) {
+    if (absl::IsUnavailable(s)) return s;  // no backend to check against
+    return absl::FailedPreconditionError(absl::StrCat(
+        "policy '", name, "' cannot plan the cluster as it is: ", s.message()));
+  }
   coordinator_.SetPolicy(std::move(*policy));
   trigger_.Override("policy switched to '" + name + "'");
   spdlog::info("scheduling policy switched to '{}'", name);

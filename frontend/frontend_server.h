@@ -18,6 +18,8 @@
 #include "common/http_endpoint.h"
 #include "common/model_repository.h"
 #include "common/poll_governor.h"
+#include "common/shared_secret.h"
+#include "common/tls_config.h"
 #include "config.pb.h"
 #include "frontend/admission_control.h"
 #include "frontend/backend_client.h"
@@ -73,9 +75,15 @@ class FrontendServer : public ModelControl {
     // host:port of the AdminService (empty: none); never the inference
     // port.
     std::string admin_listen;
-    // Token the KServe repository RPCs load/unload require (metadata
-    // "authorization: Bearer <token>"); empty: those RPCs are refused.
-    std::string repository_token;
+    // Token the admin service and the KServe repository RPCs load/unload
+    // require (metadata "authorization: Bearer <token>"); empty: those
+    // RPCs are refused.
+    SharedSecret admin_secret;
+    // Sent with every call to the backends.
+    SharedSecret cluster_secret;
+    // TLS of the KServe (gRPC and HTTP) and admin ports; with a CA, of the
+    // links to the backends too.
+    TlsConfig tls;
     // Event-loop threads, each polling a completion queue of its own for
     // KServe calls and the streams of its share of the backends. One gives
     // the lowest latency (no event is handed between threads); more let

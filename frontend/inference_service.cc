@@ -217,21 +217,12 @@ void InferenceService::RepositoryIndex(
 
 absl::Status InferenceService::Authorize(
     const grpc::ServerContext* context) const {
-  if (repository_token_.empty()) {
+  if (admin_secret_.empty()) {
     return absl::FailedPreconditionError(
         "model load/unload is disabled on this frontend: start "
         "tessera_frontend with --admin_token_file");
   }
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end() ||
-      std::string(it->second.data(), it->second.size()) !=
-          "Bearer " + repository_token_) {
-    return absl::PermissionDeniedError(
-        "model load/unload needs the metadata 'authorization: Bearer "
-        "<token>' with the frontend's admin token");
-  }
-  return absl::OkStatus();
+  return admin_secret_.Check(*context);
 }
 
 void InferenceService::RunControl(

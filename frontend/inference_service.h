@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/model_repository.h"
 #include "common/owned_threads.h"
+#include "common/shared_secret.h"
 #include "frontend/admission_control.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/model_control.h"
@@ -24,15 +25,15 @@ class InferenceService {
   // All pointers must outlive the service.
   // `metrics` may be null. `control` (may be null: the repository RPCs
   // load/unload answer UNIMPLEMENTED) serves RepositoryModelLoad/Unload,
-  // which require the metadata "authorization: Bearer <repository_token>";
-  // with an empty token they are refused (FAILED_PRECONDITION).
+  // which require the metadata "authorization: Bearer <token>" of
+  // `admin_secret`; with none they are refused (FAILED_PRECONDITION).
   // `admission` (may be null: no limits) admits ModelInfer calls before
   // they are decoded.
   InferenceService(const ModelRepository* repository, Router* router,
                    const Clock* clock, std::string server_version,
                    FrontendMetrics* metrics = nullptr,
                    ModelControl* control = nullptr,
-                   std::string repository_token = "",
+                   SharedSecret admin_secret = SharedSecret(),
                    AdmissionControl* admission = nullptr)
       : repository_(repository),
         router_(router),
@@ -40,7 +41,7 @@ class InferenceService {
         server_version_(std::move(server_version)),
         metrics_(metrics),
         control_(control),
-        repository_token_(std::move(repository_token)),
+        admin_secret_(std::move(admin_secret)),
         admission_(admission) {}
 
   using AsyncService = inference::GRPCInferenceService::AsyncService;
@@ -92,7 +93,7 @@ class InferenceService {
   const std::string server_version_;
   FrontendMetrics* metrics_;
   ModelControl* control_;
-  const std::string repository_token_;
+  const SharedSecret admin_secret_;
   AdmissionControl* admission_;
   // Repository load/unload calls wait for a plan, off the loop thread.
   OwnedThreads control_threads_;

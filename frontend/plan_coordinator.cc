@@ -189,6 +189,18 @@ absl::Status PlanCoordinator::CollectNodes(
   return absl::OkStatus();
 }
 
+absl::Status PlanCoordinator::CheckPolicy(
+    const SchedulingPolicy& policy) const {
+  std::map<std::string, BackendControl*> backends;
+  std::vector<NodeInfo> nodes;
+  RETURN_IF_ERROR(CollectNodes(&backends, &nodes));
+  const Plan current = current_plan();
+  int fresh = 0;
+  return MakePlan("policy check", policy, MakeSnapshot(nodes, current), current,
+                  &fresh)
+      .status();
+}
+
 ClusterSnapshot PlanCoordinator::MakeSnapshot(
     const std::vector<NodeInfo>& nodes, const Plan& current) const {
   ClusterSnapshot snapshot = BuildClusterSnapshot(

@@ -75,6 +75,10 @@ class PlanCoordinator {
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<const SchedulingPolicy> policy() const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `policy` can plan the cluster as it is now (the live backends,
+  // the loaded models, their rates); installs nothing.
+  absl::Status CheckPolicy(const SchedulingPolicy& policy) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The plan in force (epoch 0 before the first).
   Plan current_plan() const ABSL_LOCKS_EXCLUDED(mu_);
   // The plan in force's epoch, or 0 while a plan change is under way

@@ -48,6 +48,7 @@ import itertools
 import json
 import os
 import pathlib
+import secrets
 import shutil
 import subprocess
 import sys
@@ -126,6 +127,10 @@ class Cluster:
         for f in ("backend.port", "frontend.port", "admin.port"):
             (work / f).unlink(missing_ok=True)
         self.log = open(work / "cluster.log", "a")
+        # The admin calls need the frontend's token.
+        self.token = work / "admin_token"
+        self.token.write_text(secrets.token_hex(32) + "\n")
+        self.token.chmod(0o600)
         self.backend = subprocess.Popen(
             [f"{bin_dir}/tessera_backend", "--listen=127.0.0.1:0",
              f"--port_file={work}/backend.port", f"--model_repository={repo}",
@@ -141,6 +146,7 @@ class Cluster:
              f"--port_file={work}/frontend.port", f"--config={config}",
              "--admin_listen=127.0.0.1:0",
              f"--admin_port_file={work}/admin.port",
+             f"--admin_token_file={self.token}",
              f"--model_repository={repo}"],
             stdout=self.log, stderr=self.log)
         self.address = "127.0.0.1:%d" % wait_for_file(
@@ -162,7 +168,7 @@ class Cluster:
 
     def set_policy(self, policy, scheduler):
         run([f"{self.bin}/tessera_admin", f"--server={self.admin}",
-             "set-policy", policy])
+             f"--token_file={self.token}", "set-policy", policy])
         # A new scheduler is a new gpulet (a new proxy process); wait until
         # the plan in force is the new policy's (its reason names the
         # backend scheduler).
@@ -170,7 +176,8 @@ class Cluster:
         deadline = time.time() + 60
         while True:
             status = run([f"{self.bin}/tessera_admin",
-                          f"--server={self.admin}", "status"]).stdout
+                          f"--server={self.admin}",
+                          f"--token_file={self.token}", "status"]).stdout
             if marker in status:
                 break
             if time.time() > deadline:

@@ -86,12 +86,16 @@ say "namespaces $FE, $B0, $B1 joined by veth ($TAG-f0/$TAG-b0, $TAG-f1/$TAG-b1)"
 
 MODELS="$ROOT/configs/emulated/models"
 cd "$ROOT" || fail "cd $ROOT"  # the config's profile paths are relative
+# The backends listen beyond loopback: they accept only callers with the
+# cluster's token.
+TOKEN="$LOG/cluster_token"
+(umask 077 && openssl rand -hex 32 > "$TOKEN") || fail "openssl rand"
 i=0
 for ns in "$B0" "$B1"; do
   ip netns exec "$ns" "$BIN/tessera_backend" --id="backend$i" \
     --listen="169.254.77.$((4 * i + 2)):8101" --emulated_gpus=2 --time_scale=10 \
     --model_repository="$MODELS" --profile_dir="$ROOT/profiles" \
-    > "$LOG/backend$i.log" 2>&1 &
+    --cluster_token_file="$TOKEN" > "$LOG/backend$i.log" 2>&1 &
   PIDS+=($!)
   i=$((i + 1))
 done
@@ -99,7 +103,8 @@ ip netns exec "$FE" "$BIN/tessera_frontend" \
   --config="$ROOT/configs/emulated_cluster.pbtxt" \
   --backends=backend0=169.254.77.2:8101,backend1=169.254.77.6:8101 \
   --listen=127.0.0.1:8100 --http_port=8110 --admin_listen=127.0.0.1:8120 \
-  --model_repository="$MODELS" > "$LOG/frontend.log" 2>&1 &
+  --cluster_token_file="$TOKEN" --model_repository="$MODELS" \
+  > "$LOG/frontend.log" 2>&1 &
 PIDS+=($!)
 
 ready() {

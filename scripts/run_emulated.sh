@@ -53,12 +53,18 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Tokens (readable by this user only): the backends accept calls only from
+# the frontend, the admin service only from tessera_admin --token_file.
+for t in cluster_token admin_token; do
+  [[ -s "$LOG_DIR/$t" ]] || (umask 077 && openssl rand -hex 32 > "$LOG_DIR/$t")
+done
+
 for i in 0 1; do
   port=$((PORT + 1 + i))
   echo "==> backend$i: 2 emulated GPUs on 127.0.0.1:$port (log: $LOG_DIR/emulated-backend$i.log)"
   "$BIN/tessera_backend" --listen="127.0.0.1:$port" --id="backend$i" \
     --emulated_gpus=2 --time_scale=10 --model_repository="$MODELS" \
-    --http_port="$((PORT + 11 + i))" \
+    --http_port="$((PORT + 11 + i))" --cluster_token_file="$LOG_DIR/cluster_token" \
     --profile_dir="$ROOT/profiles" > "$LOG_DIR/emulated-backend$i.log" 2>&1 &
   PIDS+=($!)
 done
@@ -66,6 +72,8 @@ echo "==> frontend ($POLICY) on 127.0.0.1:$PORT (log: $LOG_DIR/emulated-frontend
 "$BIN/tessera_frontend" --config="$CONFIG" --policy="$POLICY" \
   --listen="127.0.0.1:$PORT" --model_repository="$MODELS" \
   --http_port="$((PORT + 10))" --admin_listen="127.0.0.1:$((PORT + 20))" \
+  --cluster_token_file="$LOG_DIR/cluster_token" \
+  --admin_token_file="$LOG_DIR/admin_token" \
   > "$LOG_DIR/emulated-frontend.log" 2>&1 &
 PIDS+=($!)
 
@@ -99,6 +107,7 @@ case "$MODE" in
     # shellcheck disable=SC2086
     "$BIN/tessera_scenario" --frontend="127.0.0.1:$PORT" \
       --backends="127.0.0.1:$B0,127.0.0.1:$B1" \
+      --cluster_token_file="$LOG_DIR/cluster_token" \
       --model_repository="$MODELS" --time_scale=10 --csv="$CSV" $SCENARIO_ARGS
     /usr/bin/python3 "$ROOT/scripts/plot_scenario.py" "$CSV" \
       --title="policy $POLICY, 4 emulated GPUs, k = 10" || true ;;

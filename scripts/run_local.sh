@@ -42,15 +42,23 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Tokens (readable by this user only): the backend accepts calls only from
+# the frontend, the admin service only from tessera_admin --token_file.
+for t in cluster_token admin_token; do
+  [[ -s "$LOG_DIR/$t" ]] || (umask 077 && openssl rand -hex 32 > "$LOG_DIR/$t")
+done
+
 echo "==> starting backend on 127.0.0.1:$BACKEND_PORT (log: $LOG_DIR/backend.log)"
 "$BIN/tessera_backend" --listen="127.0.0.1:$BACKEND_PORT" \
   --model_repository="$ROOT/models" --poll_us="$POLL_US" \
+  --cluster_token_file="$LOG_DIR/cluster_token" \
   --proxy_poll_us="$POLL_US" > "$LOG_DIR/backend.log" 2>&1 &
 PIDS+=($!)
 echo "==> starting frontend on 127.0.0.1:$PORT (log: $LOG_DIR/frontend.log)"
 (cd "$ROOT" && exec "$BIN/tessera_frontend" --config="$CONFIG" \
   --listen="127.0.0.1:$PORT" --model_repository="$ROOT/models" \
-  --poll_us="$POLL_US") \
+  --cluster_token_file="$LOG_DIR/cluster_token" \
+  --admin_token_file="$LOG_DIR/admin_token" --poll_us="$POLL_US") \
   > "$LOG_DIR/frontend.log" 2>&1 &
 PIDS+=($!)
 
@@ -79,5 +87,6 @@ if ((DEMO_ONLY)); then
   echo "==> demo done; stopping the cluster"
   exit 0
 fi
+echo "==> admin: $BIN/tessera_admin --token_file=$LOG_DIR/admin_token status"
 echo "==> serving on 127.0.0.1:$PORT; press Ctrl-C to stop"
 wait

@@ -32,6 +32,8 @@ PACKAGES=(
   libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libabsl-dev libspdlog-dev libgtest-dev libgmock-dev
   libbenchmark-dev nlohmann-json3-dev libcpp-httplib-dev
+  # HTTPS of the HTTP ports; the openssl tool makes the tests' certificates
+  libssl-dev openssl
   # without it LibTorch falls back to reference BLAS (~10x slower)
   libopenblas0-openmp
   # model generation and the Python protocol-compatibility test

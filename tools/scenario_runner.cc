@@ -108,6 +108,7 @@ absl::StatusOr<ScenarioRunner::Report> ScenarioRunner::Run(
         grpc::ClientContext context;
         context.set_deadline(
             absl::ToChronoTime(absl::Now() + absl::Milliseconds(400)));
+        options.cluster_secret.Attach(&context);
         HealthResponse health;
         if (!backends[i]->Health(&context, HealthRequest(), &health).ok()) {
           continue;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/shared_secret.h"
 #include "grpc_service.grpc.pb.h"
 
 namespace tessera {
@@ -21,6 +22,8 @@ class ScenarioRunner {
   struct Options {
     std::string frontend;               // host:port
     std::vector<std::string> backends;  // host:port of each backend
+    // The backends' cluster token (sent with the Health calls).
+    SharedSecret cluster_secret;
     // Base rate (req/s, cluster time) and SLO (ms, cluster time) per model.
     std::map<std::string, double> base_rates;
     std::map<std::string, double> slo_ms;

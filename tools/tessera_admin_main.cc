@@ -4,16 +4,17 @@
 // commands to switch the policy or re-plan; and model load/unload through
 // the KServe v2 repository RPCs of the inference port (token required).
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "admin.grpc.pb.h"
+#include "common/shared_secret.h"
+#include "common/status_macros.h"
+#include "common/tls_config.h"
 #include "common/usage.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -26,16 +27,38 @@ ABSL_FLAG(std::string, inference_server, "127.0.0.1:8100",
           "load/unload: the frontend's inference address (KServe v2 "
           "repository RPCs).");
 ABSL_FLAG(std::string, token_file, "",
-          "load/unload: file with the frontend's admin token "
-          "(--admin_token_file of tessera_frontend).");
+          "File with the frontend's admin token (its --admin_token_file); "
+          "every command needs it.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA of the frontend's certificate when its ports serve TLS "
+          "(its --tls_cert_file); empty: plaintext.");
 
 namespace tessera {
 namespace {
 
-std::unique_ptr<grpc::ClientContext> Context() {
-  auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(absl::ToChronoTime(
-      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s))));
+// How to reach the frontend: its token and the channel credentials.
+struct Connection {
+  SharedSecret secret;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(absl::ToChronoTime(
+        absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s))));
+    secret.Attach(c.get());
+    return c;
+  }
+};
+
+absl::StatusOr<Connection> ConnectionFromFlags() {
+  Connection c;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    ASSIGN_OR_RETURN(c.secret,
+                     SharedSecret::FromFile(absl::GetFlag(FLAGS_token_file)));
+  }
+  ASSIGN_OR_RETURN(TlsConfig tls,
+                   TlsConfig::Load({"", "", absl::GetFlag(FLAGS_tls_ca_file)}));
+  c.credentials = tls.ChannelCredentials();
   return c;
 }
 
@@ -96,8 +119,14 @@ void PrintStatus(const AdminStatus& st) {
 }
 
 int Run(const std::vector<char*>& args) {
+  auto connection = ConnectionFromFlags();
+  if (!connection.ok()) {
+    std::fprintf(stderr, "%s\n", connection.status().ToString().c_str());
+    return 2;
+  }
+  auto Context = [&] { return connection->Context(); };
   auto stub = AdminService::NewStub(grpc::CreateChannel(
-      absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials()));
+      absl::GetFlag(FLAGS_server), connection->credentials));
   const std::string command = args.size() > 1 ? args[1] : "status";
   if (command == "status") {
     AdminStatus st;
@@ -125,22 +154,10 @@ int Run(const std::vector<char*>& args) {
     return 0;
   }
   if ((command == "load" || command == "unload") && args.size() == 3) {
-    std::string token;
-    if (!absl::GetFlag(FLAGS_token_file).empty()) {
-      std::ifstream in(absl::GetFlag(FLAGS_token_file));
-      if (!in || !std::getline(in, token)) {
-        std::fprintf(stderr, "cannot read --token_file %s\n",
-                     absl::GetFlag(FLAGS_token_file).c_str());
-        return 2;
-      }
-      token = std::string(absl::StripAsciiWhitespace(token));
-    }
-    auto inference = inference::GRPCInferenceService::NewStub(
-        grpc::CreateChannel(absl::GetFlag(FLAGS_inference_server),
-                            grpc::InsecureChannelCredentials()));
+    auto inference =
+        inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+            absl::GetFlag(FLAGS_inference_server), connection->credentials));
     auto context = Context();
-    if (!token.empty())
-      context->AddMetadata("authorization", "Bearer " + token);
     grpc::Status s;
     if (command == "load") {
       inference::RepositoryModelLoadRequest r;
@@ -171,12 +188,13 @@ int Run(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   tessera::SetUsage(
       "Operator CLI of a Tessera frontend's admin service.\n"
+      "Every command needs --token_file (the frontend's --admin_token_file).\n"
       "  tessera_admin status              the plan as a table, rates, "
       "backends\n"
       "  tessera_admin set-policy gpulet   switch the scheduling policy "
       "live\n"
       "  tessera_admin replan [REASON]     re-plan now\n"
-      "  tessera_admin --token_file=F load|unload MODEL\n"
+      "  tessera_admin load|unload MODEL\n"
       "                                    load or unload a model through "
       "the KServe v2\n"
       "                                    repository RPCs of "

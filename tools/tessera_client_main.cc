@@ -11,6 +11,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/tls_config.h"
 #include "common/usage.h"
 #include "grpc_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -25,6 +26,9 @@ ABSL_FLAG(bool, shape_only, false,
           "Send shapes without data (tessera.shape_only): the backend "
           "fabricates the inputs.");
 ABSL_FLAG(int, timeout_ms, 10000, "Client deadline per call.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA of the frontend's certificate when its port serves TLS; "
+          "empty: plaintext.");
 
 namespace {
 
@@ -52,8 +56,14 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel(
-      absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args);
+  auto tls =
+      tessera::TlsConfig::Load({"", "", absl::GetFlag(FLAGS_tls_ca_file)});
+  if (!tls.ok()) {
+    std::cerr << tls.status() << "\n";
+    return 2;
+  }
+  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server),
+                                           tls->ChannelCredentials(), args);
   auto stub = inference::GRPCInferenceService::NewStub(channel);
 
   inference::ServerReadyResponse ready;

@@ -20,6 +20,8 @@ ABSL_FLAG(std::string, frontend, "127.0.0.1:8100", "Frontend host:port.");
 ABSL_FLAG(std::string, backends, "127.0.0.1:8101,127.0.0.1:8102",
           "Backends' host:port, comma-separated (sampled for GPUs, shares "
           "and swaps).");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "The backends' --cluster_token_file, when they require one.");
 ABSL_FLAG(std::string, load,
           "lenet:80,googlenet:16,resnet50:22,vgg16:8,ssd_mobilenet:8",
           "Base rate per model, model:req/s (cluster units), "
@@ -48,6 +50,15 @@ int main(int argc, char** argv) {
   options.frontend = absl::GetFlag(FLAGS_frontend);
   options.backends = absl::StrSplit(absl::GetFlag(FLAGS_backends), ',',
                                     absl::SkipWhitespace());
+  if (!absl::GetFlag(FLAGS_cluster_token_file).empty()) {
+    auto secret = tessera::SharedSecret::FromFile(
+        absl::GetFlag(FLAGS_cluster_token_file));
+    if (!secret.ok()) {
+      std::fprintf(stderr, "%s\n", secret.status().ToString().c_str());
+      return 2;
+    }
+    options.cluster_secret = *std::move(secret);
+  }
   auto repo =
       tessera::ModelRepository::Load(absl::GetFlag(FLAGS_model_repository));
   if (!repo.ok()) {

@@ -83,7 +83,6 @@ class EmulatedClusterTest : public ::testing::Test {
   void TearDown() override {
     cluster_.reset();
     if (!plan_file_.empty()) std::filesystem::remove(plan_file_);
-    if (!token_file_.empty()) std::filesystem::remove(token_file_);
   }
 
   // `extra_config` is appended to the frontend's config (text format);
@@ -108,11 +107,7 @@ class EmulatedClusterTest : public ::testing::Test {
         "heartbeat_interval_s: 0.5\nheartbeat_misses: 3\n"
         "inss_fallback_policy: \"sbp\"\n",
         extra_config);
-    token_file_ =
-        ::testing::TempDir() + "/admin_token_" + std::to_string(getpid());
-    std::ofstream(token_file_) << kToken << "\n";
-    options.extra_frontend_flags = {"--plan_file=" + plan_file_,
-                                    "--admin_token_file=" + token_file_};
+    options.extra_frontend_flags = {"--plan_file=" + plan_file_};
     options.extra_frontend_flags.insert(options.extra_frontend_flags.end(),
                                         extra_flags.begin(), extra_flags.end());
     auto cluster = LocalCluster::Start(options);
@@ -120,7 +115,7 @@ class EmulatedClusterTest : public ::testing::Test {
     cluster_ = std::move(*cluster);
     stub_ = cluster_->NewStub();
     for (int i = 0; i < cluster_->num_backends(); ++i) {
-      backends_.push_back(BackendStub(cluster_->backend_address(i)));
+      backends_.push_back(cluster_->NewBackendStub(i));
     }
   }
 
@@ -189,9 +184,9 @@ class EmulatedClusterTest : public ::testing::Test {
   }
 
   // Switches the frontend's policy through the admin service.
-  static grpc::Status SetPolicy(AdminService::Stub* admin,
-                                const std::string& policy) {
+  grpc::Status SetPolicy(AdminService::Stub* admin, const std::string& policy) {
     grpc::ClientContext context;
+    cluster_->AttachAdminToken(&context);
     SetPolicyRequest request;
     request.set_policy(policy);
     SetPolicyResponse response;
@@ -221,9 +216,7 @@ class EmulatedClusterTest : public ::testing::Test {
     return false;
   }
 
-  static constexpr char kToken[] = "s3cret-token";
   std::string plan_file_;
-  std::string token_file_;
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::vector<std::unique_ptr<BackendService::Stub>> backends_;
@@ -800,6 +793,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   {
     grpc::ClientContext context;
+    cluster_->AttachAdminToken(&context);
     AdminStatus status;
     ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
     EXPECT_EQ(status.policy(), "gpulet");
@@ -811,6 +805,19 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
     const grpc::Status s = SetPolicy(admin.get(), "no-such-policy");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
     EXPECT_THAT(s.error_message(), ::testing::HasSubstr("sbp"));
+  }
+  {
+    // A policy that cannot plan this cluster (its models have no
+    // segments) is refused with the reason; the one in force stays.
+    const grpc::Status s = SetPolicy(admin.get(), "abacus");
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("segment_count"));
+    grpc::ClientContext context;
+    cluster_->AttachAdminToken(&context);
+    AdminStatus status;
+    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+    EXPECT_EQ(status.policy(), "gpulet");
+    EXPECT_EQ(status.plan().epoch(), quiet->epoch());
   }
   ASSERT_TRUE(SetPolicy(admin.get(), "sbp").ok());
   auto switched = WaitForPlan(
@@ -835,6 +842,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   EXPECT_THAT(refused->reason(), ::testing::HasSubstr("planned by sbp"));
   {
     grpc::ClientContext context;
+    cluster_->AttachAdminToken(&context);
     AdminStatus status;
     ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
     EXPECT_EQ(status.policy(), "inss");
@@ -847,7 +855,8 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
       ::testing::TempDir() + "/admin_out_" + std::to_string(getpid()) + ".txt";
   o.argv = {"/bin/sh", "-c",
             kBin + "/tessera_admin --server=" + cluster_->admin_address() +
-                " status > " + out};
+                " --token_file=" + cluster_->admin_token_file() + " status > " +
+                out};
   auto cli = Subprocess::Spawn(o);
   ASSERT_TRUE(cli.ok());
   ASSERT_EQ((*cli)->Wait(absl::Seconds(30)).value_or(-1), 0);
@@ -1428,7 +1437,7 @@ TEST_F(EmulatedClusterTest, RepositoryUnloadAndLoadReplanWithAToken) {
                   bool with_params = false, bool load = false) {
     grpc::ClientContext c;
     c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    if (token) c.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    if (token) cluster_->AttachAdminToken(&c);
     if (load) {
       inference::RepositoryModelLoadRequest r;
       r.set_model_name(model);
@@ -1442,7 +1451,7 @@ TEST_F(EmulatedClusterTest, RepositoryUnloadAndLoadReplanWithAToken) {
     return stub_->RepositoryModelUnload(&c, r, &out);
   };
   EXPECT_EQ(call("vgg16", /*token=*/false).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+            grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(call("no_such_model", true).error_code(),
             grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(
@@ -1453,7 +1462,7 @@ TEST_F(EmulatedClusterTest, RepositoryUnloadAndLoadReplanWithAToken) {
   Subprocess::Options o;
   o.argv = {kBin + "/tessera_admin",
             "--inference_server=" + cluster_->frontend_address(),
-            "--token_file=" + token_file_,
+            "--token_file=" + cluster_->admin_token_file(),
             "--timeout_s=30",
             "unload",
             "vgg16"};
@@ -1558,7 +1567,7 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
   auto cluster = LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto stub = (*cluster)->NewStub();
-  auto backend = BackendStub((*cluster)->backend_address(0));
+  auto backend = (*cluster)->NewBackendStub(0);
 
   // The standby is up and warm beside the gpulet.
   auto health = Health(backend.get());
@@ -1620,6 +1629,7 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
   auto admin = AdminService::NewStub(grpc::CreateChannel(
       (*cluster)->admin_address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
+  (*cluster)->AttachAdminToken(&context);
   AdminStatus status;
   ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
   EXPECT_THAT(status.gpulets_on_standby(), ::testing::ElementsAre("g0"));

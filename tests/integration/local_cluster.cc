@@ -9,13 +9,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/base/internal/raw_logging.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
+#include "common/tls_config.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/client_interceptor.h"
 #include "model_config.pb.h"
 
 namespace tessera {
@@ -38,6 +42,72 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
     absl::SleepFor(absl::Milliseconds(20));
   }
   return absl::DeadlineExceededError(absl::StrCat("no port in ", path));
+}
+
+// Adds "authorization: <value>" to every call of a channel.
+class TokenInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit TokenInterceptor(const std::string& value) : value_(value) {}
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", value_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string value_;
+};
+
+class TokenInterceptorFactory
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit TokenInterceptorFactory(std::string value)
+      : value_(std::move(value)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new TokenInterceptor(value_);
+  }
+
+ private:
+  const std::string value_;
+};
+
+// Plaintext without a TLS directory; else TLS verifying the server against
+// its CA and presenting the cluster's certificate.
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const std::string& tls_dir) {
+  if (tls_dir.empty()) return grpc::InsecureChannelCredentials();
+  auto tls = TlsConfig::Load(
+      {tls_dir + "/cert.pem", tls_dir + "/key.pem", tls_dir + "/ca.pem"});
+  ABSL_RAW_CHECK(tls.ok(), "TLS material unreadable");  // MakeCertificates
+  return tls->ChannelCredentials();
+}
+
+absl::Status MakeCertificates(const std::string& dir) {
+  Subprocess::Options o;
+  o.argv = {std::string(TESSERA_SOURCE_DIR) + "/scripts/make_certs.sh", dir};
+  ASSIGN_OR_RETURN(auto p, Subprocess::Spawn(o));
+  ASSIGN_OR_RETURN(int code, p->Wait(absl::Seconds(30)));
+  if (code != 0) {
+    return absl::InternalError(
+        absl::StrCat("scripts/make_certs.sh exited with ", code));
+  }
+  return absl::OkStatus();
+}
+
+// 32 hex digits from the kernel's random source.
+std::string RandomToken() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  random.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  std::string token;
+  for (unsigned char b : bytes)
+    absl::StrAppend(&token, absl::Hex(b, absl::kZeroPad2));
+  return token;
 }
 
 }  // namespace
@@ -66,12 +136,30 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     return absl::InternalError("mkdtemp failed");
   }
   cluster->work_dir_ = tmpl;
+  // Every cluster runs with credentials, as one should: a token the
+  // backends require of the frontend and one for the admin calls.
+  cluster->admin_token_ = RandomToken();
+  cluster->admin_token_file_ = tmpl + "/admin_token";
+  std::ofstream(cluster->admin_token_file_) << cluster->admin_token_ << "\n";
+  const std::string cluster_token_file = tmpl + "/cluster_token";
+  cluster->cluster_token_ = RandomToken();
+  std::ofstream(cluster_token_file) << cluster->cluster_token_ << "\n";
+  std::vector<std::string> tls_flags;
+  if (options.tls) {
+    cluster->tls_dir_ = tmpl + "/tls";
+    RETURN_IF_ERROR(MakeCertificates(cluster->tls_dir_));
+    tls_flags = {"--tls_cert_file=" + cluster->tls_dir_ + "/cert.pem",
+                 "--tls_key_file=" + cluster->tls_dir_ + "/key.pem",
+                 "--tls_ca_file=" + cluster->tls_dir_ + "/ca.pem"};
+  }
 
   std::string frontend_config;
   for (int i = 0; i < options.num_backends; ++i) {
     const std::string id = absl::StrCat("backend", i);
     std::vector<std::string> args = {
-        "--id=" + id, "--model_repository=" + options.model_repository};
+        "--id=" + id, "--model_repository=" + options.model_repository,
+        "--cluster_token_file=" + cluster_token_file};
+    for (const auto& f : tls_flags) args.push_back(f);
     for (const auto& f : options.extra_backend_flags) args.push_back(f);
     std::unique_ptr<Subprocess> backend;
     auto port = StartServer(options.bin_dir + "/tessera_backend",
@@ -100,7 +188,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                 "--http_port=0",
                 "--admin_listen=127.0.0.1:0",
                 "--admin_port_file=" + tmpl + "/frontend.admin",
+                "--admin_token_file=" + cluster->admin_token_file_,
+                "--cluster_token_file=" + cluster_token_file,
                 "--model_repository=" + options.model_repository};
+  for (const auto& f : tls_flags) spawn.argv.push_back(f);
   for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
   spawn.env = options.frontend_env;
   auto frontend = Subprocess::Spawn(spawn);
@@ -142,6 +233,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   return cluster;
 }
 
+void LocalCluster::AttachAdminToken(grpc::ClientContext* context) const {
+  context->AddMetadata("authorization", "Bearer " + admin_token_);
+}
+
 LocalCluster::~LocalCluster() {
   if (frontend_ != nullptr) frontend_->Stop(absl::Seconds(10));
   for (auto& b : backends_) b->Stop(absl::Seconds(10));
@@ -155,7 +250,20 @@ std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub()
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   return inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
-      frontend_address_, grpc::InsecureChannelCredentials(), args));
+      frontend_address_, ChannelCredentials(tls_dir_), args));
+}
+
+std::unique_ptr<BackendService::Stub> LocalCluster::NewBackendStub(
+    int i) const {
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<TokenInterceptorFactory>("Bearer " + cluster_token_));
+  return BackendService::NewStub(
+      grpc::experimental::CreateCustomChannelWithInterceptors(
+          backend_addresses_.at(i), ChannelCredentials(tls_dir_),
+          grpc::ChannelArguments(), std::move(interceptors)));
 }
 
 absl::Status LocalCluster::KillAndRestartFrontend() {

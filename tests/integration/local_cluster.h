@@ -7,8 +7,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "backend.grpc.pb.h"
 #include "common/subprocess.h"
 #include "grpc_service.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 
 namespace tessera {
 namespace testing {
@@ -33,6 +35,10 @@ class LocalCluster {
     // Added to the frontend's environment.
     std::map<std::string, std::string> frontend_env;
     absl::Duration ready_timeout = absl::Seconds(180);
+    // TLS everywhere (scripts/make_certs.sh in the work directory): the
+    // frontend's ports serve TLS, frontend and backends authenticate each
+    // other with certificates (mutual TLS), and NewStub speaks TLS.
+    bool tls = false;
   };
 
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(
@@ -41,7 +47,18 @@ class LocalCluster {
 
   const std::string& frontend_address() const { return frontend_address_; }
   const std::string& admin_address() const { return admin_address_; }
+  // The frontend's admin token (admin service, repository load/unload)
+  // and the file holding it (tessera_admin --token_file).
+  const std::string& admin_token() const { return admin_token_; }
+  const std::string& admin_token_file() const { return admin_token_file_; }
+  void AttachAdminToken(grpc::ClientContext* context) const;
   std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
+  // A stub of backend `i` whose calls carry the cluster token (and, with
+  // TLS, present the cluster's certificate): what the frontend sends.
+  std::unique_ptr<BackendService::Stub> NewBackendStub(int i) const;
+  // Where the TLS material is (empty without TLS): ca.pem, cert.pem,
+  // key.pem.
+  const std::string& tls_dir() const { return tls_dir_; }
   Subprocess* frontend() { return frontend_.get(); }
   // kill -9 of the frontend, then the same frontend again on the same
   // port (the backends keep running). Returns once it listens; readiness
@@ -64,6 +81,10 @@ class LocalCluster {
   Subprocess::Options frontend_spawn_;
   std::string frontend_address_;
   std::string admin_address_;
+  std::string admin_token_;
+  std::string admin_token_file_;
+  std::string cluster_token_;
+  std::string tls_dir_;
 };
 
 // Makes a model repository under `dir` with `models` of

@@ -692,6 +692,7 @@ TEST_P(PollStrategyTest, FrontendServesInferenceAndAdminCalls) {
       (*cluster)->admin_address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  (*cluster)->AttachAdminToken(&context);
   AdminStatus status;
   s = admin->GetStatus(&context, GetStatusRequest(), &status);
   ASSERT_TRUE(s.ok()) << s.error_message();

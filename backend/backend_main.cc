@@ -79,6 +79,10 @@ ABSL_FLAG(std::string, emulated_proxy_binary, "",
           "Path of tessera_emulated_proxy (emulated GPUs); default: next to "
           "this binary.");
 ABSL_FLAG(int, proxy_slots, 4, "Batches that may be queued in each proxy.");
+ABSL_FLAG(int, max_gpulets_per_device, 16,
+          "Most proxy processes one device may run under one plan (standby "
+          "shadows count); a plan asking for more is refused "
+          "(INVALID_ARGUMENT).");
 ABSL_FLAG(int64_t, poll_us, tessera::kDefaultPollWindowUs,
           "The event loop polls for its next event (a batch from the "
           "frontend, a result to send) up to this many microseconds before "
@@ -192,6 +196,10 @@ absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
   }
   RETURN_IF_ERROR(CheckExecutable("proxy binary", options.proxy_binary));
   options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  options.max_gpulets_per_device = absl::GetFlag(FLAGS_max_gpulets_per_device);
+  if (options.max_gpulets_per_device < 1) {
+    return absl::InvalidArgumentError("--max_gpulets_per_device must be >= 1");
+  }
   ASSIGN_OR_RETURN(options.proxy_poll,
                    tessera::MakePollOptions(
                        absl::GetFlag(FLAGS_proxy_poll_us),

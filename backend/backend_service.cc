@@ -189,9 +189,31 @@ GpuletStatus BackendServiceImpl::StatusOf(const GpuletEntry& g) {
   return s;
 }
 
+absl::Status BackendServiceImpl::CheckPlanLimits(
+    const Plan& plan, const std::map<std::string, GpuletSpec>& wanted) {
+  std::map<std::string, int> per_device;
+  for (const auto& [id, spec] : wanted) {
+    if (++per_device[spec.device_id] > options_.max_gpulets_per_device) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the plan asks for more than ", options_.max_gpulets_per_device,
+          " proxy processes on device '", spec.device_id,
+          "' (--max_gpulets_per_device)"));
+    }
+  }
+  if (wanted.empty()) {
+    absl::MutexLock lock(&mu_);
+    if (!table_.Residents().empty()) {
+      spdlog::warn("plan epoch {} stops every gpulet of this backend",
+                   plan.epoch());
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
     const Plan& plan) {
   ASSIGN_OR_RETURN(const auto wanted, node_->Resolve(plan));
+  RETURN_IF_ERROR(CheckPlanLimits(plan, wanted));
   std::map<std::string, GpuletEntry> routable;
   PlanDiff diff;
   {

@@ -56,6 +56,9 @@ class BackendServiceImpl final {
     std::string emulated_proxy_binary;
     std::string model_repository;
     int proxy_slots = 4;
+    // Most proxy processes one device may run under one plan (standby
+    // shadows count); a plan asking for more is refused.
+    int max_gpulets_per_device = 16;
     // How cpu and cuda proxies poll for the next batch before they sleep
     // (emulated proxies never poll: they share cores by design).
     PollOptions proxy_poll;
@@ -130,6 +133,11 @@ class BackendServiceImpl final {
 
  private:
   BackendServiceImpl(Options options, std::unique_ptr<BackendNode> node);
+  // Refuses a plan over Options::max_gpulets_per_device on a device; logs
+  // one that stops every gpulet of this node.
+  absl::Status CheckPlanLimits(const Plan& plan,
+                               const std::map<std::string, GpuletSpec>& wanted)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the proxies of `ids` in parallel (each loads and warms up on its

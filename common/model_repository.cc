@@ -94,6 +94,19 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   return ValidateTensors(config, config.output(), "output");
 }
 
+namespace {
+
+// Whether `path` resolves (symlinks followed) to a folder directly under
+// `canonical_root`.
+bool InsideRoot(const fs::path& canonical_root, const fs::path& path) {
+  std::error_code ec;
+  const fs::path resolved = fs::canonical(path, ec);
+  return !ec && !canonical_root.empty() &&
+         resolved.parent_path() == canonical_root;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelRepository::Entry> ModelRepository::LoadEntry(
     const std::string& dir_path) {
   const fs::path dir(dir_path);
@@ -137,11 +150,17 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Load(
         absl::StrCat("model repository '", root, "' is not a directory"));
   }
   auto repo = std::unique_ptr<ModelRepository>(new ModelRepository(root));
+  const fs::path canonical_root = fs::canonical(root, ec);
   for (const auto& dir : fs::directory_iterator(root)) {
     if (!dir.is_directory()) continue;
     if (!fs::exists(dir.path() / "config.pbtxt")) continue;
     const std::string dir_name = dir.path().filename().string();
-    absl::StatusOr<Entry> entry = LoadEntry(dir.path().string());
+    absl::StatusOr<Entry> entry =
+        InsideRoot(canonical_root, dir.path())
+            ? LoadEntry(dir.path().string())
+            : absl::PermissionDeniedError(absl::StrCat(
+                  "model folder '", dir_name,
+                  "' resolves outside the repository (a symlink?)"));
     if (entry.ok()) {
       repo->models_.emplace(dir_name, *std::move(entry));
     } else if (invalid == InvalidEntries::kFail) {

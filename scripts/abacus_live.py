@@ -119,8 +119,16 @@ class Cluster:
         repo.mkdir(parents=True)
         source = ROOT / ("models" if device == "cpu" else
                          "configs/emulated-a100/models")
+        # The repository refuses model folders that resolve outside it:
+        # each model gets a folder of its own, its config copied and its
+        # version folders (the model files) linked.
         for m in models:
-            (repo / m).symlink_to(source / m)
+            (repo / m).mkdir()
+            for entry in (source / m).iterdir():
+                if entry.is_dir():
+                    (repo / m / entry.name).symlink_to(entry)
+                else:
+                    shutil.copy(entry, repo / m / entry.name)
         device_flags = [] if device == "cpu" else [
             "--emulated_gpus=1", "--time_scale=1",
             f"--a100_ground_truth_dir={ground_truth}"]

@@ -113,6 +113,37 @@ TEST_F(ModelRepositoryTest, ServingLoadsSkipAnInvalidEntryAndKeepTheOthers) {
   EXPECT_THAT(bad.status().message(), HasSubstr("invalid config"));
 }
 
+// A model folder that is a symlink to a folder outside the repository is
+// refused (a planted link must not make the server load foreign files); a
+// link to a version folder elsewhere (how test repositories share model
+// files) is the operator's own choice and stays allowed.
+TEST_F(ModelRepositoryTest, ModelFoldersResolvingOutsideAreRefused) {
+  const fs::path outside = root_.string() + "_outside";
+  fs::remove_all(outside);
+  fs::create_directories(outside / "m" / "1");
+  std::ofstream(outside / "m" / "config.pbtxt") << kValid;
+  std::ofstream(outside / "m" / "1" / "model.pt") << "x";
+  fs::create_directory_symlink(outside / "m", root_ / "m");
+  EXPECT_EQ(ModelRepository::Load(root_.string()).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  auto repo = ModelRepository::Load(root_.string(),
+                                    ModelRepository::InvalidEntries::kSkip);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_TRUE((*repo)->ModelNames().empty());
+  ASSERT_EQ((*repo)->invalid().count("m"), 1u);
+  EXPECT_THAT((*repo)->invalid().at("m").message(),
+              HasSubstr("outside the repository"));
+
+  fs::remove(root_ / "m");
+  fs::create_directories(root_ / "m");
+  std::ofstream(root_ / "m" / "config.pbtxt") << kValid;
+  fs::create_directory_symlink(outside / "m" / "1", root_ / "m" / "1");
+  auto linked = ModelRepository::Load(root_.string());
+  ASSERT_TRUE(linked.ok()) << linked.status();
+  EXPECT_EQ(*(*linked)->ResolveVersion("m", ""), 1);
+  fs::remove_all(outside);
+}
+
 TEST_F(ModelRepositoryTest, RejectsInvalidConfigsNamingTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"pb(name: "m"

@@ -7,7 +7,9 @@
 # (frontend, two backends with emulated GPUs, Prometheus) with every service
 # on the host network over loopback, waits for readiness, sends inference
 # requests through the frontend container, checks the counters moved and
-# that Prometheus scraped every target, validates the full compose file
+# that Prometheus scraped every target over HTTPS, that every link is TLS
+# (a plaintext client is refused) and the admin service needs its token,
+# validates the full compose file
 # (Grafana included) and the dashboard JSON, and tears everything down,
 # also on failure.
 #
@@ -147,9 +149,15 @@ global:
   scrape_interval: 2s
 scrape_configs:
   - job_name: tessera-frontend
+    scheme: https
+    tls_config:
+      ca_file: /etc/tessera/secrets/ca.pem
     static_configs:
       - targets: ["127.0.0.1:$FE_HTTP"]
   - job_name: tessera-backend
+    scheme: https
+    tls_config:
+      ca_file: /etc/tessera/secrets/ca.pem
     static_configs:
       - targets: ["127.0.0.1:$B0_HTTP", "127.0.0.1:$B1_HTTP"]
 EOF
@@ -173,6 +181,9 @@ export TESSERA_BACKEND0_PORT=$B0 TESSERA_BACKEND1_PORT=$B1
 export TESSERA_BACKEND0_HTTP_PORT=$B0_HTTP TESSERA_BACKEND1_HTTP_PORT=$B1_HTTP
 export TESSERA_BACKEND0_HOST=127.0.0.1 TESSERA_BACKEND1_HOST=127.0.0.1
 export TESSERA_PROMETHEUS_CONFIG="$WORK/prometheus.yml"
+# Certificates and tokens: made by the compose file's `secrets` service.
+SECRETS="$WORK/secrets"
+export TESSERA_SECRETS_DIR="$SECRETS"
 
 say "validating the full compose file (Grafana included) and the dashboard"
 run "$COMPOSE" -f "$ROOT/docker/docker-compose.yml" config -q
@@ -189,18 +200,21 @@ EOF
 
 COMPOSE_ARGS=(-p "$PROJECT" --project-directory "$ROOT/docker" -f "$WORK/compose.yml")
 say "docker-compose up (frontend, backend0, backend1, prometheus) on ports $FE (gRPC), $FE_HTTP (HTTP), $PROM (Prometheus)"
-run "$COMPOSE" "${COMPOSE_ARGS[@]}" up -d --no-build frontend backend0 backend1 prometheus
+run "$COMPOSE" "${COMPOSE_ARGS[@]}" up -d --no-build secrets frontend backend0 backend1 prometheus
 
 ready=0
 for _ in $(seq 1 90); do
-  if curl -fsS "http://127.0.0.1:$FE_HTTP/v2/health/ready" > /dev/null 2>&1; then
+  if curl -fsS --cacert "$SECRETS/ca.pem" \
+      "https://127.0.0.1:$FE_HTTP/v2/health/ready" > /dev/null 2>&1; then
     ready=1
     break
   fi
   sleep 1
 done
-((ready)) || fail "frontend not ready within 90 s (curl http://127.0.0.1:$FE_HTTP/v2/health/ready)"
-say "frontend ready"
+((ready)) || fail "frontend not ready within 90 s (curl --cacert $SECRETS/ca.pem https://127.0.0.1:$FE_HTTP/v2/health/ready)"
+say "frontend ready (HTTPS, verified against the cluster's CA)"
+curl -fsS "http://127.0.0.1:$FE_HTTP/v2/health/ready" > /dev/null 2>&1 &&
+  fail "the frontend's HTTP port answered plaintext HTTP"
 
 # --- 6. Inference through the frontend container -------------------------------
 FRONTEND_CONTAINER=$("$COMPOSE" "${COMPOSE_ARGS[@]}" ps -q frontend)
@@ -208,11 +222,22 @@ N=20
 for model in lenet resnet50; do
   for i in $(seq 1 $N); do
     run "$DOCKER" exec "$FRONTEND_CONTAINER" tessera_client \
-      --server="127.0.0.1:$FE" --model=$model --shape_only
+      --server="127.0.0.1:$FE" --tls_ca_file=/etc/tessera/secrets/ca.pem \
+      --model=$model --shape_only
   done
 done
-say "$((2 * N)) inference calls answered through the frontend container"
-metrics=$(curl -fsS "http://127.0.0.1:$FE_HTTP/metrics") || fail "curl /metrics"
+say "$((2 * N)) inference calls answered over TLS through the frontend container"
+"$DOCKER" exec "$FRONTEND_CONTAINER" tessera_client --server="127.0.0.1:$FE" \
+  --timeout_ms=3000 > /dev/null 2>&1 &&
+  fail "a plaintext client was answered on the TLS port $FE"
+say "a plaintext client is refused"
+admin=("$DOCKER" exec "$FRONTEND_CONTAINER" tessera_admin
+  --server="127.0.0.1:$ADMIN" --tls_ca_file=/etc/tessera/secrets/ca.pem)
+"${admin[@]}" status > /dev/null 2>&1 && fail "the admin service answered without a token"
+run "${admin[@]}" --token_file=/etc/tessera/secrets/admin_token status
+say "the admin service answers only with the admin token"
+metrics=$(curl -fsS --cacert "$SECRETS/ca.pem" "https://127.0.0.1:$FE_HTTP/metrics") ||
+  fail "curl /metrics"
 for model in lenet resnet50; do
   count=$(echo "$metrics" | awk -v m="$model" '
     $1 ~ "^tessera_frontend_requests_total\\{" && $1 ~ "model=\"" m "\"" && $1 ~ "code=\"OK\"" { print int($2) }')

@@ -89,12 +89,12 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
 
 absl::Status MakeCertificates(const std::string& dir) {
   Subprocess::Options o;
-  o.argv = {std::string(TESSERA_SOURCE_DIR) + "/scripts/make_certs.sh", dir};
+  o.argv = {std::string(TESSERA_SOURCE_DIR) + "/scripts/make_secrets.sh", dir};
   ASSIGN_OR_RETURN(auto p, Subprocess::Spawn(o));
   ASSIGN_OR_RETURN(int code, p->Wait(absl::Seconds(30)));
   if (code != 0) {
     return absl::InternalError(
-        absl::StrCat("scripts/make_certs.sh exited with ", code));
+        absl::StrCat("scripts/make_secrets.sh exited with ", code));
   }
   return absl::OkStatus();
 }

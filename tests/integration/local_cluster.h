@@ -35,7 +35,7 @@ class LocalCluster {
     // Added to the frontend's environment.
     std::map<std::string, std::string> frontend_env;
     absl::Duration ready_timeout = absl::Seconds(180);
-    // TLS everywhere (scripts/make_certs.sh in the work directory): the
+    // TLS everywhere (scripts/make_secrets.sh in the work directory): the
     // frontend's ports serve TLS, frontend and backends authenticate each
     // other with certificates (mutual TLS), and NewStub speaks TLS.
     bool tls = false;

@@ -216,6 +216,37 @@ TEST(TrustTest, MalformedBatchesWithCredentialsAreInvalidAndHarmless) {
   ASSERT_NO_FATAL_FAILURE(ExpectLenetServes(cluster->get()));
 }
 
+// Even with the cluster's token, a plan may not start more than
+// --max_gpulets_per_device processes on a device (16 by default): one that
+// asks for 40 is refused and nothing starts.
+TEST(TrustTest, APlanOverTheProcessLimitIsRefused) {
+  auto cluster = LocalCluster::Start(LenetOnOneGpu(/*tls=*/false));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto backend = (*cluster)->NewBackendStub(0);
+  const std::map<std::string, int> before = ProxyPids(backend.get());
+  ApplyPlanRequest request;
+  Plan* plan = request.mutable_plan();
+  plan->set_epoch(1000);
+  DevicePlan* device = plan->add_devices();
+  device->set_backend_id("backend0");
+  device->set_device_id("gpu0");
+  for (int i = 0; i < 40; ++i) {
+    GpuletPlan* g = device->add_gpulets();
+    g->set_gpulet_id(absl::StrCat("x", i));
+    g->set_share_percent(2.5);
+    ModelAssignment* m = g->add_models();
+    m->set_model("lenet");
+    m->set_batch_size(1);
+    m->set_rate_rps(1);
+  }
+  ApplyPlanResponse response;
+  grpc::Status s = backend->ApplyPlan(Context("").get(), request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("max_gpulets"));
+  EXPECT_EQ(ProxyPids(backend.get()), before);
+  ASSERT_NO_FATAL_FAILURE(ExpectLenetServes(cluster->get()));
+}
+
 // Runs curl on `url` with `flags`; its exit code.
 int Curl(const std::vector<std::string>& flags, const std::string& url) {
   Subprocess::Options o;

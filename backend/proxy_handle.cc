@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "backend/batch_layout.h"
 #include "common/client_text.h"
 #include "common/cpu_affinity.h"
 #include "common/data_type.h"
@@ -182,47 +183,26 @@ absl::Status ProxyHandle::StageInputs(const BatchRequest& batch, int slot,
   // zeros fabricated here.
   const bool fabricate = batch.shape_only() &&
                          options_.config.device_kind() != DEVICE_KIND_EMULATED;
-  size_t offset = 0;
-  for (const Tensor& t : batch.inputs()) {
-    offset = AlignUp64(offset);
-    // Every message is checked as if hostile: a shape larger than its data
-    // would make the proxy read past it (into other calls' tensors).
-    auto needed = TensorBytes(t.shape(), t.data_type());
-    if (!needed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", ClientText(t.name()), "': ", needed.status().message()));
-    }
-    if (!batch.shape_only() &&
-        static_cast<uint64_t>(*needed) != t.data().size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", ClientText(t.name()), "': shape ",
-          ShapeToString(
-              std::vector<int64_t>(t.shape().begin(), t.shape().end())),
-          " needs ", *needed, " bytes; the batch carries ", t.data().size()));
-    }
-    const size_t bytes =
-        fabricate ? static_cast<size_t>(*needed) : t.data().size();
-    if (offset + bytes > slot_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "batch for model '", batch.model(), "' exceeds the proxy's slot of ",
-          slot_bytes_, " bytes"));
-    }
+  ASSIGN_OR_RETURN(const BatchLayout layout,
+                   LayOutBatch(batch, fabricate, slot_bytes_));
+  for (int i = 0; i < batch.inputs_size(); ++i) {
+    const Tensor& t = batch.inputs(i);
+    const BatchLayout::Input& in = layout.inputs[i];
+    uint8_t* dst = region_->data() + base + in.offset;
     if (fabricate) {
-      std::memset(region_->data() + base + offset, 0, bytes);
+      std::memset(dst, 0, in.bytes);
     } else {
-      std::memcpy(region_->data() + base + offset, t.data().data(), bytes);
+      std::memcpy(dst, t.data().data(), in.bytes);
     }
     ShmTensor* st = cmd->add_inputs();
     st->set_name(t.name());
     st->set_data_type(t.data_type());
     *st->mutable_shape() = t.shape();
-    st->set_offset(base + offset);
-    st->set_size_bytes(bytes);
-    offset += bytes;
+    st->set_offset(base + in.offset);
+    st->set_size_bytes(in.bytes);
   }
-  offset = AlignUp64(offset);
-  cmd->set_output_offset(base + offset);
-  cmd->set_output_capacity_bytes(slot_bytes_ - offset);
+  cmd->set_output_offset(base + layout.output_offset);
+  cmd->set_output_capacity_bytes(slot_bytes_ - layout.output_offset);
   return absl::OkStatus();
 }
 

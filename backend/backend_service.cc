@@ -186,6 +186,9 @@ GpuletStatus BackendServiceImpl::StatusOf(const GpuletEntry& g) {
   for (const std::string& m : g.spec.ModelNames()) s.add_models(m);
   s.set_retiring(g.state == GpuletState::kRetiring);
   *s.mutable_proxy_config() = g.proxy->config();
+  for (const auto& [model, why] : g.proxy->failed_models()) {
+    ToStatusProto(why, &(*s.mutable_failed_models())[model]);
+  }
   return s;
 }
 

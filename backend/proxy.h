@@ -72,6 +72,10 @@ class Proxy {
   virtual const ProxyConfig& config() const = 0;
   // Per-model latencies measured while warming up.
   virtual const std::vector<MeasuredLatency>& warmup() const = 0;
+  // Models the proxy could not load, with why (it serves the others).
+  virtual std::map<std::string, absl::Status> failed_models() const {
+    return {};
+  }
   // Emulated devices: the slowdown each model suffers from what runs on
   // the other partitions of its device.
   virtual void SetInterferenceFactors(

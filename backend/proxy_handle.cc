@@ -44,14 +44,16 @@ ProxyHandle::ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
                          std::unique_ptr<SeqPacketChannel> channel,
                          std::unique_ptr<SharedMemoryRegion> region,
                          size_t slot_bytes, std::vector<MeasuredLatency> warmup,
-                         ProxyConfig running_config)
+                         ProxyConfig running_config,
+                         std::map<std::string, absl::Status> failed_models)
     : options_(std::move(options)),
       process_(std::move(process)),
       channel_(std::move(channel)),
       region_(std::move(region)),
       slot_bytes_(slot_bytes),
       warmup_(std::move(warmup)),
-      running_config_(std::move(running_config)) {
+      running_config_(std::move(running_config)),
+      failed_models_(std::move(failed_models)) {
   for (const ModelConfig& m : options_.config.models()) configs_[m.name()] = m;
   for (int s = options_.num_slots - 1; s >= 0; --s) free_slots_.push_back(s);
   reader_ = std::thread([this] { ReaderLoop(); });
@@ -114,11 +116,18 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
   }
   std::vector<MeasuredLatency> warmup(event.ready().warmup().begin(),
                                       event.ready().warmup().end());
+  std::map<std::string, absl::Status> failed_models;
+  for (const auto& [model, why] : event.ready().failed_models()) {
+    failed_models[model] = FromStatusProto(why);
+    spdlog::warn("gpulet {}: model '{}' did not load: {}", config.gpulet_id(),
+                 model, std::string(failed_models[model].message()));
+  }
   spdlog::info("gpulet {} on {}: proxy pid {} ready", config.gpulet_id(),
                config.device_id(), (*process)->pid());
-  return std::unique_ptr<ProxyHandle>(new ProxyHandle(
-      options, std::move(*process), std::move(ours), std::move(*region),
-      slot_bytes, std::move(warmup), event.ready().config()));
+  return std::unique_ptr<ProxyHandle>(
+      new ProxyHandle(options, std::move(*process), std::move(ours),
+                      std::move(*region), slot_bytes, std::move(warmup),
+                      event.ready().config(), std::move(failed_models)));
 }
 
 void ProxyHandle::Execute(BatchRequest batch, DoneCallback done) {

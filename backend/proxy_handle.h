@@ -76,6 +76,9 @@ class ProxyHandle final : public Proxy {
   pid_t pid() const override { return process_->pid(); }
   const Options& options() const { return options_; }
   const ProxyConfig& config() const override { return running_config_; }
+  std::map<std::string, absl::Status> failed_models() const override {
+    return failed_models_;
+  }
   const std::vector<MeasuredLatency>& warmup() const override {
     return warmup_;
   }
@@ -108,7 +111,8 @@ class ProxyHandle final : public Proxy {
   ProxyHandle(Options options, std::unique_ptr<Subprocess> process,
               std::unique_ptr<SeqPacketChannel> channel,
               std::unique_ptr<SharedMemoryRegion> region, size_t slot_bytes,
-              std::vector<MeasuredLatency> warmup, ProxyConfig running_config);
+              std::vector<MeasuredLatency> warmup, ProxyConfig running_config,
+              std::map<std::string, absl::Status> failed_models);
 
   // Copies `p`'s inputs into `slot` and sends the command. On failure calls
   // the callback with the error and frees the slot.
@@ -140,6 +144,7 @@ class ProxyHandle final : public Proxy {
   const size_t slot_bytes_;
   const std::vector<MeasuredLatency> warmup_;
   const ProxyConfig running_config_;
+  const std::map<std::string, absl::Status> failed_models_;
   std::map<std::string, ModelConfig> configs_;
 
   mutable absl::Mutex mu_;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,9 @@ class GpuletWorker {
     int64_t epoch = 0;
     // Configs of the gpulet's models (must outlive the worker).
     std::map<std::string, const ModelConfig*> configs;
+    // Models its proxy could not load (their calls still reach it and get
+    // its UNAVAILABLE with the reason; ModelReady says false).
+    std::set<std::string> failed_models;
     Dispatcher::Options dispatch;
     // Takes the calls of a batch the backend refused because it stopped
     // the gpulet for a stop-then-start swap (BatchResponse.gpulet_stopped),

@@ -200,6 +200,10 @@ void InferenceService::RepositoryIndex(
       index->set_reason("unloaded (RepositoryModelLoad loads it again)");
     } else if (entry->versions.empty()) {
       index->set_reason("no version directory with model.pt");
+    } else if (!ready && router_->Places(name)) {
+      index->set_reason(
+          "placed, but its proxy could not load the model file (see the "
+          "backend's log)");
     } else if (!ready) {
       index->set_reason("not placed by the current plan");
     }

@@ -466,6 +466,9 @@ std::vector<std::shared_ptr<GpuletWorker>> PlanCoordinator::MakeWorkers(
               m.model(), m.batch_size(),
               absl::Microseconds(static_cast<int64_t>(m.latency_ms() * 1000)));
         }
+        for (const auto& [model, why] : sit->second.failed_models()) {
+          wo.failed_models.insert(model);
+        }
       }
       workers.push_back(std::make_shared<GpuletWorker>(
           std::move(wo), backends.at(device.backend_id()), deps_.clock,

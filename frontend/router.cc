@@ -14,6 +14,7 @@ std::vector<std::shared_ptr<GpuletWorker>> Router::Install(
       Targets& t = by_model[a.model()];
       t.workers.push_back(w);
       t.choice.Add(a.rate_rps());
+      if (!w->options().failed_models.count(a.model())) ++t.loaded;
     }
   }
   absl::MutexLock lock(&mu_);
@@ -68,6 +69,12 @@ bool Router::HasPlan() const {
 }
 
 bool Router::Serves(const std::string& model) const {
+  absl::MutexLock lock(&mu_);
+  auto it = by_model_.find(model);
+  return it != by_model_.end() && it->second.loaded > 0;
+}
+
+bool Router::Places(const std::string& model) const {
   absl::MutexLock lock(&mu_);
   return by_model_.count(model) > 0;
 }

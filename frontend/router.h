@@ -44,7 +44,11 @@ class Router {
   void StopAccepting() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a gpulet of the plan in force serves `model` with a proxy that
+  // loaded it (ModelReady, RepositoryIndex).
   bool Serves(const std::string& model) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the plan in force places `model` at all (loaded or not).
+  bool Places(const std::string& model) const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<GpuletWorker>> workers() const
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -52,6 +56,7 @@ class Router {
   struct Targets {
     std::vector<std::shared_ptr<GpuletWorker>> workers;
     WeightedRoundRobin choice;
+    int loaded = 0;  // workers whose proxy loaded the model
   };
   RequestMonitor* const monitor_;
   mutable absl::Mutex mu_;

@@ -14,12 +14,15 @@ absl::StatusOr<LatencyModel> LatencyModel::FromProfile(
   std::set<int> batches;
   std::set<double> shares;
   for (const LatencyPoint& p : profile.latency()) {
-    if (p.batch_size() < 1 || !(p.share_percent() > 0) ||
-        p.share_percent() > 100 || !(p.latency_ms() > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("profile of '", profile.model(), "': bad point batch ",
-                       p.batch_size(), " share ", p.share_percent(),
-                       " latency ", p.latency_ms()));
+    // The policies keep a dense table over batches 1..max: a batch beyond
+    // kMaxProfiledBatch is a broken (or hostile) file, not a profile.
+    if (p.batch_size() < 1 || p.batch_size() > kMaxProfiledBatch ||
+        !(p.share_percent() > 0) || p.share_percent() > 100 ||
+        !(p.latency_ms() > 0) || !std::isfinite(p.latency_ms())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "profile of '", profile.model(), "': bad point batch ",
+          p.batch_size(), " (1..", kMaxProfiledBatch, ") share ",
+          p.share_percent(), " (0..100] latency ", p.latency_ms(), " ms"));
     }
     batches.insert(p.batch_size());
     shares.insert(p.share_percent());

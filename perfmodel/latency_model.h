@@ -23,6 +23,12 @@ namespace tessera {
 // monotonicity. Immutable; thread-safe.
 class LatencyModel {
  public:
+  // The largest batch a profile may hold (the dense tables span 1..max).
+  static constexpr int kMaxProfiledBatch = 4096;
+
+  // INVALID_ARGUMENT for a profile without points or with a point outside
+  // batch 1..kMaxProfiledBatch, share (0, 100] or a positive finite
+  // latency.
   static absl::StatusOr<LatencyModel> FromProfile(const ModelProfile& profile);
 
   const std::string& model() const { return model_; }

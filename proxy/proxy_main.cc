@@ -245,6 +245,13 @@ int Serve(const ProxyConfig& config, SeqPacketChannel* channel,
   for (const MeasuredLatency& m : warmup) {
     *ready.mutable_ready()->add_warmup() = m;
   }
+  for (const auto& [name, unused] : configs) {
+    absl::Status loaded = runner->runner->ModelStatus(name);
+    if (!loaded.ok()) {
+      ToStatusProto(loaded,
+                    &(*ready.mutable_ready()->mutable_failed_models())[name]);
+    }
+  }
   if (!channel->Send(ready).ok()) return 1;
   spdlog::info(
       "proxy {} ready: {} {} model(s), {} thread(s), {} core(s), polls {} us, "

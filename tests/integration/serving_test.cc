@@ -658,6 +658,32 @@ TEST(CorruptedModelTest, OnlyTheCorruptedModelFails) {
     const grpc::Status s = call(model);
     EXPECT_TRUE(s.ok()) << model << ": " << s.error_message();
   }
+  // Readiness tells the truth: the model whose file did not load is not
+  // ready (its proxy reported it), the others are.
+  auto ready = [&](const std::string& model) {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    inference::ModelReadyRequest request;
+    request.set_name(model);
+    inference::ModelReadyResponse response;
+    EXPECT_TRUE(stub->ModelReady(&c, request, &response).ok());
+    return response.ready();
+  };
+  EXPECT_FALSE(ready("lenet"));
+  EXPECT_TRUE(ready("mobilenet_v3_small"));
+  EXPECT_TRUE(ready("resnet18"));
+  grpc::ClientContext c;
+  c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub->RepositoryIndex(&c, {}, &index).ok());
+  for (const auto& m : index.models()) {
+    if (m.name() == "lenet") {
+      EXPECT_EQ(m.state(), "UNAVAILABLE");
+      EXPECT_THAT(m.reason(), HasSubstr("could not load"));
+    } else {
+      EXPECT_EQ(m.state(), "READY") << m.name();
+    }
+  }
   cluster->reset();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

@@ -1,5 +1,7 @@
 #include "perfmodel/latency_model.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -58,6 +60,18 @@ TEST(LatencyModelTest, RejectsBadPoints) {
   EXPECT_FALSE(LatencyModel::FromProfile(Profile({{1, 150, 1}})).ok());
   EXPECT_FALSE(LatencyModel::FromProfile(Profile({{1, 50, 0}})).ok());
   EXPECT_FALSE(LatencyModel::FromProfile(ModelProfile()).ok());
+  // Found by the config-loader fuzzer: a batch of 888,888,881 made the
+  // dense tables ask for 7 GB.
+  EXPECT_FALSE(
+      LatencyModel::FromProfile(Profile({{1, 50, 1}, {888888881, 50, 2}}))
+          .ok());
+  EXPECT_TRUE(
+      LatencyModel::FromProfile(
+          Profile({{1, 50, 1}, {LatencyModel::kMaxProfiledBatch, 50, 2}}))
+          .ok());
+  EXPECT_FALSE(LatencyModel::FromProfile(
+                   Profile({{1, 50, std::numeric_limits<double>::infinity()}}))
+                   .ok());
 }
 
 }  // namespace

@@ -183,6 +183,16 @@ class EmulatedClusterTest : public ::testing::Test {
         cluster_->admin_address(), grpc::InsecureChannelCredentials()));
   }
 
+  // The admin service's status (a failed call fails the test).
+  AdminStatus GetAdminStatus(AdminService::Stub* admin) {
+    grpc::ClientContext context;
+    cluster_->AttachAdminToken(&context);
+    AdminStatus status;
+    const grpc::Status s = admin->GetStatus(&context, {}, &status);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return status;
+  }
+
   // Switches the frontend's policy through the admin service.
   grpc::Status SetPolicy(AdminService::Stub* admin, const std::string& policy) {
     grpc::ClientContext context;
@@ -792,12 +802,10 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
   auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   {
-    grpc::ClientContext context;
-    cluster_->AttachAdminToken(&context);
-    AdminStatus status;
-    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+    const AdminStatus status = GetAdminStatus(admin.get());
     EXPECT_EQ(status.policy(), "gpulet");
     EXPECT_EQ(status.plan().epoch(), quiet->epoch());
+    EXPECT_EQ(status.backends_up().count("backend1"), 1u);
     EXPECT_EQ(status.backends_up().at("backend1"), true);
     EXPECT_EQ(status.planned_rates_rps().count("resnet50"), 1u);
   }
@@ -812,10 +820,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
     const grpc::Status s = SetPolicy(admin.get(), "abacus");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(s.error_message(), ::testing::HasSubstr("segment_count"));
-    grpc::ClientContext context;
-    cluster_->AttachAdminToken(&context);
-    AdminStatus status;
-    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
+    const AdminStatus status = GetAdminStatus(admin.get());
     EXPECT_EQ(status.policy(), "gpulet");
     EXPECT_EQ(status.plan().epoch(), quiet->epoch());
   }
@@ -840,13 +845,7 @@ TEST_F(EmulatedClusterTest, AdminShowsThePlanAndSwitchesThePolicyLive) {
       absl::Seconds(30));
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_THAT(refused->reason(), ::testing::HasSubstr("planned by sbp"));
-  {
-    grpc::ClientContext context;
-    cluster_->AttachAdminToken(&context);
-    AdminStatus status;
-    ASSERT_TRUE(admin->GetStatus(&context, {}, &status).ok());
-    EXPECT_EQ(status.policy(), "inss");
-  }
+  EXPECT_EQ(GetAdminStatus(admin.get()).policy(), "inss");
   ASSERT_TRUE(SetPolicy(admin.get(), "sbp").ok());
 
   // The CLI prints the plan in force as a table.

@@ -16,7 +16,7 @@ ModelProfile Profile(
     pt->set_batch_size(b);
     pt->set_share_percent(share);
     pt->set_latency_ms(ms);
-    pt->set_l2_util_percent(10 * b);
+    pt->set_l2_util_percent(10.0 * b);
   }
   return p;
 }

@@ -787,8 +787,7 @@ class ProxyPollCluster : public PollCluster {
                                   {absl::StrCat("--proxy_poll_us=", poll_us),
                                    "--poll_idle_percent=100"}));
     // The proxy reports the window it was configured with.
-    auto stub = BackendService::NewStub(grpc::CreateChannel(
-        cluster_->backend_address(0), grpc::InsecureChannelCredentials()));
+    auto stub = cluster_->NewBackendStub(0);
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     HealthResponse health;

@@ -29,9 +29,17 @@ class Cluster:
         self.dir = tempfile.mkdtemp(prefix="tessera_py_")
         repo = os.path.join(self.dir, "models")
         os.makedirs(repo)
+        # Model folders of its own (the server refuses folders that resolve
+        # outside its repository); the version folders are linked.
         for m in ("lenet", "bert_tiny"):
-            os.symlink(os.path.abspath(os.path.join(ARGS.models, m)),
-                       os.path.join(repo, m))
+            source = os.path.abspath(os.path.join(ARGS.models, m))
+            os.makedirs(os.path.join(repo, m))
+            for entry in os.listdir(source):
+                path = os.path.join(source, entry)
+                if os.path.isdir(path):
+                    os.symlink(path, os.path.join(repo, m, entry))
+                else:
+                    shutil.copy(path, os.path.join(repo, m, entry))
         self.repo = repo
         self.procs = []
         bport_file = os.path.join(self.dir, "backend.port")
@@ -90,6 +98,10 @@ class KServeClientTest(unittest.TestCase):
             except grpc.RpcError:
                 pass
             time.sleep(0.1)
+        # tearDownClass does not run when setUpClass fails: stop the
+        # processes here, or they outlive the test (and hold its output).
+        cls.channel.close()
+        cls.cluster.stop()
         raise TimeoutError("cluster not ready")
 
     @classmethod

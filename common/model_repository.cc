@@ -67,6 +67,15 @@ absl::Status ValidateTensors(
   return absl::OkStatus();
 }
 
+// Whether `path` resolves (symlinks followed) to a folder directly under
+// `canonical_root`.
+bool InsideRoot(const fs::path& canonical_root, const fs::path& path) {
+  std::error_code ec;
+  const fs::path resolved = fs::canonical(path, ec);
+  return !ec && !canonical_root.empty() &&
+         resolved.parent_path() == canonical_root;
+}
+
 }  // namespace
 
 absl::Status ModelRepository::Validate(const ModelConfig& config) {
@@ -93,19 +102,6 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   RETURN_IF_ERROR(ValidateTensors(config, config.input(), "input"));
   return ValidateTensors(config, config.output(), "output");
 }
-
-namespace {
-
-// Whether `path` resolves (symlinks followed) to a folder directly under
-// `canonical_root`.
-bool InsideRoot(const fs::path& canonical_root, const fs::path& path) {
-  std::error_code ec;
-  const fs::path resolved = fs::canonical(path, ec);
-  return !ec && !canonical_root.empty() &&
-         resolved.parent_path() == canonical_root;
-}
-
-}  // namespace
 
 absl::StatusOr<ModelRepository::Entry> ModelRepository::LoadEntry(
     const std::string& dir_path) {

@@ -3,6 +3,8 @@
 // generated from our own protos and no credentials, every backend and
 // admin call is refused; with the cluster's credentials, a malformed batch
 // is refused and hurts no one; with TLS on, a plaintext client is refused.
+#include <sys/wait.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -245,6 +247,49 @@ TEST(TrustTest, APlanOverTheProcessLimitIsRefused) {
   EXPECT_THAT(s.error_message(), ::testing::HasSubstr("max_gpulets"));
   EXPECT_EQ(ProxyPids(backend.get()), before);
   ASSERT_NO_FATAL_FAILURE(ExpectLenetServes(cluster->get()));
+}
+
+// A backend asked to listen beyond loopback with nothing that
+// authenticates the frontend refuses to start (exit 2) and says how to fix
+// it; with a token it starts.
+TEST(TrustTest, BackendRefusesAnUnauthenticatedNonLoopbackListen) {
+  const std::string dir =
+      ::testing::TempDir() + "/trust_listen_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  // The backend with `extra` flags, its output in `log`.
+  auto backend = [&](const std::string& extra, const std::string& log) {
+    Subprocess::Options o;
+    o.argv = {"/bin/sh", "-c",
+              absl::StrCat("exec ", kBin,
+                           "/tessera_backend --listen=0.0.0.0:0 "
+                           "--emulated_gpus=1 --model_repository=",
+                           kRoot, "/configs/emulated/models --profile_dir=",
+                           kRoot, "/profiles ", extra, " > ", log, " 2>&1")};
+    return Subprocess::Spawn(o);
+  };
+  auto refused = backend("", dir + "/refused.log");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  const int status = (*refused)->Wait(absl::Seconds(30)).value_or(-1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  std::ifstream log(dir + "/refused.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_THAT(text, ::testing::HasSubstr("--cluster_token_file"));
+
+  const std::string token = dir + "/token";
+  std::ofstream(token) << "0123456789abcdef0123456789abcdef\n";
+  const std::string port_file = dir + "/port";
+  auto started = backend(
+      absl::StrCat("--cluster_token_file=", token, " --port_file=", port_file),
+      dir + "/started.log");
+  ASSERT_TRUE(started.ok()) << started.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!std::filesystem::exists(port_file) && (*started)->Running() &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(std::filesystem::exists(port_file));
+  (*started)->Stop(absl::Seconds(10));
+  std::filesystem::remove_all(dir);
 }
 
 // Runs curl on `url` with `flags`; its exit code.

@@ -11,27 +11,45 @@
 
 namespace tessera {
 
-void RunCompletionQueue(grpc::CompletionQueue* cq, const PollOptions& poll) {
+void RunCompletionQueue(grpc::CompletionQueue* cq, const PollOptions& poll,
+                        BacklogBound* backlog) {
   void* tag = nullptr;
   bool ok = false;
-  if (poll.window <= absl::ZeroDuration()) {
-    while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
-    return;
-  }
   const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // don't block
   const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+  auto mark_empty = [backlog] {
+    if (backlog != nullptr) backlog->MarkEmpty();
+  };
+  if (poll.window <= absl::ZeroDuration()) {
+    if (backlog == nullptr) {
+      while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+      return;
+    }
+    while (true) {
+      grpc::CompletionQueue::NextStatus next = cq->AsyncNext(&tag, &ok, past);
+      if (next == grpc::CompletionQueue::TIMEOUT) {
+        mark_empty();
+        next = cq->AsyncNext(&tag, &ok, never);
+        mark_empty();  // it waited with nothing queued until just now
+      }
+      if (next == grpc::CompletionQueue::SHUTDOWN) return;
+      static_cast<AsyncTag*>(tag)->Proceed(ok);
+    }
+  }
   PollGovernor governor(poll);
   while (true) {
     const absl::Time waiting = absl::Now();
     const absl::Time poll_until = waiting + governor.StartWait(waiting);
     grpc::CompletionQueue::NextStatus next;
     while ((next = cq->AsyncNext(&tag, &ok, past)) ==
-               grpc::CompletionQueue::TIMEOUT &&
-           absl::Now() < poll_until) {
+           grpc::CompletionQueue::TIMEOUT) {
+      mark_empty();
+      if (absl::Now() >= poll_until) break;
       sched_yield();  // another runnable thread on this core goes first
     }
     if (next == grpc::CompletionQueue::TIMEOUT) {
       next = cq->AsyncNext(&tag, &ok, never);
+      mark_empty();
     }
     if (next == grpc::CompletionQueue::SHUTDOWN) return;
     governor.EndWait(absl::Now() - waiting);

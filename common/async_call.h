@@ -6,6 +6,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/backlog_bound.h"
 #include "common/poll_governor.h"
 #include "grpcpp/grpcpp.h"
 
@@ -44,8 +45,12 @@ class AsyncOp final : public AsyncTag {
 // 100 us here, docs/benchmarks.md). A batch in flight needs no rule of its
 // own: its write completes on the queue right after it is sent, so the
 // loop polls for the result.
+// With `backlog`, the loop marks every moment it finds `cq` empty and every
+// wake-up from a wait on it (BacklogBound::MarkEmpty); it then looks at the
+// queue without blocking before each sleep.
 void RunCompletionQueue(grpc::CompletionQueue* cq,
-                        const PollOptions& poll = PollOptions());
+                        const PollOptions& poll = PollOptions(),
+                        BacklogBound* backlog = nullptr);
 
 // True when gRPC polls with epoll1 (the default on Linux, unless the
 // GRPC_POLL_STRATEGY environment variable names another first): one epoll

@@ -22,6 +22,32 @@ void AdmissionControl::Ticket::Reset() {
   owner_ = nullptr;
 }
 
+absl::Status AdmissionControl::CheckBacklog(absl::Duration slo,
+                                            absl::string_view client_model,
+                                            absl::Time deadline,
+                                            absl::Time now) {
+  if (backlog_ == nullptr || options_.max_backlog_slo_fraction <= 0 ||
+      slo <= absl::ZeroDuration()) {
+    return absl::OkStatus();
+  }
+  const absl::Duration limit = slo * options_.max_backlog_slo_fraction;
+  // Every call's time-to-deadline feeds the estimate, refused or not.
+  const absl::Duration waited = waits_.Observe(client_model, deadline, now);
+  if (waited < limit || backlog_->Bound() < limit) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    ++refused_;
+    ++refused_for_backlog_;
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the frontend is overloaded: this call waited about ",
+                   absl::ToInt64Milliseconds(waited),
+                   " ms before the frontend could "
+                   "take it (limit ",
+                   absl::ToInt64Milliseconds(limit),
+                   " ms, a share of the model's SLO); retry later"));
+}
+
 absl::StatusOr<AdmissionControl::Ticket> AdmissionControl::Admit(
     absl::string_view model, int64_t request_bytes) {
   const int64_t bytes = request_bytes + options_.per_request_overhead_bytes;
@@ -80,6 +106,7 @@ AdmissionControl::Usage AdmissionControl::usage() const {
     if (held > 0) usage.requests_per_model[model] = held;
   }
   usage.refused = refused_;
+  usage.refused_for_backlog = refused_for_backlog_;
   return usage;
 }
 

@@ -81,6 +81,12 @@ ABSL_FLAG(int64_t, max_inflight_calls_per_model, 4096,
 ABSL_FLAG(int64_t, max_inflight_mb, 1024,
           "Request bytes held at once (MiB; each call counts its message "
           "plus 4 KiB); beyond: RESOURCE_EXHAUSTED. 0: no limit.");
+ABSL_FLAG(double, max_backlog_slo_fraction, 0.5,
+          "Refuse a call (RESOURCE_EXHAUSTED) when the event loops have been "
+          "busy without a break for this share of its model's SLO: calls "
+          "may have queued in gRPC that long, and serving them would only "
+          "make the later ones late too (docs/live-serving.md, Overload). "
+          "0: never.");
 ABSL_FLAG(int, event_loops, 1,
           "Threads serving the KServe calls and the backend streams, each "
           "polling its own completion queue. 1 gives the lowest latency (no "
@@ -188,6 +194,12 @@ int main(int argc, char** argv) {
     spdlog::error(
         "--max_inflight_calls, --max_inflight_calls_per_model and "
         "--max_inflight_mb must be >= 0 (0: no limit)");
+    return 2;
+  }
+  options.admission.max_backlog_slo_fraction =
+      absl::GetFlag(FLAGS_max_backlog_slo_fraction);
+  if (!(options.admission.max_backlog_slo_fraction >= 0)) {
+    spdlog::error("--max_backlog_slo_fraction must be >= 0 (0: never)");
     return 2;
   }
   options.event_loops = absl::GetFlag(FLAGS_event_loops);

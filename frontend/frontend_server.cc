@@ -1,6 +1,7 @@
 #include "frontend/frontend_server.h"
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -10,9 +11,12 @@
 #include "frontend/admin_service.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_config.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/static_policy.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -41,6 +45,15 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
                          options.config.time_scale()));
   ASSIGN_OR_RETURN(PolicyOptions policy_options,
                    PolicyOptionsFromConfig(options.config));
+  {
+    std::set<std::string> known;
+    for (const std::string& name : (*repository)->ModelNames()) {
+      known.insert(name);
+    }
+    for (const auto& [name, why] : (*repository)->invalid()) known.insert(name);
+    RETURN_IF_ERROR(
+        StaticPolicy::CheckStaticPlanModels(policy_options.static_plan, known));
+  }
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();
   return std::unique_ptr<FrontendServer>(new FrontendServer(
@@ -68,7 +81,8 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
                                       options_.config.rate_window_s(),
                                       options_.config.heartbeat_misses()},
                BackendIds(options_.config)),
-      admission_(options_.admission),
+      backlog_(clock_),
+      admission_(options_.admission, &backlog_),
       trimmer_(HeapTrimmer::Options{}),
       service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
                options_.admin_secret, &admission_),
@@ -83,6 +97,11 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
 FrontendServer::~FrontendServer() { Shutdown(); }
 
 absl::Status FrontendServer::Start() {
+  // grpc.health.v1.Health (NOT_SERVING until the frontend is ready, then
+  // following readiness at every heartbeat) and server reflection, for
+  // load balancers, Kubernetes probes and grpcurl.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(
       options_.listen,
@@ -106,6 +125,7 @@ absl::Status FrontendServer::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
+  server_->GetHealthCheckService()->SetServingStatus(false);
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(
         b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get(),
@@ -117,9 +137,9 @@ absl::Status FrontendServer::Start() {
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
-    loops_.emplace_back([cq, i, poll = options_.poll] {
+    loops_.emplace_back([this, cq, i, poll = options_.poll] {
       NameThisThread(absl::StrCat("fe-loop-", i));
-      RunCompletionQueue(cq, poll);
+      RunCompletionQueue(cq, poll, &backlog_);
     });
   }
   spdlog::info(
@@ -140,6 +160,7 @@ absl::Status FrontendServer::Start() {
       ControlLoops::Deps{
           &coordinator_, &trigger_, &monitor_, &router_, controls_, clock_,
           [this] {
+            server_->GetHealthCheckService()->SetServingStatus(Ready());
             const int64_t trimmed = trimmer_.Tick(admission_.usage().bytes);
             if (trimmed > 0) {
               spdlog::info("returned {} MiB of free heap to the OS",
@@ -257,16 +278,17 @@ std::string FrontendServer::RenderMetrics() {
   const Stats stats = coordinator_.stats();
   const std::map<std::string, bool> alive = trigger_.AliveBackends();
   metrics_.plan_epoch()->Set({}, static_cast<double>(plan.epoch()));
-  metrics_.plans()->Set({}, static_cast<double>(stats.plans));
-  metrics_.gpulets_started()->Set({},
-                                  static_cast<double>(stats.gpulets_started));
-  metrics_.handed_over()->Set({}, static_cast<double>(stats.calls_handed_over));
-  metrics_.standby_switches()->Set({},
-                                   static_cast<double>(stats.standby_switches));
+  metrics_.plans()->SetTotal({}, static_cast<double>(stats.plans));
+  metrics_.gpulets_started()->SetTotal(
+      {}, static_cast<double>(stats.gpulets_started));
+  metrics_.handed_over()->SetTotal(
+      {}, static_cast<double>(stats.calls_handed_over));
+  metrics_.standby_switches()->SetTotal(
+      {}, static_cast<double>(stats.standby_switches));
   const AdmissionControl::Usage held = admission_.usage();
   metrics_.held_calls()->Set({}, static_cast<double>(held.requests));
   metrics_.held_bytes()->Set({}, static_cast<double>(held.bytes));
-  metrics_.admission_refused()->Set({}, static_cast<double>(held.refused));
+  metrics_.admission_refused()->SetTotal({}, static_cast<double>(held.refused));
   metrics_.gpulet_share()->Clear();
   for (const DevicePlan& d : plan.devices()) {
     for (const GpuletPlan& g : d.gpulets()) {
@@ -315,6 +337,16 @@ absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
   const std::string reason =
       absl::StrCat("model '", name, loaded ? "' loaded" : "' unloaded");
   unloaded_.Set(name, !loaded);
+  // A policy that cannot plan the cluster with the change would leave the
+  // request pending forever: refuse it now and undo it.
+  if (absl::Status s = coordinator_.CheckPolicy(*coordinator_.policy());
+      !s.ok() && !absl::IsUnavailable(s)) {
+    unloaded_.Set(name, loaded);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot ", loaded ? "load" : "unload", " model '", name, "': policy '",
+        coordinator_.policy()->name(), "' cannot plan the cluster ",
+        loaded ? "with" : "without", " it (", s.message(), ")"));
+  }
   spdlog::info("{} through the repository API", reason);
   // Ask for a plan until one honours the change: a plan already being made
   // when the change came may not.

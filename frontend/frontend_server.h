@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "admin.grpc.pb.h"
 #include "common/async_call.h"
+#include "common/backlog_bound.h"
 #include "common/clock.h"
 #include "common/heap_trimmer.h"
 #include "common/http_endpoint.h"
@@ -163,6 +164,8 @@ class FrontendServer : public ModelControl {
   Router router_;
   ReplanTrigger trigger_;
   UnloadedModels unloaded_;
+  // Marked by the event loops; read by admission.
+  BacklogBound backlog_;
   AdmissionControl admission_;
   // Ticked by the heartbeat thread only.
   HeapTrimmer trimmer_;

@@ -130,32 +130,44 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   const absl::Time arrival = clock_->Now();
   // Calls refused before routing count too (unknown names as "_unknown",
   // so bad requests cannot grow the label set).
+  // The version label stays empty until the version resolves (client
+  // strings would grow the label set).
+  ServedCall labels;
   auto refuse = [&](const absl::Status& status) {
     if (metrics_ != nullptr) {
       const bool known = repository_->Find(request->model_name()) != nullptr;
       metrics_->RecordRequest(known ? request->model_name() : "_unknown",
                               status.code(), clock_->Now() - arrival,
-                              absl::IsDeadlineExceeded(status));
+                              absl::IsDeadlineExceeded(status), labels);
     }
     return Done(finish, status);
   };
   auto version = repository_->ResolveVersion(request->model_name(),
                                              request->model_version());
   if (!version.ok()) return refuse(version.status());
+  labels.version = absl::StrCat(*version);
   if (control_ != nullptr && control_->IsUnloaded(request->model_name())) {
     return refuse(absl::UnavailableError(
         absl::StrCat("model '", request->model_name(),
                      "' is unloaded (RepositoryModelLoad loads it again)")));
   }
+  const ModelRepository::Entry* entry =
+      repository_->Find(request->model_name());
+  const absl::Duration slo =
+      absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));
   AdmissionControl::Ticket ticket;
   if (admission_ != nullptr) {
+    if (absl::Status s = admission_->CheckBacklog(
+            slo, absl::StrCat(context->peer(), "/", request->model_name()),
+            absl::FromChrono(context->deadline()), arrival);
+        !s.ok()) {
+      return refuse(s);
+    }
     auto admitted = admission_->Admit(
         request->model_name(), static_cast<int64_t>(request->ByteSizeLong()));
     if (!admitted.ok()) return refuse(admitted.status());
     ticket = std::move(*admitted);
   }
-  const ModelRepository::Entry* entry =
-      repository_->Find(request->model_name());
   auto decoded = RequestCodec::Decode(*request, entry->config);
   if (!decoded.ok()) return refuse(decoded.status());
 
@@ -170,9 +182,7 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   call->metrics = metrics_;
   call->clock = clock_;
   call->admission = std::move(ticket);
-  call->deadline =
-      arrival +
-      absl::Microseconds(static_cast<int64_t>(entry->config.slo_ms() * 1000));
+  call->deadline = arrival + slo;
   // Without a client deadline this is "infinitely" far (saturating).
   call->deadline =
       std::min(call->deadline, absl::FromChrono(context->deadline()));

@@ -10,6 +10,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/backlog_bound.h"
+#include "common/clock.h"
 #include "grpcpp/alarm.h"
 #include "gtest/gtest.h"
 
@@ -127,6 +129,68 @@ TEST(RunCompletionQueueTest, PollsThatFindNothingStayWithinTheIdleBudget) {
   // machine: the poll yields its core.)
   EXPECT_LT(bounded_cpu, Ms(250));
   EXPECT_GT(unbounded_cpu, Ms(350));
+}
+
+// Events that each take `busy` on the loop thread and record the backlog
+// bound when the loop hands them over.
+class BusyEvents {
+ public:
+  // Runs `offsets.size()` events due at those offsets from now; returns the
+  // bound each saw.
+  std::vector<absl::Duration> Run(const std::vector<absl::Duration>& offsets,
+                                  absl::Duration busy,
+                                  const PollOptions& poll) {
+    const absl::Time start = absl::Now();
+    expected_ = offsets.size();
+    busy_ = busy;
+    for (absl::Duration offset : offsets) {
+      events_.push_back(std::make_unique<Event>(this));
+      events_.back()->alarm.Set(&cq_, absl::ToChronoTime(start + offset),
+                                events_.back().get());
+    }
+    // The events due at once are queued before the loop starts.
+    absl::SleepFor(Ms(5));
+    std::thread loop(
+        [this, poll] { RunCompletionQueue(&cq_, poll, &backlog_); });
+    loop.join();
+    return bounds_;
+  }
+
+ private:
+  struct Event final : AsyncTag {
+    explicit Event(BusyEvents* owner) : owner(owner) {}
+    void Proceed(bool ok) override {
+      EXPECT_TRUE(ok);
+      owner->bounds_.push_back(owner->backlog_.Bound());
+      absl::SleepFor(owner->busy_);
+      if (owner->bounds_.size() == owner->expected_) owner->cq_.Shutdown();
+    }
+    BusyEvents* owner;
+    grpc::Alarm alarm;
+  };
+
+  size_t expected_ = 0;
+  absl::Duration busy_;
+  grpc::CompletionQueue cq_;
+  BacklogBound backlog_{RealClock::Get()};
+  std::vector<std::unique_ptr<Event>> events_;
+  std::vector<absl::Duration> bounds_;  // only the loop thread touches it
+};
+
+// Three events queued together, 10 ms of work each: the loop never finds
+// its queue empty between them, so the third may have waited 20 ms. An
+// event 150 ms later finds a loop that slept with nothing queued: the
+// sleep is not backlog.
+TEST(RunCompletionQueueTest, BacklogBoundCountsBusyTimeNotIdleTime) {
+  for (const PollOptions& poll : {PollOptions(), Window(Ms(2))}) {
+    BusyEvents events;
+    const std::vector<absl::Duration> bounds =
+        events.Run({Ms(0), Ms(0), Ms(0), Ms(150)}, Ms(10), poll);
+    ASSERT_EQ(bounds.size(), 4u);
+    EXPECT_GE(bounds[1], Ms(10));
+    EXPECT_GE(bounds[2], Ms(20));
+    EXPECT_LT(bounds[3], Ms(50)) << "the wait for the last event is idle";
+  }
 }
 
 }  // namespace

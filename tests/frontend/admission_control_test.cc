@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/backlog_bound.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -97,6 +99,64 @@ TEST(AdmissionControlTest, ZeroMeansNoLimit) {
     held.push_back(std::move(*t));
   }
   EXPECT_EQ(admission.usage().requests, 1000);
+}
+
+// SLO 50 ms, share 0.5: a call is refused once it waited 25 ms in gRPC,
+// by its deadline (a client with a 5 s timeout whose earlier call showed
+// 5 s left), and only while the event loops have been busy that long.
+TEST(AdmissionControlTest, RefusesCallsThatWaitedAShareOfTheirSlo) {
+  FakeClock clock;
+  BacklogBound backlog(&clock);
+  AdmissionControl::Options options = Limits(0, 0, 0);
+  options.max_backlog_slo_fraction = 0.5;
+  AdmissionControl admission(options, &backlog);
+  const absl::Duration slo = absl::Milliseconds(50);
+  const absl::Duration timeout = absl::Seconds(5);
+  auto check = [&](absl::Duration waited) {
+    const absl::Time now = clock.Now();
+    return admission.CheckBacklog(slo, "peer/lenet", now - waited + timeout,
+                                  now);
+  };
+  EXPECT_TRUE(check(absl::ZeroDuration()).ok());  // learns the timeout
+  clock.Advance(absl::Milliseconds(30));          // the loops stay busy
+  EXPECT_TRUE(check(absl::Milliseconds(24)).ok());
+  const absl::Status refused = check(absl::Milliseconds(26));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("waited about 26 ms"), std::string::npos)
+      << refused;
+  // A model with a 100 ms SLO may wait 50 ms.
+  EXPECT_TRUE(admission
+                  .CheckBacklog(absl::Milliseconds(100), "peer/lenet",
+                                clock.Now() - absl::Milliseconds(26) + timeout,
+                                clock.Now())
+                  .ok());
+  // The loops rested 10 ms ago: no call can have waited 26 ms, whatever
+  // its deadline says (a client that also sends shorter timeouts).
+  clock.Advance(absl::Milliseconds(5));
+  backlog.MarkEmpty();
+  clock.Advance(absl::Milliseconds(10));
+  EXPECT_TRUE(check(absl::Milliseconds(26)).ok());
+  EXPECT_EQ(admission.usage().refused, 1);
+  EXPECT_EQ(admission.usage().refused_for_backlog, 1);
+}
+
+TEST(AdmissionControlTest, BacklogCheckOffAtZeroShareOrWithoutABound) {
+  FakeClock clock;
+  BacklogBound backlog(&clock);
+  AdmissionControl::Options options = Limits(0, 0, 0);
+  options.max_backlog_slo_fraction = 0;
+  AdmissionControl off(options, &backlog);
+  AdmissionControl unbound(Limits(0, 0, 0));
+  clock.Advance(absl::Seconds(10));
+  for (AdmissionControl* a : {&off, &unbound}) {
+    const absl::Time now = clock.Now();
+    EXPECT_TRUE(a->CheckBacklog(absl::Milliseconds(50), "p/m",
+                                now + absl::Seconds(5), now)
+                    .ok());
+    EXPECT_TRUE(a->CheckBacklog(absl::Milliseconds(50), "p/m",
+                                now + absl::Seconds(1), now)
+                    .ok());
+  }
 }
 
 }  // namespace

@@ -18,6 +18,22 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> StaticPolicy::Create(
       new StaticPolicy(options.static_plan));
 }
 
+absl::Status StaticPolicy::CheckStaticPlanModels(
+    const Plan& plan, const std::set<std::string>& known) {
+  for (const DevicePlan& device : plan.devices()) {
+    for (const GpuletPlan& g : device.gpulets()) {
+      for (const ModelAssignment& a : g.models()) {
+        if (!known.count(a.model())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "static plan: gpulet '", g.gpulet_id(), "' serves model '",
+              a.model(), "', which is not in the model repository"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Plan> StaticPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   std::set<std::pair<std::string, std::string>> devices;
@@ -30,12 +46,16 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
   }
   std::set<std::string> served;
   std::set<std::string> gpulet_ids;
+  Plan plan;
   for (const DevicePlan& device : plan_.devices()) {
     if (!devices.count({device.backend_id(), device.device_id()})) {
       return absl::FailedPreconditionError(absl::StrCat(
           "static plan names device '", device.device_id(), "' on backend '",
           device.backend_id(), "', which is not registered"));
     }
+    DevicePlan* planned = plan.add_devices();
+    *planned = device;
+    planned->clear_gpulets();
     double total_share = 0;
     for (const GpuletPlan& g : device.gpulets()) {
       if (!gpulet_ids.insert(g.gpulet_id()).second || g.gpulet_id().empty()) {
@@ -48,13 +68,15 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
                          "' share_percent must be in (0, 100]"));
       }
       total_share += g.share_percent();
+      GpuletPlan kept = g;
+      kept.clear_models();
       for (const ModelAssignment& a : g.models()) {
+        // A model the snapshot does not have (unloaded through the
+        // repository API, or its folder invalid) is not served; the
+        // frontend checks the plan's names against the repository once,
+        // at start.
         auto it = models.find(a.model());
-        if (it == models.end()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("static plan: gpulet '", g.gpulet_id(),
-                           "' serves unknown model '", a.model(), "'"));
-        }
+        if (it == models.end()) continue;
         if (a.batch_size() < 1 ||
             a.batch_size() > it->second->max_batch_size()) {
           return absl::InvalidArgumentError(
@@ -63,7 +85,10 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
                            it->second->max_batch_size(), "]"));
         }
         served.insert(a.model());
+        *kept.add_models() = a;
       }
+      // A gpulet left without models is not started.
+      if (kept.models_size() > 0) *planned->add_gpulets() = std::move(kept);
     }
     if (total_share > 100 + 1e-9) {
       return absl::InvalidArgumentError(
@@ -77,7 +102,6 @@ absl::StatusOr<Plan> StaticPolicy::Schedule(
           absl::StrCat("static plan serves no gpulet for model '", name, "'"));
     }
   }
-  Plan plan = plan_;
   plan.set_policy("static");
   plan.set_reason("plan from configuration");
   return plan;

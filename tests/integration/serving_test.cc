@@ -578,6 +578,59 @@ TEST_F(ServingTest, LoadGeneratorSearchSaysWhenBaseRateAlreadyFails) {
   std::remove(out.c_str());
 }
 
+// RepositoryModelUnload under the static policy (run_local.sh's): the
+// plan leaves the unloaded model out of its gpulet, the call completes,
+// the model is not ready and its calls get UNAVAILABLE saying so, while
+// the model beside it keeps serving; RepositoryModelLoad brings it back.
+// (It used to wait out its deadline while the planner refused the plan.)
+TEST_F(ServingTest, UnloadAndLoadCompleteUnderTheStaticPolicy) {
+  auto repository_call = [&](bool load) {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    cluster_->AttachAdminToken(&c);
+    if (load) {
+      inference::RepositoryModelLoadRequest r;
+      r.set_model_name("lenet");
+      inference::RepositoryModelLoadResponse out;
+      return stub_->RepositoryModelLoad(&c, r, &out);
+    }
+    inference::RepositoryModelUnloadRequest r;
+    r.set_model_name("lenet");
+    inference::RepositoryModelUnloadResponse out;
+    return stub_->RepositoryModelUnload(&c, r, &out);
+  };
+  auto ready = [&] {
+    grpc::ClientContext c;
+    inference::ModelReadyRequest r;
+    r.set_name("lenet");
+    inference::ModelReadyResponse out;
+    EXPECT_TRUE(stub_->ModelReady(&c, r, &out).ok());
+    return out.ready();
+  };
+  auto infer = [&](const std::string& model) {
+    inference::ModelInferResponse response;
+    return Infer(
+        stub_.get(),
+        MakeRequest(Config(model), RandomInputs(Config(model), 1, 3), false),
+        &response);
+  };
+  const absl::Time start = absl::Now();
+  const grpc::Status unloaded = repository_call(/*load=*/false);
+  ASSERT_TRUE(unloaded.ok()) << unloaded.error_message();
+  std::printf("[ report ] unload under the static policy: %s\n",
+              absl::FormatDuration(absl::Now() - start).c_str());
+  EXPECT_FALSE(ready());
+  const grpc::Status refused = infer("lenet");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(), HasSubstr("unloaded"));
+  EXPECT_TRUE(infer("resnet18").ok());
+  const grpc::Status loaded = repository_call(/*load=*/true);
+  ASSERT_TRUE(loaded.ok()) << loaded.error_message();
+  EXPECT_TRUE(ready());
+  const grpc::Status served = infer("lenet");
+  EXPECT_TRUE(served.ok()) << served.error_message();
+}
+
 // A one-model repository under `dir` and the options of a cluster serving
 // it from one gpulet "g" (half of backend0's cpu0, batches of up to 4).
 struct OneGpulet {

@@ -116,6 +116,30 @@ TEST(StaticPolicyTest, BatchAboveModelMaxIsRejected) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// m2 unloaded through the repository API: the snapshot lacks it, so its
+// gpulet (g1 serves only m2) is left out and m1's is kept as configured.
+TEST(StaticPolicyTest, ModelMissingFromTheSnapshotIsLeftOutWithItsGpulet) {
+  ClusterSnapshot s = TwoModelSnapshot();
+  s.models.pop_back();
+  auto plan = SchedulePlan(kGood, s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 1);
+  ASSERT_EQ(plan->devices(0).gpulets_size(), 1);
+  EXPECT_EQ(plan->devices(0).gpulets(0).gpulet_id(), "g0");
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).model(), "m1");
+  EXPECT_EQ(plan->devices(0).gpulets(0).share_percent(), 50);
+}
+
+TEST(StaticPolicyTest, ModelsOutsideTheRepositoryAreNamedAtStart) {
+  EXPECT_TRUE(
+      StaticPolicy::CheckStaticPlanModels(ParsePlan(kGood), {"m1", "m2"}).ok());
+  const absl::Status s =
+      StaticPolicy::CheckStaticPlanModels(ParsePlan(kGood), {"m1"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'m2'"));
+  EXPECT_THAT(s.message(), HasSubstr("'g1'"));
+}
+
 TEST(PolicyRegistryTest, UnknownNameListsKnownPolicies) {
   auto policy = PolicyRegistry::Create("nope", PolicyOptions());
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kNotFound);

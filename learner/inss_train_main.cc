@@ -330,9 +330,17 @@ int Train(const InssWorkloadSampler& sampler,
       trainer.state().episode(),
       static_cast<long long>(trainer.state().steps()), r.mean_reward,
       r.violation_pct, trainer.state().best_eval_reward());
-  std::printf("wrote %s.pt, %s-best.pt and %s-resume.pt (with .pbtxt)\n",
-              options.out_stem.c_str(), options.out_stem.c_str(),
-              options.out_stem.c_str());
+  if (trainer.written().empty()) {
+    std::printf("wrote no checkpoint%s\n",
+                options.out_stem.empty() ? " (--out is empty)" : "");
+  } else {
+    std::vector<std::string> files;
+    for (const std::string& stem : trainer.written()) {
+      files.push_back(stem + ".pt");
+    }
+    std::printf("wrote %s (each with its .pbtxt)\n",
+                absl::StrJoin(files, ", ").c_str());
+  }
   return 0;
 }
 

@@ -117,7 +117,15 @@ absl::Status InssTrainer::Save(const std::string& stem, int episodes,
   info.set_steps_trained(state_.steps());
   info.set_final_eval_reward(eval_reward);
   if (auto s = agent_->SaveActor(stem + ".pt"); !s.ok()) return s;
-  return WriteTextProto(stem + ".pbtxt", info);
+  RETURN_IF_ERROR(WriteTextProto(stem + ".pbtxt", info));
+  Wrote(stem);
+  return absl::OkStatus();
+}
+
+void InssTrainer::Wrote(const std::string& stem) const {
+  if (std::find(written_.begin(), written_.end(), stem) == written_.end()) {
+    written_.push_back(stem);
+  }
 }
 
 absl::Status InssTrainer::SaveResume() const {
@@ -127,7 +135,9 @@ absl::Status InssTrainer::SaveResume() const {
   std::filesystem::rename(stem + ".pt.tmp", stem + ".pt");
   InssTrainingState state = state_;
   state.set_environment_rng(env_->RngState());
-  return WriteTextProto(stem + ".pbtxt", state);
+  RETURN_IF_ERROR(WriteTextProto(stem + ".pbtxt", state));
+  Wrote(stem);
+  return absl::OkStatus();
 }
 
 absl::Status InssTrainer::LoadResume() {

@@ -95,6 +95,9 @@ class InssTrainer {
 
   absl::Status Save(const std::string& stem, int episodes,
                     double eval_reward) const;
+  // The stems written so far (each as <stem>.pt and <stem>.pbtxt), in
+  // order, each once.
+  const std::vector<std::string>& written() const { return written_; }
 
  private:
   InssEnvironment* env_;
@@ -106,6 +109,9 @@ class InssTrainer {
   InssCheckpointInfo info_;
   InssTrainerOptions options_;
   InssTrainingState state_;
+  mutable std::vector<std::string> written_;
+  // Records `stem` in written_ once.
+  void Wrote(const std::string& stem) const;
 };
 
 }  // namespace tessera

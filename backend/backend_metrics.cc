@@ -31,8 +31,8 @@ BackendMetrics::BackendMetrics() {
       {"gpulet", "device", "retiring"});
   epoch_ = registry_.AddGauge("tessera_backend_plan_epoch",
                               "Epoch of the last plan applied.", {});
-  swaps_ = registry_.AddGauge(
-      "tessera_backend_swaps",
+  swaps_ = registry_.AddCounter(
+      "tessera_backend_swaps_total",
       "Proxies started by plan changes since start, by kind.", {"kind"});
   proxy_exits_ = registry_.AddCounter(
       "tessera_backend_proxy_exits_total",
@@ -75,8 +75,10 @@ void BackendMetrics::SetPlanState(const GpuletTable& table, int64_t epoch,
         g.spec.plan.share_percent());
   }
   epoch_->Set({}, static_cast<double>(epoch));
-  swaps_->Set({"shadow"}, static_cast<double>(swaps - stop_then_start_swaps));
-  swaps_->Set({"stop_then_start"}, static_cast<double>(stop_then_start_swaps));
+  swaps_->SetTotal({"shadow"},
+                   static_cast<double>(swaps - stop_then_start_swaps));
+  swaps_->SetTotal({"stop_then_start"},
+                   static_cast<double>(stop_then_start_swaps));
 }
 
 }  // namespace tessera

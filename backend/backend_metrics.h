@@ -39,7 +39,7 @@ class BackendMetrics {
   MetricsRegistry::Histogram* decision_;
   MetricsRegistry::Gauge* share_;
   MetricsRegistry::Gauge* epoch_;
-  MetricsRegistry::Gauge* swaps_;
+  MetricsRegistry::Counter* swaps_;
   MetricsRegistry::Counter* proxy_exits_;
 };
 

@@ -59,6 +59,13 @@ void MetricsRegistry::Counter::Increment(const LabelValues& labels, double by) {
   values_[labels] += by;
 }
 
+void MetricsRegistry::Counter::SetTotal(const LabelValues& labels,
+                                        double total) {
+  absl::MutexLock lock(&mu_);
+  double& value = values_[labels];
+  if (total > value) value = total;
+}
+
 void MetricsRegistry::Gauge::Set(const LabelValues& labels, double value) {
   absl::MutexLock lock(&mu_);
   values_[labels] = value;

@@ -23,6 +23,11 @@ class MetricsRegistry {
    public:
     void Increment(const LabelValues& labels, double by = 1)
         ABSL_LOCKS_EXCLUDED(mu_);
+    // For a total counted elsewhere (a component's own tally): the series
+    // becomes `total`, or stays where it is if that is higher, so it
+    // never decreases.
+    void SetTotal(const LabelValues& labels, double total)
+        ABSL_LOCKS_EXCLUDED(mu_);
 
    private:
     friend class MetricsRegistry;

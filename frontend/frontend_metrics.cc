@@ -35,13 +35,13 @@ FrontendMetrics::FrontendMetrics() {
       "tessera_frontend_backend_up",
       "1 while a backend answers heartbeats, 0 after it missed them.",
       {"backend"});
-  plans_ = registry_.AddGauge("tessera_frontend_plans_installed",
-                              "Plans installed since start.", {});
-  gpulets_started_ = registry_.AddGauge(
-      "tessera_frontend_gpulets_started",
+  plans_ = registry_.AddCounter("tessera_frontend_plans_installed_total",
+                                "Plans installed since start.", {});
+  gpulets_started_ = registry_.AddCounter(
+      "tessera_frontend_gpulets_started_total",
       "New gpulets (proxy swaps) across plan changes since start.", {});
-  standby_switches_ = registry_.AddGauge(
-      "tessera_frontend_standby_switches",
+  standby_switches_ = registry_.AddCounter(
+      "tessera_frontend_standby_switches_total",
       "Gpulets switched to their standby (shadow) proxy since start.", {});
   held_calls_ = registry_.AddGauge(
       "tessera_frontend_held_calls",
@@ -52,29 +52,72 @@ FrontendMetrics::FrontendMetrics() {
       "Request bytes (plus a fixed overhead per call) the held calls count "
       "against --max_inflight_mb.",
       {});
-  admission_refused_ = registry_.AddGauge(
-      "tessera_frontend_admission_refused",
-      "Calls refused with RESOURCE_EXHAUSTED by the admission limits since "
-      "start.",
+  admission_refused_ = registry_.AddCounter(
+      "tessera_frontend_admission_refused_total",
+      "Calls refused with RESOURCE_EXHAUSTED by the admission limits or the "
+      "event loops' backlog bound since start.",
       {});
-  handed_over_ = registry_.AddGauge(
-      "tessera_frontend_calls_handed_over",
+  handed_over_ = registry_.AddCounter(
+      "tessera_frontend_calls_handed_over_total",
       "Queued calls moved from retired to new gpulets since start.", {});
+  // Triton's names, labels and meanings (its metrics documentation), so
+  // Triton dashboards and alerts work unchanged.
+  const std::vector<std::string> mv = {"model", "version"};
+  nv_success_ = registry_.AddCounter("nv_inference_request_success",
+                                     "Number of successful inference requests, "
+                                     "all batch sizes.",
+                                     mv);
+  nv_failure_ = registry_.AddCounter(
+      "nv_inference_request_failure",
+      "Number of failed inference requests, all batch sizes.", mv);
+  nv_count_ = registry_.AddCounter(
+      "nv_inference_count",
+      "Number of inferences performed (a request of batch n counts n).", mv);
+  nv_exec_count_ = registry_.AddCounter(
+      "nv_inference_exec_count",
+      "Number of model executions performed (batches sent to a backend).", mv);
+  nv_request_us_ = registry_.AddCounter(
+      "nv_inference_request_duration_us",
+      "Cumulative inference request duration in microseconds, arrival to "
+      "answer, of successful requests.",
+      mv);
+  nv_queue_us_ = registry_.AddCounter(
+      "nv_inference_queue_duration_us",
+      "Cumulative inference queuing duration in microseconds (the "
+      "frontend's queue and the device's), of successful requests.",
+      mv);
+  nv_compute_infer_us_ = registry_.AddCounter(
+      "nv_inference_compute_infer_duration_us",
+      "Cumulative compute inference duration in microseconds (the batch's "
+      "execution), of successful requests.",
+      mv);
 }
 
 void FrontendMetrics::RecordRequest(const std::string& model,
                                     absl::StatusCode code,
                                     absl::Duration latency,
-                                    bool missed_deadline) {
+                                    bool missed_deadline,
+                                    const ServedCall& served) {
   requests_->Increment({model, absl::StatusCodeToString(code)});
+  const LabelValues mv = {model, served.version};
   if (code == absl::StatusCode::kOk) {
     latency_->Observe({model}, absl::ToDoubleSeconds(latency));
+    nv_success_->Increment(mv);
+    nv_count_->Increment(mv, static_cast<double>(served.items));
+    nv_request_us_->Increment(mv, absl::ToDoubleMicroseconds(latency));
+    nv_queue_us_->Increment(mv, absl::ToDoubleMicroseconds(served.queued));
+    nv_compute_infer_us_->Increment(
+        mv, absl::ToDoubleMicroseconds(served.executed));
+  } else {
+    nv_failure_->Increment(mv);
   }
   if (missed_deadline) slo_violations_->Increment({model});
 }
 
-void FrontendMetrics::RecordBatch(const std::string& model, int items) {
+void FrontendMetrics::RecordBatch(const std::string& model,
+                                  const std::string& version, int items) {
   batch_size_->Observe({model}, items);
+  nv_exec_count_->Increment({model, version});
 }
 
 }  // namespace tessera

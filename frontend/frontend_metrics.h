@@ -8,6 +8,16 @@
 
 namespace tessera {
 
+// What Triton's metric families need of a finished call: its version ("" if
+// it was refused before its version resolved), its batch items and, when
+// served, its time queued and executing.
+struct ServedCall {
+  std::string version;
+  int64_t items = 1;
+  absl::Duration queued;
+  absl::Duration executed;
+};
+
 // The frontend's Prometheus metrics (names tessera_frontend_*). Per-call
 // and per-batch events are recorded as they happen; plan and queue state
 // is set by the server right before each scrape. Thread-safe.
@@ -17,9 +27,14 @@ class FrontendMetrics {
 
   // One finished ModelInfer call: its status, latency since arrival and
   // whether it missed its deadline (late answer or DEADLINE_EXCEEDED).
+  // `served` feeds Triton's nv_inference_* families.
   void RecordRequest(const std::string& model, absl::StatusCode code,
-                     absl::Duration latency, bool missed_deadline);
-  void RecordBatch(const std::string& model, int items);
+                     absl::Duration latency, bool missed_deadline,
+                     const ServedCall& served = ServedCall());
+  // One batch sent to a backend (a model execution, for Triton's
+  // nv_inference_exec_count).
+  void RecordBatch(const std::string& model, const std::string& version,
+                   int items);
 
   MetricsRegistry& registry() { return registry_; }
   MetricsRegistry::Gauge* plan_epoch() { return plan_epoch_; }
@@ -27,13 +42,13 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* queue_depth() { return queue_depth_; }
   MetricsRegistry::Gauge* observed_rate() { return observed_rate_; }
   MetricsRegistry::Gauge* backend_up() { return backend_up_; }
-  MetricsRegistry::Gauge* plans() { return plans_; }
-  MetricsRegistry::Gauge* gpulets_started() { return gpulets_started_; }
-  MetricsRegistry::Gauge* handed_over() { return handed_over_; }
-  MetricsRegistry::Gauge* standby_switches() { return standby_switches_; }
+  MetricsRegistry::Counter* plans() { return plans_; }
+  MetricsRegistry::Counter* gpulets_started() { return gpulets_started_; }
+  MetricsRegistry::Counter* handed_over() { return handed_over_; }
+  MetricsRegistry::Counter* standby_switches() { return standby_switches_; }
   MetricsRegistry::Gauge* held_calls() { return held_calls_; }
   MetricsRegistry::Gauge* held_bytes() { return held_bytes_; }
-  MetricsRegistry::Gauge* admission_refused() { return admission_refused_; }
+  MetricsRegistry::Counter* admission_refused() { return admission_refused_; }
 
  private:
   MetricsRegistry registry_;
@@ -46,13 +61,21 @@ class FrontendMetrics {
   MetricsRegistry::Gauge* queue_depth_;
   MetricsRegistry::Gauge* observed_rate_;
   MetricsRegistry::Gauge* backend_up_;
-  MetricsRegistry::Gauge* plans_;
-  MetricsRegistry::Gauge* gpulets_started_;
-  MetricsRegistry::Gauge* handed_over_;
-  MetricsRegistry::Gauge* standby_switches_;
+  MetricsRegistry::Counter* plans_;
+  MetricsRegistry::Counter* gpulets_started_;
+  MetricsRegistry::Counter* handed_over_;
+  MetricsRegistry::Counter* standby_switches_;
   MetricsRegistry::Gauge* held_calls_;
   MetricsRegistry::Gauge* held_bytes_;
-  MetricsRegistry::Gauge* admission_refused_;
+  MetricsRegistry::Counter* admission_refused_;
+  // Triton's nv_inference_* families (labels model, version).
+  MetricsRegistry::Counter* nv_success_;
+  MetricsRegistry::Counter* nv_failure_;
+  MetricsRegistry::Counter* nv_count_;
+  MetricsRegistry::Counter* nv_exec_count_;
+  MetricsRegistry::Counter* nv_request_us_;
+  MetricsRegistry::Counter* nv_queue_us_;
+  MetricsRegistry::Counter* nv_compute_infer_us_;
 };
 
 }  // namespace tessera

@@ -28,10 +28,11 @@ void FinishCall(std::unique_ptr<InferCall> call, const absl::Status& status) {
     const Clock* clock =
         call->clock != nullptr ? call->clock : RealClock::Get();
     const absl::Time now = clock->Now();
-    call->metrics->RecordRequest(call->config->name(), status.code(),
-                                 now - call->arrival,
-                                 (status.ok() && now > call->deadline) ||
-                                     absl::IsDeadlineExceeded(status));
+    call->metrics->RecordRequest(
+        call->config->name(), status.code(), now - call->arrival,
+        (status.ok() && now > call->deadline) ||
+            absl::IsDeadlineExceeded(status),
+        {call->version, call->decoded.items, call->queued, call->executed});
   }
   if (status.ok()) {
     call->response->set_model_name(call->config->name());
@@ -218,7 +219,8 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
                              std::vector<std::unique_ptr<InferCall>> calls) {
   const ModelConfig& config = *model_configs_[batch.model];
   if (!calls.empty() && calls.front()->metrics != nullptr) {
-    calls.front()->metrics->RecordBatch(config.name(), batch.items);
+    calls.front()->metrics->RecordBatch(config.name(), calls.front()->version,
+                                        batch.items);
   }
   std::vector<const InferCall*> members;
   for (const auto& c : calls) members.push_back(c.get());
@@ -306,6 +308,9 @@ void GpuletWorker::Answer(std::unique_ptr<InferCall> call, absl::Status status,
     params["tessera.proxy_us"].set_int64_param(response.proxy_time_us());
     params["tessera.frontend_us"].set_int64_param(
         absl::ToInt64Microseconds(clock_->Now() - call->arrival));
+    call->queued =
+        (sent - call->arrival) + absl::Microseconds(response.queue_time_us());
+    call->executed = absl::Microseconds(response.exec_time_us());
   }
   ++answered_;
   if (!s.ok() || clock_->Now() > call->deadline) ++late_;

@@ -48,6 +48,10 @@ struct InferCall {
   const Clock* clock = nullptr;
   // The admission budget the call holds until it is destroyed.
   AdmissionControl::Ticket admission;
+  // Set when the batch answers: the call's time in the queues (the
+  // frontend's and the device's) and its batch's execution.
+  absl::Duration queued;
+  absl::Duration executed;
 };
 
 }  // namespace tessera

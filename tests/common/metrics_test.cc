@@ -44,6 +44,20 @@ TEST(MetricsRegistryTest, RendersTheTextExpositionFormat) {
   EXPECT_LT(text.find("t_epoch"), text.find("t_latency_seconds"));
 }
 
+// A total kept elsewhere, copied in before each scrape: the counter follows
+// it up and never goes back down.
+TEST(MetricsRegistryTest, CounterSetTotalNeverDecreases) {
+  MetricsRegistry r;
+  auto* c = r.AddCounter("t_plans_total", "Plans.", {});
+  c->SetTotal({}, 3);
+  EXPECT_THAT(r.Render(),
+              HasSubstr("# TYPE t_plans_total counter\nt_plans_total 3\n"));
+  c->SetTotal({}, 2);
+  EXPECT_THAT(r.Render(), HasSubstr("t_plans_total 3\n"));
+  c->SetTotal({}, 5);
+  EXPECT_THAT(r.Render(), HasSubstr("t_plans_total 5\n"));
+}
+
 TEST(MetricsRegistryTest, GaugeClearDropsSeries) {
   MetricsRegistry r;
   auto* g = r.AddGauge("t_share", "Share.", {"gpulet"});

@@ -165,6 +165,29 @@ class MetricsTest(unittest.TestCase):
         self.assertGreaterEqual(
             value(after, "tessera_frontend_batch_size_count",
                   model="resnet50"), 1)
+        # Triton's families, with Triton's names and labels (the parser
+        # adds "_total" to a counter's samples; the exposition has none,
+        # as Triton's).
+        rv = {"model": "resnet50", "version": "1"}
+        for name, moved in (("nv_inference_request_success_total", 20),
+                            ("nv_inference_count_total", 20),
+                            ("nv_inference_request_failure_total", 1)):
+            self.assertEqual(
+                value(after, name, **rv) - value(before, name, **rv), moved,
+                name)
+        self.assertGreaterEqual(
+            value(after, "nv_inference_exec_count_total", **rv) -
+            value(before, "nv_inference_exec_count_total", **rv), 1)
+        for name in ("nv_inference_request_duration_us_total",
+                     "nv_inference_queue_duration_us_total",
+                     "nv_inference_compute_infer_duration_us_total"):
+            self.assertGreater(
+                value(after, name, **rv) - value(before, name, **rv), 0, name)
+        self.assertGreater(
+            value(after, "nv_inference_request_duration_us_total", **rv),
+            value(after, "nv_inference_compute_infer_duration_us_total", **rv))
+        self.assertGreaterEqual(
+            value(after, "tessera_frontend_plans_installed_total"), 1)
         self.assertGreaterEqual(value(after, "tessera_frontend_plan_epoch"), 1)
         self.assertEqual(
             value(after, "tessera_frontend_backend_up", backend="backend1"), 1)

@@ -381,6 +381,8 @@ void FrontendServer::Shutdown() {
     stopping_ = true;
   }
   if (control_ != nullptr) control_->Stop();
+  // Health checks say NOT_SERVING from now on (load balancers stop sending).
+  if (server_ != nullptr) server_->GetHealthCheckService()->Shutdown();
   trigger_.Stop();
   coordinator_.Stop();
   http_.reset();

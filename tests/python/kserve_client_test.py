@@ -150,6 +150,27 @@ class KServeClientTest(unittest.TestCase):
         self.assertTrue(self.stub.ModelReady(
             pb.ModelReadyRequest(name="bert_tiny")).ready)
 
+    def test_grpc_health_and_reflection(self):
+        # The standard services, called with hand-encoded messages (their
+        # Python packages are not in Debian): grpc.health.v1.Health/Check
+        # with an empty HealthCheckRequest answers status SERVING (field 1
+        # = 1) once the frontend is ready; a service it does not have is
+        # NOT_FOUND.
+        check = self.channel.unary_unary("/grpc.health.v1.Health/Check")
+        self.assertEqual(check(b"", timeout=10), b"\x08\x01")
+        name = b"no.such.Service"
+        with self.assertRaises(self.grpc.RpcError) as ctx:
+            check(b"\x0a" + bytes([len(name)]) + name, timeout=10)
+        self.assertEqual(ctx.exception.code(), self.grpc.StatusCode.NOT_FOUND)
+        # Server reflection lists the KServe service: a
+        # ServerReflectionRequest with list_services (field 7) = "".
+        info = self.channel.stream_stream(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        answers = list(info(iter([b"\x3a\x00"]), timeout=10))
+        self.assertEqual(len(answers), 1)
+        self.assertIn(b"inference.GRPCInferenceService", answers[0])
+        self.assertIn(b"grpc.health.v1.Health", answers[0])
+
     def test_lenet_raw_fp32_matches_torch(self):
         import numpy as np
         import torch

@@ -244,11 +244,17 @@ LocalCluster::~LocalCluster() {
   if (!work_dir_.empty()) fs::remove_all(work_dir_, ec);
 }
 
-std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub()
-    const {
+std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub(
+    absl::Duration reconnect_backoff) const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  if (reconnect_backoff > absl::ZeroDuration()) {
+    const int ms = static_cast<int>(absl::ToInt64Milliseconds(reconnect_backoff));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ms);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, ms);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ms);
+  }
   return inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
       frontend_address_, ChannelCredentials(tls_dir_), args));
 }

@@ -52,7 +52,10 @@ class LocalCluster {
   const std::string& admin_token() const { return admin_token_; }
   const std::string& admin_token_file() const { return admin_token_file_; }
   void AttachAdminToken(grpc::ClientContext* context) const;
-  std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub() const;
+  // `reconnect_backoff` > 0: the channel reconnects after a lost
+  // connection within that (gRPC's default: 1 s, then 1.6x each try).
+  std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub(
+      absl::Duration reconnect_backoff = absl::ZeroDuration()) const;
   // A stub of backend `i` whose calls carry the cluster token (and, with
   // TLS, present the cluster's certificate): what the frontend sends.
   std::unique_ptr<BackendService::Stub> NewBackendStub(int i) const;

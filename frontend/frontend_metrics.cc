@@ -1,5 +1,7 @@
 #include "frontend/frontend_metrics.h"
 
+#include "absl/time/clock.h"
+
 namespace tessera {
 
 FrontendMetrics::FrontendMetrics() {
@@ -112,12 +114,21 @@ void FrontendMetrics::RecordRequest(const std::string& model,
     nv_failure_->Increment(mv);
   }
   if (missed_deadline) slo_violations_->Increment({model});
+  statistics_.RecordRequest(
+      model, served.version, code == absl::StatusCode::kOk, latency,
+      served.queued, served.executed, served.items, absl::Now());
 }
 
-void FrontendMetrics::RecordBatch(const std::string& model,
-                                  const std::string& version, int items) {
+void FrontendMetrics::RecordBatch(const std::string& model, int items) {
   batch_size_->Observe({model}, items);
+}
+
+void FrontendMetrics::RecordExecution(const std::string& model,
+                                      const std::string& version,
+                                      int64_t batch_size,
+                                      absl::Duration executed) {
   nv_exec_count_->Increment({model, version});
+  statistics_.RecordExecution(model, version, batch_size, executed);
 }
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "frontend/inference_statistics.h"
 
 namespace tessera {
 
@@ -31,10 +32,14 @@ class FrontendMetrics {
   void RecordRequest(const std::string& model, absl::StatusCode code,
                      absl::Duration latency, bool missed_deadline,
                      const ServedCall& served = ServedCall());
-  // One batch sent to a backend (a model execution, for Triton's
-  // nv_inference_exec_count).
-  void RecordBatch(const std::string& model, const std::string& version,
-                   int items);
+  // One batch sent to a backend.
+  void RecordBatch(const std::string& model, int items);
+  // One batch answered OK: a model execution (Triton's exec_count and
+  // per-batch-size statistics).
+  void RecordExecution(const std::string& model, const std::string& version,
+                       int64_t batch_size, absl::Duration executed);
+  // Triton's per-model statistics (the ModelStatistics RPC).
+  const InferenceStatistics& statistics() const { return statistics_; }
 
   MetricsRegistry& registry() { return registry_; }
   MetricsRegistry::Gauge* plan_epoch() { return plan_epoch_; }
@@ -52,6 +57,7 @@ class FrontendMetrics {
 
  private:
   MetricsRegistry registry_;
+  InferenceStatistics statistics_;
   MetricsRegistry::Counter* requests_;
   MetricsRegistry::Histogram* latency_;
   MetricsRegistry::Counter* slo_violations_;

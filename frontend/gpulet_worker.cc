@@ -219,8 +219,7 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
                              std::vector<std::unique_ptr<InferCall>> calls) {
   const ModelConfig& config = *model_configs_[batch.model];
   if (!calls.empty() && calls.front()->metrics != nullptr) {
-    calls.front()->metrics->RecordBatch(config.name(), calls.front()->version,
-                                        batch.items);
+    calls.front()->metrics->RecordBatch(config.name(), batch.items);
   }
   std::vector<const InferCall*> members;
   for (const auto& c : calls) members.push_back(c.get());
@@ -274,6 +273,12 @@ void GpuletWorker::OnBatchResponse(
       (absl::IsInternal(status) || absl::IsInvalidArgument(status))) {
     Isolate(std::move(calls));
     return;
+  }
+  if (status.ok() && !calls.empty() && calls.front()->metrics != nullptr) {
+    calls.front()->metrics->RecordExecution(
+        calls.front()->config->name(), calls.front()->version,
+        response.outputs_size() > 0 ? response.outputs(0).shape(0) : 0,
+        absl::Microseconds(response.exec_time_us()));
   }
   int row = 0;
   for (auto& call : calls) {

@@ -9,6 +9,7 @@
 #include "common/grpc_status_util.h"
 #include "frontend/gpulet_worker.h"
 #include "frontend/request_codec.h"
+#include "frontend/triton_model_config.h"
 
 namespace tessera {
 namespace {
@@ -59,6 +60,10 @@ void InferenceService::Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
              &InferenceService::ModelMetadata);
   ArmHandler(this, calls, async, cq, &AsyncService::RequestModelInfer,
              &InferenceService::ModelInfer);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestModelConfig,
+             &InferenceService::ModelConfig);
+  ArmHandler(this, calls, async, cq, &AsyncService::RequestModelStatistics,
+             &InferenceService::ModelStatistics);
   ArmHandler(this, calls, async, cq, &AsyncService::RequestRepositoryIndex,
              &InferenceService::RepositoryIndex);
   ArmHandler(this, calls, async, cq, &AsyncService::RequestRepositoryModelLoad,
@@ -119,6 +124,38 @@ void InferenceService::ModelMetadata(
   }
   for (const auto& t : entry->config.output()) {
     FillTensorMetadata(t, response->add_outputs());
+  }
+  return Done(finish, absl::OkStatus());
+}
+
+void InferenceService::ModelConfig(grpc::ServerContext* context,
+                                   const inference::ModelConfigRequest* request,
+                                   inference::ModelConfigResponse* response,
+                                   Finish finish) {
+  auto version =
+      repository_->ResolveVersion(request->name(), request->version());
+  if (!version.ok()) return Done(finish, version.status());
+  *response->mutable_config() =
+      TritonModelConfig(repository_->Find(request->name())->config);
+  return Done(finish, absl::OkStatus());
+}
+
+void InferenceService::ModelStatistics(
+    grpc::ServerContext* context,
+    const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response, Finish finish) {
+  std::string version;
+  if (!request->name().empty()) {
+    auto resolved =
+        repository_->ResolveVersion(request->name(), request->version());
+    if (!resolved.ok()) return Done(finish, resolved.status());
+    if (!request->version().empty()) version = absl::StrCat(*resolved);
+  } else if (!request->version().empty()) {
+    return Done(finish,
+                absl::InvalidArgumentError("a version needs a model name"));
+  }
+  if (metrics_ != nullptr) {
+    *response = metrics_->statistics().Report(request->name(), version);
   }
   return Done(finish, absl::OkStatus());
 }

@@ -73,6 +73,16 @@ class InferenceService {
   void ModelInfer(grpc::ServerContext* context,
                   const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response, Finish finish);
+  // Triton's extensions: the model's config as Triton's ModelConfig, and
+  // its cumulative statistics (NOT_FOUND for a model or version the
+  // repository lacks).
+  void ModelConfig(grpc::ServerContext* context,
+                   const inference::ModelConfigRequest* request,
+                   inference::ModelConfigResponse* response, Finish finish);
+  void ModelStatistics(grpc::ServerContext* context,
+                       const inference::ModelStatisticsRequest* request,
+                       inference::ModelStatisticsResponse* response,
+                       Finish finish);
   void RepositoryIndex(grpc::ServerContext* context,
                        const inference::RepositoryIndexRequest* request,
                        inference::RepositoryIndexResponse* response,

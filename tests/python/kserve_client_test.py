@@ -127,6 +127,28 @@ class KServeClientTest(unittest.TestCase):
                                       "outputs": 5},
             "ServerMetadataResponse": {"name": 1, "version": 2,
                                        "extensions": 3},
+            # Triton's model_config.proto and its statistics messages.
+            "ModelConfig": {"name": 1, "platform": 2, "backend": 17,
+                            "max_batch_size": 4, "input": 5, "output": 6,
+                            "dynamic_batching": 11, "parameters": 14},
+            "ModelInput": {"name": 1, "data_type": 2, "dims": 4},
+            "ModelOutput": {"name": 1, "data_type": 2, "dims": 3},
+            "ModelDynamicBatching": {"preferred_batch_size": 1,
+                                     "max_queue_delay_microseconds": 2},
+            "ModelConfigRequest": {"name": 1, "version": 2},
+            "ModelConfigResponse": {"config": 1},
+            "ModelStatisticsRequest": {"name": 1, "version": 2},
+            "ModelStatisticsResponse": {"model_stats": 1},
+            "ModelStatistics": {"name": 1, "version": 2,
+                                "last_inference": 3, "inference_count": 4,
+                                "execution_count": 5, "inference_stats": 6,
+                                "batch_stats": 7},
+            "InferStatistics": {"success": 1, "fail": 2, "queue": 3,
+                                "compute_input": 4, "compute_infer": 5,
+                                "compute_output": 6},
+            "InferBatchStatistics": {"batch_size": 1, "compute_input": 2,
+                                     "compute_infer": 3, "compute_output": 4},
+            "StatisticDuration": {"count": 1, "ns": 2},
         }
         for message, fields in expected.items():
             desc = getattr(self.pb, message).DESCRIPTOR
@@ -136,8 +158,61 @@ class KServeClientTest(unittest.TestCase):
         svc = self.pb.DESCRIPTOR.services_by_name["GRPCInferenceService"]
         self.assertEqual(svc.full_name, "inference.GRPCInferenceService")
         for rpc in ("ServerLive", "ServerReady", "ModelReady",
-                    "ServerMetadata", "ModelMetadata", "ModelInfer"):
+                    "ServerMetadata", "ModelMetadata", "ModelInfer",
+                    "ModelConfig", "ModelStatistics"):
             self.assertIn(rpc, svc.methods_by_name)
+        self.assertEqual(self.pb.DataType.Value("TYPE_FP32"), 11)
+        self.assertEqual(self.pb.DataType.Value("TYPE_INT64"), 9)
+
+    def test_triton_model_config_and_statistics(self):
+        import numpy as np
+        pb = self.pb
+        config = self.stub.ModelConfig(
+            pb.ModelConfigRequest(name="lenet")).config
+        self.assertEqual(config.name, "lenet")
+        self.assertEqual(config.platform, "pytorch_libtorch")
+        self.assertGreater(config.max_batch_size, 0)
+        # Triton's dims leave the batch dimension out.
+        self.assertEqual(list(config.input[0].dims), [1, 28, 28])
+        self.assertEqual(config.input[0].data_type, pb.TYPE_FP32)
+        self.assertTrue(config.HasField("dynamic_batching"))
+        self.assertIn("slo_ms", config.parameters)
+        bert = self.stub.ModelConfig(
+            pb.ModelConfigRequest(name="bert_tiny")).config
+        self.assertEqual(bert.input[0].data_type, pb.TYPE_INT64)
+        with self.assertRaises(self.grpc.RpcError) as ctx:
+            self.stub.ModelConfig(pb.ModelConfigRequest(name="nope"))
+        self.assertEqual(ctx.exception.code(), self.grpc.StatusCode.NOT_FOUND)
+
+        def lenet_stats():
+            r = self.stub.ModelStatistics(
+                pb.ModelStatisticsRequest(name="lenet"))
+            return r.model_stats[0] if r.model_stats else pb.ModelStatistics()
+        before = lenet_stats()
+        x = np.random.default_rng(5).standard_normal(
+            (3, 1, 28, 28)).astype(np.float32)
+        req = pb.ModelInferRequest(model_name="lenet")
+        t = req.inputs.add()
+        t.name, t.datatype = "input", "FP32"
+        t.shape.extend(x.shape)
+        req.raw_input_contents.append(x.tobytes())
+        for _ in range(2):
+            self.stub.ModelInfer(req, timeout=60)
+        after = lenet_stats()
+        self.assertEqual(after.name, "lenet")
+        self.assertEqual(after.version, "1")
+        s0, s1 = before.inference_stats, after.inference_stats
+        self.assertEqual(s1.success.count - s0.success.count, 2)
+        self.assertEqual(after.inference_count - before.inference_count, 6)
+        self.assertGreater(s1.success.ns, s1.compute_infer.ns)
+        self.assertEqual(s1.queue.count, s1.success.count)
+        self.assertGreaterEqual(after.execution_count - before.execution_count,
+                                1)
+        self.assertGreater(after.last_inference, 0)
+        self.assertTrue(after.batch_stats)
+        self.assertEqual(
+            sum(b.compute_infer.count for b in after.batch_stats),
+            after.execution_count)
 
     def test_health_and_metadata(self):
         pb = self.pb

@@ -164,7 +164,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::unique_ptr<Subprocess> backend;
     auto port = StartServer(options.bin_dir + "/tessera_backend",
                             std::move(args), tmpl, id, &backend);
-    cluster->backends_.push_back(std::move(backend));
+    // A backend that could not be spawned (a wrong --bin_dir) is null.
+    if (backend != nullptr) cluster->backends_.push_back(std::move(backend));
     if (!port.ok()) return port.status();
     cluster->backend_addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
     absl::StrAppend(&frontend_config, "backends { id: \"", id,
@@ -250,7 +251,8 @@ std::unique_ptr<inference::GRPCInferenceService::Stub> LocalCluster::NewStub(
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   if (reconnect_backoff > absl::ZeroDuration()) {
-    const int ms = static_cast<int>(absl::ToInt64Milliseconds(reconnect_backoff));
+    const int ms =
+        static_cast<int>(absl::ToInt64Milliseconds(reconnect_backoff));
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ms);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, ms);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ms);

@@ -162,6 +162,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     for (const auto& f : tls_flags) args.push_back(f);
     for (const auto& f : options.extra_backend_flags) args.push_back(f);
     std::unique_ptr<Subprocess> backend;
+    std::vector<std::string> argv = {
+        options.bin_dir + "/tessera_backend",
+        absl::StrCat("--port_file=", tmpl, "/", id, ".port")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    cluster->backend_argv_.push_back(std::move(argv));
     auto port = StartServer(options.bin_dir + "/tessera_backend",
                             std::move(args), tmpl, id, &backend);
     // A backend that could not be spawned (a wrong --bin_dir) is null.
@@ -272,6 +277,21 @@ std::unique_ptr<BackendService::Stub> LocalCluster::NewBackendStub(
       grpc::experimental::CreateCustomChannelWithInterceptors(
           backend_addresses_.at(i), ChannelCredentials(tls_dir_),
           grpc::ChannelArguments(), std::move(interceptors)));
+}
+
+absl::Status LocalCluster::KillAndRestartBackend(int i) {
+  Subprocess* old = backends_.at(i).get();
+  old->Signal(SIGKILL);
+  auto exited = old->Wait(absl::Seconds(10));
+  if (!exited.ok()) return exited.status();
+  const std::string port_file = absl::StrCat(work_dir_, "/backend", i, ".port");
+  std::filesystem::remove(port_file);
+  Subprocess::Options spawn;
+  spawn.argv = backend_argv_.at(i);
+  spawn.argv.push_back("--listen=" + backend_addresses_.at(i));
+  ASSIGN_OR_RETURN(backends_.at(i), Subprocess::Spawn(spawn));
+  return WaitForPortFile(port_file, backends_.at(i).get(), absl::Seconds(30))
+      .status();
 }
 
 absl::Status LocalCluster::KillAndRestartFrontend() {

@@ -67,6 +67,10 @@ class LocalCluster {
   // port (the backends keep running). Returns once it listens; readiness
   // (a plan) comes later.
   absl::Status KillAndRestartFrontend();
+  // kill -9 of backend `i` (its proxies exit with it), then the same
+  // backend again on the same address, as a supervisor would restart it.
+  // Returns once it listens.
+  absl::Status KillAndRestartBackend(int i);
   Subprocess* backend(int i) { return backends_.at(i).get(); }
   const std::string& backend_address(int i) const {
     return backend_addresses_.at(i);
@@ -80,6 +84,8 @@ class LocalCluster {
   std::string work_dir_;
   std::vector<std::unique_ptr<Subprocess>> backends_;
   std::vector<std::string> backend_addresses_;
+  // How each backend was started (binary first), without --listen.
+  std::vector<std::vector<std::string>> backend_argv_;
   std::unique_ptr<Subprocess> frontend_;
   Subprocess::Options frontend_spawn_;
   std::string frontend_address_;

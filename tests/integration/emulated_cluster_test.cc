@@ -6,6 +6,7 @@
 // backend is planned around. Torch-free: emulated proxies run no model.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <cctype>
 
@@ -15,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -88,8 +90,10 @@ class EmulatedClusterTest : public ::testing::Test {
   // `extra_config` is appended to the frontend's config (text format);
   // `extra_flags` to the frontend's flags.
   void StartCluster(const std::string& extra_config = "",
-                    const std::vector<std::string>& extra_flags = {}) {
+                    const std::vector<std::string>& extra_flags = {},
+                    const std::string& log_dir = "") {
     LocalCluster::Options options;
+    options.log_dir = log_dir;
     options.bin_dir = kBin;
     options.model_repository = kEmulatedModels;
     options.num_backends = 2;
@@ -600,6 +604,63 @@ TEST_F(EmulatedClusterTest, KilledBackendRestartsAndIsPlannedBackIn) {
   auto settled = WaitForQuiescence(absl::Seconds(2), absl::Seconds(60));
   ASSERT_TRUE(settled.ok()) << settled.status();
   ExpectAppliedPlanMatches(*settled, backends_);
+}
+
+// The disk the processes log to is full (their output goes to a 512 KiB
+// tmpfs, then filled): logging fails, serving does not. Under a load with
+// a rate step (re-plans and shadow swaps, each logged), nothing is lost,
+// every answer is OK or an early DEADLINE_EXCEEDED, and every process is
+// still running. Mounting needs root; the test is skipped without it.
+TEST_F(EmulatedClusterTest, FullLogDiskStopsNoServing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string logs =
+      ::testing::TempDir() + "/tessera_full_logs_" + std::to_string(getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(logs, ec);
+  if (std::system(("mount -t tmpfs -o size=512k tmpfs " + logs + " 2>/dev/null")
+                      .c_str()) != 0) {
+    std::filesystem::remove_all(logs, ec);
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  }
+  absl::Cleanup unmount = [&logs] {
+    // Lazy: the cluster's processes still hold their log files.
+    (void)std::system(("umount -l " + logs).c_str());
+    std::error_code ignored;
+    std::filesystem::remove_all(logs, ignored);
+  };
+  StartCluster("", {}, logs);
+  ASSERT_NE(cluster_, nullptr);
+  {
+    std::ofstream filler(logs + "/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size()).flush()) {
+    }
+  }
+  struct statvfs disk {};
+  ASSERT_EQ(::statvfs(logs.c_str(), &disk), 0);
+  ASSERT_EQ(disk.f_bavail, 0u) << "the log disk is not full";
+  std::vector<LoadGenerator::ModelLoad> loads = {
+      Load("lenet", {{absl::ZeroDuration(), 40}, {absl::Seconds(3), 160}}),
+      Load("googlenet", {{absl::ZeroDuration(), 20}})};
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(8);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), loads, lo);
+  EXPECT_EQ(result.lost, 0);
+  ExpectOnlyCodes(result,
+                  {absl::StatusCode::kOk, absl::StatusCode::kDeadlineExceeded});
+  int64_t ok = 0;
+  for (const auto& r : result.records) ok += r.code == absl::StatusCode::kOk;
+  std::printf("[ report ] log disk full: %s, %lld of %zu OK\n",
+              CodeCounts(result).c_str(), static_cast<long long>(ok),
+              result.records.size());
+  EXPECT_GT(ok, static_cast<int64_t>(result.records.size()) * 9 / 10);
+  EXPECT_TRUE(cluster_->frontend()->Running());
+  for (int i = 0; i < cluster_->num_backends(); ++i) {
+    EXPECT_TRUE(cluster_->backend(i)->Running()) << "backend" << i;
+  }
+  EXPECT_GT(std::filesystem::file_size(logs + "/frontend.log", ec), 0u);
 }
 
 // The pid of the proxy process serving gpulet `id` (0: none running).

@@ -1,6 +1,7 @@
 #include "tests/integration/local_cluster.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -99,6 +100,27 @@ absl::Status MakeCertificates(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// <dir>/<name>.log opened for appending, for a child's stdout and stderr
+// (no file, fd -1, when `dir` is empty); closed here once the child has
+// its copy.
+class LogFile {
+ public:
+  LogFile(const std::string& dir, const std::string& name)
+      : fd_(dir.empty()
+                ? -1
+                : ::open((dir + "/" + name + ".log").c_str(),
+                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {}
+  ~LogFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
+};
+
 // 32 hex digits from the kernel's random source.
 std::string RandomToken() {
   std::ifstream random("/dev/urandom", std::ios::binary);
@@ -116,10 +138,12 @@ absl::StatusOr<int> StartServer(const std::string& binary,
                                 std::vector<std::string> args,
                                 const std::string& dir, const std::string& name,
                                 std::unique_ptr<Subprocess>* process,
-                                std::map<std::string, std::string> env) {
+                                std::map<std::string, std::string> env,
+                                int log_fd) {
   const std::string port_file = absl::StrCat(dir, "/", name, ".port");
   Subprocess::Options spawn;
   spawn.env = std::move(env);
+  if (log_fd >= 0) spawn.inherit_fds = {{1, log_fd}, {2, log_fd}};
   spawn.argv = {binary, "--listen=127.0.0.1:0", "--port_file=" + port_file};
   for (auto& a : args) spawn.argv.push_back(std::move(a));
   auto started = Subprocess::Spawn(spawn);
@@ -167,8 +191,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         absl::StrCat("--port_file=", tmpl, "/", id, ".port")};
     argv.insert(argv.end(), args.begin(), args.end());
     cluster->backend_argv_.push_back(std::move(argv));
+    const LogFile log(options.log_dir, id);
     auto port = StartServer(options.bin_dir + "/tessera_backend",
-                            std::move(args), tmpl, id, &backend);
+                            std::move(args), tmpl, id, &backend, {}, log.fd());
     // A backend that could not be spawned (a wrong --bin_dir) is null.
     if (backend != nullptr) cluster->backends_.push_back(std::move(backend));
     if (!port.ok()) return port.status();
@@ -200,6 +225,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   for (const auto& f : tls_flags) spawn.argv.push_back(f);
   for (const auto& f : options.extra_frontend_flags) spawn.argv.push_back(f);
   spawn.env = options.frontend_env;
+  const LogFile frontend_log(options.log_dir, "frontend");
+  if (frontend_log.fd() >= 0) {
+    spawn.inherit_fds = {{1, frontend_log.fd()}, {2, frontend_log.fd()}};
+  }
   auto frontend = Subprocess::Spawn(spawn);
   if (!frontend.ok()) return frontend.status();
   cluster->frontend_ = std::move(*frontend);
@@ -214,6 +243,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
   }
   cluster->frontend_spawn_ = spawn;
+  // (A restarted frontend writes to the test's output: the log file's
+  // descriptor is closed by then.)
+  cluster->frontend_spawn_.inherit_fds.clear();
   auto admin = WaitForPortFile(tmpl + "/frontend.admin",
                                cluster->frontend_.get(), absl::Seconds(30));
   if (!admin.ok()) return admin.status();

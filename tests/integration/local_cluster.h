@@ -39,6 +39,9 @@ class LocalCluster {
     // frontend's ports serve TLS, frontend and backends authenticate each
     // other with certificates (mutual TLS), and NewStub speaks TLS.
     bool tls = false;
+    // Where the processes write their output (<name>.log each: frontend,
+    // backend0, ...); empty: the test's own stdout and stderr.
+    std::string log_dir;
   };
 
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(
@@ -107,11 +110,13 @@ absl::StatusOr<std::string> MakeSubsetRepository(
 
 // Starts `binary` with `args` plus --listen=127.0.0.1:0 and a port file in
 // `dir` named after `name`, and waits until it serves; returns its port.
+// `log_fd` >= 0: the process's stdout and stderr go there.
 absl::StatusOr<int> StartServer(const std::string& binary,
                                 std::vector<std::string> args,
                                 const std::string& dir, const std::string& name,
                                 std::unique_ptr<Subprocess>* process,
-                                std::map<std::string, std::string> env = {});
+                                std::map<std::string, std::string> env = {},
+                                int log_fd = -1);
 
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);

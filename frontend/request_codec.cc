@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/client_text.h"
 #include "common/data_type.h"
@@ -230,9 +231,42 @@ absl::StatusOr<std::vector<int>> SelectOutputs(
 
 }  // namespace
 
+namespace {
+
+// Triton's shared-memory extension names a region instead of sending the
+// data (tensor parameters shared_memory_region, _byte_size, _offset).
+// Tessera does not register regions: such a tensor is refused by name,
+// not decoded as an empty one.
+absl::Status RefuseSharedMemory(const inference::ModelInferRequest& request,
+                                const std::string& model) {
+  auto refuse = [&](absl::string_view kind, const std::string& name,
+                    const auto& parameters) -> absl::Status {
+    for (const auto& [key, value] : parameters) {
+      if (absl::StartsWith(key, "shared_memory_")) {
+        return absl::UnimplementedError(absl::StrCat(
+            model, " ", kind, " '", ClientText(name), "': shared-memory ",
+            "tensors (parameter ", ClientText(key),
+            ") are not supported; send the data in raw_input_contents or "
+            "contents, and read outputs from the response"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& in : request.inputs()) {
+    RETURN_IF_ERROR(refuse("input", in.name(), in.parameters()));
+  }
+  for (const auto& out : request.outputs()) {
+    RETURN_IF_ERROR(refuse("output", out.name(), out.parameters()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<DecodedRequest> RequestCodec::Decode(
     const inference::ModelInferRequest& request, const ModelConfig& config) {
   const std::string model = absl::StrCat("model '", config.name(), "'");
+  RETURN_IF_ERROR(RefuseSharedMemory(request, model));
   const int num_inputs = config.input_size();
   const bool raw = request.raw_input_contents_size() > 0;
   if (raw && request.raw_input_contents_size() != request.inputs_size()) {

@@ -82,6 +82,27 @@ TEST(RequestCodecTest, DecodesRawContentsInConfigOrder) {
   EXPECT_THAT(d->outputs, ::testing::ElementsAre(0, 1));
 }
 
+// Triton's shared-memory extension: a tensor that names a region instead
+// of carrying data is refused as unsupported, by name (it used to be
+// decoded as an empty tensor: "0 elements").
+TEST(RequestCodecTest, SharedMemoryTensorsAreUnimplemented) {
+  auto input = RawRequest(1);
+  input.clear_raw_input_contents();
+  (*input.mutable_inputs(0)->mutable_parameters())["shared_memory_region"]
+      .set_string_param("input_data");
+  auto d = RequestCodec::Decode(input, TwoInputConfig());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(d.status().message(),
+              ::testing::HasSubstr("shared_memory_region"));
+  auto output = RawRequest(1);
+  auto* out = output.add_outputs();
+  out->set_name("y");
+  (*out->mutable_parameters())["shared_memory_byte_size"].set_int64_param(64);
+  d = RequestCodec::Decode(output, TwoInputConfig());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(d.status().message(), ::testing::HasSubstr("output 'y'"));
+}
+
 TEST(RequestCodecTest, TypedContentsEqualRawBytes) {
   auto raw = RawRequest(1);
   inference::ModelInferRequest typed = raw;

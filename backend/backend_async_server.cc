@@ -236,8 +236,12 @@ grpc::Status BackendAsyncServer::Admit(const grpc::ServerContext& context,
   if (secret_.empty()) return grpc::Status::OK;
   absl::Status s = secret_.Check(context);
   if (s.ok()) return grpc::Status::OK;
-  spdlog::warn("refused {} from {}: {}", method, context.peer(),
-               std::string(s.message()));
+  if (int64_t more = 0; refusal_log_.Allow(&more)) {
+    spdlog::warn(
+        "refused {} from {}: {}{}", method, context.peer(),
+        std::string(s.message()),
+        more > 0 ? absl::StrCat(" (", more, " more refusals not logged)") : "");
+  }
   return ToGrpcStatus(s);
 }
 

@@ -11,6 +11,7 @@
 #include "backend.grpc.pb.h"
 #include "backend/backend_service.h"
 #include "common/async_call.h"
+#include "common/log_rate_limiter.h"
 #include "common/owned_threads.h"
 #include "common/poll_governor.h"
 #include "common/shared_secret.h"
@@ -79,6 +80,8 @@ class BackendAsyncServer {
   std::thread loop_;
   int port_ = 0;
   SharedSecret secret_;
+  // Refusals are logged a few per second at most.
+  mutable LogRateLimiter refusal_log_{5};
 
   AsyncCallCount calls_;
   OwnedThreads plan_threads_;

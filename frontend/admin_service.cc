@@ -1,5 +1,6 @@
 #include "frontend/admin_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status_util.h"
 #include "frontend/frontend_server.h"
 #include "spdlog/spdlog.h"
@@ -14,9 +15,11 @@ absl::Status AdminServiceImpl::Authorize(
         "tessera_frontend with --admin_token_file");
   }
   absl::Status s = secret_.Check(context);
-  if (!s.ok()) {
-    spdlog::warn("refused an admin call from {}: {}", context.peer(),
-                 std::string(s.message()));
+  if (int64_t more = 0; !s.ok() && refusal_log_.Allow(&more)) {
+    spdlog::warn(
+        "refused an admin call from {}: {}{}", context.peer(),
+        std::string(s.message()),
+        more > 0 ? absl::StrCat(" (", more, " more refusals not logged)") : "");
   }
   return s;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "admin.grpc.pb.h"
+#include "common/log_rate_limiter.h"
 #include "common/shared_secret.h"
 
 namespace tessera {
@@ -34,6 +35,8 @@ class AdminServiceImpl final : public AdminService::Service {
 
   FrontendServer* server_;
   const SharedSecret secret_;
+  // Refusals are logged a few per second at most.
+  mutable LogRateLimiter refusal_log_{5};
 };
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
@@ -35,6 +36,50 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
                                                      httplib::Response& res) {
     res.status = (!ready || ready()) ? 200 : 503;
   });
+  if (handlers.api) {
+    s.set_payload_max_length(handlers.max_body_bytes);
+    auto call = [api = handlers.api](const httplib::Request& req,
+                                     std::string body, httplib::Response& res) {
+      HttpRequest request;
+      request.method = req.method;
+      request.path = req.path;
+      for (const auto& [name, value] : req.headers) {
+        request.headers[absl::AsciiStrToLower(name)] = value;
+      }
+      request.body = std::move(body);
+      request.peer =
+          absl::StrCat("ipv4:", req.remote_addr, ":", req.remote_port);
+      HttpReply reply = api(request);
+      res.status = reply.status;
+      for (const auto& [name, value] : reply.headers) {
+        res.set_header(name, value);
+      }
+      res.set_content(reply.body, reply.content_type);
+    };
+    s.Get(R"(/v2(/.*)?)",
+          [call](const httplib::Request& req, httplib::Response& res) {
+            call(req, "", res);
+          });
+    // Bodies are read here whatever their Content-Type: httplib's own
+    // reading would refuse a form-encoded body over 8 KiB (what curl -d
+    // sends) and parse it as a query.
+    s.Post(R"(/v2(/.*)?)", [call](const httplib::Request& req,
+                                  httplib::Response& res,
+                                  const httplib::ContentReader& read) {
+      if (req.is_multipart_form_data()) {
+        res.status = 415;
+        res.set_content(R"({"error":"multipart bodies are not supported"})",
+                        "application/json");
+        return;
+      }
+      std::string body;
+      read([&body](const char* data, size_t length) {
+        body.append(data, length);
+        return true;
+      });
+      call(req, std::move(body), res);
+    });
+  }
   endpoint->port_ = port == 0 ? s.bind_to_any_port(host)
                               : (s.bind_to_port(host, port) ? port : -1);
   if (endpoint->port_ <= 0) {

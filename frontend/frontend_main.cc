@@ -40,8 +40,9 @@ ABSL_FLAG(std::string, backends, "",
 ABSL_FLAG(std::string, plan_file, "",
           "If set, each plan installed is written here (text format).");
 ABSL_FLAG(int, http_port, 8000,
-          "HTTP port for /metrics (Prometheus) and /v2/health/{live,ready} "
-          "on the --listen host; 0 picks a free port, -1 turns it off.");
+          "HTTP port on the --listen host for KServe v2 REST (/v2/..., with "
+          "Triton's binary-data extension), /metrics (Prometheus) and "
+          "/v2/health/{live,ready}; 0 picks a free port, -1 turns it off.");
 ABSL_FLAG(std::string, http_port_file, "",
           "If set, the HTTP port is written to this file once serving.");
 ABSL_FLAG(std::string, admin_listen, "127.0.0.1:8190",

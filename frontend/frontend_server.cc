@@ -177,11 +177,14 @@ absl::Status FrontendServer::StartHttp() {
       options_.listen.substr(0, options_.listen.rfind(':'));
   auto http = HttpEndpoint::Start(
       host, options_.http_port,
-      {[this] { return RenderMetrics(); }, [this] { return Ready(); }},
+      {[this] { return RenderMetrics(); }, [this] { return Ready(); },
+       [this](const HttpRequest& request) { return rest_.Handle(request); },
+       static_cast<size_t>(options_.max_message_bytes)},
       options_.tls.files().cert_file, options_.tls.files().key_file);
   if (!http.ok()) return http.status();
   http_ = std::move(*http);
-  spdlog::info("frontend metrics and health on HTTP port {}", http_->port());
+  spdlog::info("frontend KServe v2 REST, metrics and health on HTTP port {}",
+               http_->port());
   return absl::OkStatus();
 }
 

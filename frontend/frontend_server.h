@@ -32,6 +32,7 @@
 #include "frontend/profile_store.h"
 #include "frontend/replan_trigger.h"
 #include "frontend/request_monitor.h"
+#include "frontend/rest_inference_service.h"
 #include "frontend/router.h"
 #include "frontend/unloaded_models.h"
 #include "grpcpp/server.h"
@@ -170,6 +171,7 @@ class FrontendServer : public ModelControl {
   // Ticked by the heartbeat thread only.
   HeapTrimmer trimmer_;
   InferenceService service_;
+  RestInferenceService rest_{&service_, {}};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 

@@ -96,8 +96,13 @@ void InferenceService::ModelReady(grpc::ServerContext* context,
   auto version =
       repository_->ResolveVersion(request->name(), request->version());
   if (!version.ok()) return Done(finish, version.status());
-  response->set_ready(router_->Serves(request->name()));
+  response->set_ready(ModelIsReady(request->name()));
   return Done(finish, absl::OkStatus());
+}
+
+bool InferenceService::ModelIsReady(const std::string& model) const {
+  return !(control_ != nullptr && control_->IsUnloaded(model)) &&
+         router_->Serves(model);
 }
 
 void InferenceService::ServerMetadata(
@@ -144,26 +149,38 @@ void InferenceService::ModelStatistics(
     grpc::ServerContext* context,
     const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response, Finish finish) {
-  std::string version;
-  if (!request->name().empty()) {
-    auto resolved =
-        repository_->ResolveVersion(request->name(), request->version());
-    if (!resolved.ok()) return Done(finish, resolved.status());
-    if (!request->version().empty()) version = absl::StrCat(*resolved);
-  } else if (!request->version().empty()) {
-    return Done(finish,
-                absl::InvalidArgumentError("a version needs a model name"));
-  }
-  if (metrics_ != nullptr) {
-    *response = metrics_->statistics().Report(request->name(), version);
-  }
+  auto report = Statistics(request->name(), request->version());
+  if (!report.ok()) return Done(finish, report.status());
+  *response = std::move(*report);
   return Done(finish, absl::OkStatus());
+}
+
+absl::StatusOr<inference::ModelStatisticsResponse> InferenceService::Statistics(
+    const std::string& name, const std::string& version) const {
+  std::string resolved_version;
+  if (!name.empty()) {
+    auto resolved = repository_->ResolveVersion(name, version);
+    if (!resolved.ok()) return resolved.status();
+    if (!version.empty()) resolved_version = absl::StrCat(*resolved);
+  } else if (!version.empty()) {
+    return absl::InvalidArgumentError("a version needs a model name");
+  }
+  if (metrics_ == nullptr) return inference::ModelStatisticsResponse();
+  return metrics_->statistics().Report(name, resolved_version);
 }
 
 void InferenceService::ModelInfer(grpc::ServerContext* context,
                                   const inference::ModelInferRequest* request,
                                   inference::ModelInferResponse* response,
                                   Finish finish) {
+  Infer({context->peer(), absl::FromChrono(context->deadline())}, request,
+        response, std::move(finish));
+}
+
+void InferenceService::Infer(const CallOrigin& origin,
+                             const inference::ModelInferRequest* request,
+                             inference::ModelInferResponse* response,
+                             Finish finish) {
   const absl::Time arrival = clock_->Now();
   // Calls refused before routing count too (unknown names as "_unknown",
   // so bad requests cannot grow the label set).
@@ -195,8 +212,8 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   AdmissionControl::Ticket ticket;
   if (admission_ != nullptr) {
     if (absl::Status s = admission_->CheckBacklog(
-            slo, absl::StrCat(context->peer(), "/", request->model_name()),
-            absl::FromChrono(context->deadline()), arrival);
+            slo, absl::StrCat(origin.peer, "/", request->model_name()),
+            origin.client_deadline, arrival);
         !s.ok()) {
       return refuse(s);
     }
@@ -221,8 +238,7 @@ void InferenceService::ModelInfer(grpc::ServerContext* context,
   call->admission = std::move(ticket);
   call->deadline = arrival + slo;
   // Without a client deadline this is "infinitely" far (saturating).
-  call->deadline =
-      std::min(call->deadline, absl::FromChrono(context->deadline()));
+  call->deadline = std::min(call->deadline, origin.client_deadline);
   absl::Status routed = router_->Submit(call);
   if (!routed.ok()) FinishCall(std::move(call), routed);
 }
@@ -267,40 +283,54 @@ void InferenceService::RepositoryIndex(
 }
 
 absl::Status InferenceService::Authorize(
-    const grpc::ServerContext* context) const {
+    const std::string* authorization) const {
   if (admin_secret_.empty()) {
     return absl::FailedPreconditionError(
         "model load/unload is disabled on this frontend: start "
         "tessera_frontend with --admin_token_file");
   }
-  return admin_secret_.Check(*context);
+  return admin_secret_.Check(authorization);
 }
 
-void InferenceService::RunControl(
-    grpc::ServerContext* context, const std::string& model,
-    absl::Status (ModelControl::*op)(const std::string&, absl::Time),
-    Finish finish) {
+void InferenceService::LoadOrUnload(bool load, const std::string* authorization,
+                                    const std::string& model,
+                                    absl::Time client_deadline, Finish finish) {
   if (control_ == nullptr) {
     return Done(finish, absl::UnimplementedError(
                             "this server cannot load or unload models"));
   }
-  absl::Status allowed = Authorize(context);
+  absl::Status allowed = Authorize(authorization);
   if (!allowed.ok()) return Done(finish, allowed);
   if (repository_->Find(model) == nullptr) {
     return Done(finish, absl::NotFoundError(absl::StrCat(
                             "no model '", model, "' in the model repository")));
   }
   // Without a client deadline, wait at most two minutes for the plan.
-  const absl::Time deadline = std::min(absl::FromChrono(context->deadline()),
-                                       absl::Now() + absl::Seconds(120));
+  const absl::Time deadline =
+      std::min(client_deadline, absl::Now() + absl::Seconds(120));
   // Waiting for a plan can take seconds: not on the loop thread. The
   // frontend's shutdown waits for this call to finish, and the control
   // gives up when the frontend stops.
   control_threads_.Start(
-      [this, finish = std::move(finish), model, op, deadline] {
-        Done(finish, (control_->*op)(model, deadline));
+      [this, finish = std::move(finish), model, load, deadline] {
+        Done(finish, load ? control_->LoadModel(model, deadline)
+                          : control_->UnloadModel(model, deadline));
       });
 }
+
+namespace {
+
+// The "authorization" metadata value of a gRPC call (null: none).
+const std::string* AuthorizationOf(const grpc::ServerContext& context,
+                                   std::string* storage) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return nullptr;
+  storage->assign(it->second.data(), it->second.size());
+  return storage;
+}
+
+}  // namespace
 
 void InferenceService::RepositoryModelLoad(
     grpc::ServerContext* context,
@@ -313,16 +343,20 @@ void InferenceService::RepositoryModelLoad(
                     "supported: models load from the repository as they "
                     "are"));
   }
-  RunControl(context, request->model_name(), &ModelControl::LoadModel,
-             std::move(finish));
+  std::string authorization;
+  LoadOrUnload(/*load=*/true, AuthorizationOf(*context, &authorization),
+               request->model_name(), absl::FromChrono(context->deadline()),
+               std::move(finish));
 }
 
 void InferenceService::RepositoryModelUnload(
     grpc::ServerContext* context,
     const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*, Finish finish) {
-  RunControl(context, request->model_name(), &ModelControl::UnloadModel,
-             std::move(finish));
+  std::string authorization;
+  LoadOrUnload(/*load=*/false, AuthorizationOf(*context, &authorization),
+               request->model_name(), absl::FromChrono(context->deadline()),
+               std::move(finish));
 }
 
 }  // namespace tessera

@@ -73,6 +73,35 @@ class InferenceService {
   void ModelInfer(grpc::ServerContext* context,
                   const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response, Finish finish);
+
+  // Where an inference call came from: the peer's address and the
+  // client's deadline (InfiniteFuture: none).
+  struct CallOrigin {
+    std::string peer;
+    absl::Time client_deadline = absl::InfiniteFuture();
+  };
+  // ModelInfer for any transport (gRPC, REST, streaming): the same
+  // validation, admission, routing and metrics. `request` and `response`
+  // must stay valid until `finish` has run.
+  void Infer(const CallOrigin& origin,
+             const inference::ModelInferRequest* request,
+             inference::ModelInferResponse* response, Finish finish);
+
+  // RepositoryModelLoad (`load`) or Unload for any transport:
+  // `authorization` is the caller's "authorization" value (null: none),
+  // `client_deadline` how long it waits for a plan (InfiniteFuture: at
+  // most two minutes).
+  void LoadOrUnload(bool load, const std::string* authorization,
+                    const std::string& model, absl::Time client_deadline,
+                    Finish finish);
+
+  // Read-only views for the other transports.
+  const ModelRepository& repository() const { return *repository_; }
+  // Whether `model` can be served now: placed and not unloaded.
+  bool ModelIsReady(const std::string& model) const;
+  // The statistics report of ModelStatistics (empty name: every model).
+  absl::StatusOr<inference::ModelStatisticsResponse> Statistics(
+      const std::string& name, const std::string& version) const;
   // Triton's extensions: the model's config as Triton's ModelConfig, and
   // its cumulative statistics (NOT_FOUND for a model or version the
   // repository lacks).
@@ -108,13 +137,9 @@ class InferenceService {
   // Repository load/unload calls wait for a plan, off the loop thread.
   OwnedThreads control_threads_;
 
-  // Checks the caller's token for the repository load/unload RPCs.
-  absl::Status Authorize(const grpc::ServerContext* context) const;
-  // Runs `op` off the loop thread and finishes the call with its status.
-  void RunControl(grpc::ServerContext* context, const std::string& model,
-                  absl::Status (ModelControl::*op)(const std::string&,
-                                                   absl::Time),
-                  Finish finish);
+  // Checks the caller's token (the "authorization" value, null: none)
+  // for the repository load/unload calls.
+  absl::Status Authorize(const std::string* authorization) const;
 };
 
 }  // namespace tessera

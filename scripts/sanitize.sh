@@ -34,7 +34,7 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   "$DIR/bin/tessera_unit_tests" "$@"
 
-FUZZERS=(request_codec config_loader batch_layout)
+FUZZERS=(request_codec rest_codec config_loader batch_layout)
 RUNS="${TESSERA_FUZZ_RUNS:-100000}"
 echo "==> building the fuzz targets: ${FUZZERS[*]}"
 cmake --build "$DIR" -j "$JOBS" --target "${FUZZERS[@]/%/_fuzzer}"

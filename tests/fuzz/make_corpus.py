@@ -64,6 +64,28 @@ def main():
     r.parameters["tessera.shape_only"].bool_param = True
     write("request_codec", "mobilenet_shape_only", r.SerializeToString())
 
+    # REST bodies: a first byte of 0 (all JSON) or the JSON header's
+    # length, then the body.
+    import json
+    lenet = {"id": "r", "inputs": [{"name": "input", "datatype": "FP32",
+                                    "shape": [1, 1, 28, 28],
+                                    "data": [[[[0.5] * 28] * 28]]}],
+             "outputs": [{"name": "logits",
+                          "parameters": {"binary_data": True}}]}
+    write("rest_codec", "lenet_json", b"\x00" + json.dumps(lenet).encode())
+    bert = {"inputs": [{"name": "input_ids", "datatype": "INT64",
+                        "shape": [1, 64],
+                        "parameters": {"binary_data_size": 512}},
+                       {"name": "attention_mask", "datatype": "INT32",
+                        "shape": [1, 64],
+                        "parameters": {"binary_data_size": 256}}],
+            "parameters": {"binary_data_output": True}}
+    header = json.dumps(bert, separators=(",", ":")).encode()
+    assert len(header) < 256
+    write("rest_codec", "bert_binary",
+          bytes([len(header)]) + header + b"\x07" + b"\x00" * 511
+          + b"\x01\x00\x00\x00" * 64)
+
     # Batches, as the frontend sends them on the Execute stream.
     b = bpb.BatchRequest(gpulet_id="g", model="lenet", batch_id=1)
     b.inputs.add(name="input", data_type=mc.TYPE_FP32, shape=[2, 1, 28, 28],

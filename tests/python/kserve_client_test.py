@@ -8,6 +8,7 @@ Usage: kserve_client_test.py --bin-dir build/bin --models models \
            --stubs build/python
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -59,12 +60,15 @@ static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
     models {{ model: "bert_tiny" batch_size: 8 }} }} }} }}
 ''')
         fport_file = os.path.join(self.dir, "frontend.port")
+        hport_file = os.path.join(self.dir, "frontend.http")
         self.procs.append(subprocess.Popen([
             os.path.join(ARGS.bin_dir, "tessera_frontend"),
             "--listen=127.0.0.1:0", f"--port_file={fport_file}",
-            "--http_port=0", "--admin_listen=127.0.0.1:0",
+            "--http_port=0", f"--http_port_file={hport_file}",
+            "--admin_listen=127.0.0.1:0",
             f"--config={config}", f"--model_repository={repo}"]))
         self.address = f"127.0.0.1:{wait_for_port_file(fport_file, self.procs[-1])}"
+        self.http = f"http://127.0.0.1:{wait_for_port_file(hport_file, self.procs[-1])}"
 
     def stop(self):
         for p in reversed(self.procs):
@@ -79,6 +83,39 @@ static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+CLUSTER = None
+
+
+def setUpModule():
+    """One cluster for every test; ready before the first test runs."""
+    global CLUSTER
+    import grpc
+    import grpc_service_pb2 as pb
+    import grpc_service_pb2_grpc as pb_grpc
+    CLUSTER = Cluster()
+    channel = grpc.insecure_channel(CLUSTER.address)
+    stub = pb_grpc.GRPCInferenceServiceStub(channel)
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline:
+            try:
+                if stub.ServerReady(pb.ServerReadyRequest(), timeout=5).ready:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    finally:
+        channel.close()
+    # tearDownModule does not run when setUpModule fails: stop the
+    # processes here, or they outlive the test (and hold its output).
+    CLUSTER.stop()
+    raise TimeoutError("cluster not ready")
+
+
+def tearDownModule():
+    CLUSTER.stop()
+
+
 class KServeClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -86,28 +123,13 @@ class KServeClientTest(unittest.TestCase):
         import grpc_service_pb2 as pb
         import grpc_service_pb2_grpc as pb_grpc
         cls.grpc, cls.pb = grpc, pb
-        cls.cluster = Cluster()
+        cls.cluster = CLUSTER
         cls.channel = grpc.insecure_channel(cls.cluster.address)
         cls.stub = pb_grpc.GRPCInferenceServiceStub(cls.channel)
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if cls.stub.ServerReady(pb.ServerReadyRequest(),
-                                        timeout=5).ready:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
-        # tearDownClass does not run when setUpClass fails: stop the
-        # processes here, or they outlive the test (and hold its output).
-        cls.channel.close()
-        cls.cluster.stop()
-        raise TimeoutError("cluster not ready")
 
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        cls.cluster.stop()
 
     def test_wire_field_numbers_match_kserve_v2(self):
         # Field numbers of the upstream KServe v2 grpc_service.proto.
@@ -308,6 +330,207 @@ class KServeClientTest(unittest.TestCase):
         self.assertEqual(ctx.exception.code(),
                          grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("needs 3136", ctx.exception.details())
+
+
+def rest(method, path, body=None, headers=None, timeout=60):
+    """(status, headers, body bytes) of one call to the frontend's REST
+    port; error statuses are answers too."""
+    import urllib.error
+    import urllib.request
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+    req = urllib.request.Request(CLUSTER.http + path, data=body,
+                                 method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+class KServeRestTest(unittest.TestCase):
+    """KServe v2 REST on the HTTP port, called with urllib, its answers
+    checked against the gRPC ones for the same input."""
+
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+        import grpc_service_pb2 as pb
+        import grpc_service_pb2_grpc as pb_grpc
+        cls.grpc, cls.pb = grpc, pb
+        cls.channel = grpc.insecure_channel(CLUSTER.address)
+        cls.stub = pb_grpc.GRPCInferenceServiceStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+
+    def grpc_lenet(self, x):
+        import numpy as np
+        req = self.pb.ModelInferRequest(model_name="lenet")
+        req.inputs.add(name="input", datatype="FP32", shape=list(x.shape))
+        req.raw_input_contents.append(x.tobytes())
+        resp = self.stub.ModelInfer(req, timeout=60)
+        return np.frombuffer(resp.raw_output_contents[0], dtype=np.float32)
+
+    def test_server_and_model_metadata(self):
+        status, _, body = rest("GET", "/v2")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["name"], "tessera")
+        status, _, body = rest("GET", "/v2/models/lenet")
+        self.assertEqual(status, 200)
+        meta = json.loads(body)
+        self.assertEqual(meta["name"], "lenet")
+        self.assertEqual(meta["versions"], ["1"])
+        self.assertEqual(meta["inputs"],
+                         [{"name": "input", "datatype": "FP32",
+                           "shape": [-1, 1, 28, 28]}])
+        self.assertEqual(rest("GET", "/v2/models/lenet/ready")[0], 200)
+        self.assertEqual(rest("GET", "/v2/models/lenet/versions/1/ready")[0],
+                         200)
+        status, _, body = rest("GET", "/v2/models/nope")
+        self.assertEqual(status, 404)
+        self.assertIn("nope", json.loads(body)["error"])
+        self.assertEqual(rest("GET", "/v2/models/nope/ready")[0], 404)
+        status, _, body = rest("GET", "/v2/models/lenet/config")
+        self.assertEqual(status, 200)
+        config = json.loads(body)
+        self.assertEqual(config["platform"], "pytorch_libtorch")
+        self.assertEqual(config["input"][0]["dims"], [1, 28, 28])
+        self.assertEqual(config["input"][0]["data_type"], "TYPE_FP32")
+        status, _, body = rest("POST", "/v2/repository/index", {})
+        self.assertEqual(status, 200)
+        self.assertEqual(sorted(m["name"] for m in json.loads(body)),
+                         ["bert_tiny", "lenet"])
+
+    def test_json_infer_equals_grpc(self):
+        import numpy as np
+        x = np.random.default_rng(7).standard_normal(
+            (2, 1, 28, 28)).astype(np.float32)
+        want = self.grpc_lenet(x)
+        status, headers, body = rest("POST", "/v2/models/lenet/infer", {
+            "id": "rest-1",
+            "inputs": [{"name": "input", "datatype": "FP32",
+                        "shape": [2, 1, 28, 28], "data": x.tolist()}]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(headers["Content-Type"], "application/json")
+        answer = json.loads(body)
+        self.assertEqual(answer["id"], "rest-1")
+        self.assertEqual(answer["model_name"], "lenet")
+        out = answer["outputs"][0]
+        self.assertEqual((out["name"], out["datatype"], out["shape"]),
+                         ("logits", "FP32", [2, 10]))
+        got = np.array(out["data"], dtype=np.float32)
+        self.assertGreater(np.ptp(want), 0)
+        np.testing.assert_array_equal(got, want)
+
+    def test_binary_infer_equals_grpc(self):
+        import numpy as np
+        x = np.random.default_rng(8).standard_normal(
+            (3, 1, 28, 28)).astype(np.float32)
+        want = self.grpc_lenet(x)
+        header = json.dumps({
+            "inputs": [{"name": "input", "datatype": "FP32",
+                        "shape": [3, 1, 28, 28],
+                        "parameters": {"binary_data_size": x.nbytes}}],
+            "outputs": [{"name": "logits",
+                         "parameters": {"binary_data": True}}]}).encode()
+        status, headers, body = rest(
+            "POST", "/v2/models/lenet/infer", header + x.tobytes(),
+            {"Inference-Header-Content-Length": str(len(header)),
+             "Content-Type": "application/octet-stream"})
+        self.assertEqual(status, 200, body)
+        n = int(headers["Inference-Header-Content-Length"])
+        answer = json.loads(body[:n])
+        out = answer["outputs"][0]
+        self.assertEqual(out["parameters"]["binary_data_size"], 3 * 10 * 4)
+        self.assertNotIn("data", out)
+        got = np.frombuffer(body[n:], dtype=np.float32)
+        np.testing.assert_array_equal(got, want)
+
+    def test_typed_json_infer_equals_grpc(self):
+        import numpy as np
+        rng = np.random.default_rng(9)
+        ids = rng.integers(0, 1000, (1, 64), dtype=np.int64)
+        mask = np.ones((1, 64), dtype=np.int32)
+        req = self.pb.ModelInferRequest(model_name="bert_tiny")
+        req.inputs.add(name="input_ids", datatype="INT64", shape=[1, 64])
+        req.inputs.add(name="attention_mask", datatype="INT32", shape=[1, 64])
+        req.raw_input_contents.extend([ids.tobytes(), mask.tobytes()])
+        want = self.stub.ModelInfer(req, timeout=60)
+        status, _, body = rest("POST", "/v2/models/bert_tiny/infer", {
+            "inputs": [
+                {"name": "input_ids", "datatype": "INT64", "shape": [1, 64],
+                 "data": ids.ravel().tolist()},
+                {"name": "attention_mask", "datatype": "INT32",
+                 "shape": [1, 64], "data": mask.tolist()}],
+            "outputs": [{"name": "pooled"}]})
+        self.assertEqual(status, 200, body)
+        outs = json.loads(body)["outputs"]
+        self.assertEqual([o["name"] for o in outs], ["pooled"])
+        ref = np.frombuffer(want.raw_output_contents[1], dtype=np.float32)
+        np.testing.assert_array_equal(
+            np.array(outs[0]["data"], dtype=np.float32), ref)
+
+    def test_errors_as_http_status_and_json(self):
+        def error(method, path, body=None, headers=None):
+            status, _, raw = rest(method, path, body, headers)
+            return status, json.loads(raw)["error"]
+        lenet = "/v2/models/lenet/infer"
+        status, why = error("POST", lenet, {"inputs": [
+            {"name": "input", "datatype": "FP32", "shape": [1, 1, 28, 28],
+             "data": [0.0] * 3}]})
+        self.assertEqual(status, 400)
+        self.assertIn("needs 3136", why)
+        status, why = error("POST", lenet, b"{not json")
+        self.assertEqual(status, 400)
+        self.assertIn("not a JSON object", why)
+        status, why = error("POST", lenet, {"inputs": [
+            {"name": "input", "datatype": "FP32", "shape": [1, 1, 28, 28],
+             "data": ["a"] * 784}]})
+        self.assertEqual(status, 400)
+        self.assertIn("input 'input'", why)
+        status, why = error("POST", "/v2/models/nope/infer", {"inputs": []})
+        self.assertEqual(status, 404)
+        self.assertIn("nope", why)
+        status, why = error("GET", lenet)
+        self.assertEqual(status, 405)
+        status, why = error("POST", lenet, {"inputs": [
+            {"name": "input", "datatype": "FP32", "shape": [1, 1, 28, 28],
+             "parameters": {"shared_memory_region": "r"}}]})
+        self.assertEqual(status, 501)
+        self.assertIn("shared_memory_region", why)
+        header = b'{"inputs": []}'
+        status, why = error("POST", lenet, header,
+                            {"Inference-Header-Content-Length": "999"})
+        self.assertEqual(status, 400)
+        self.assertIn("Inference-Header-Content-Length", why)
+        status, why = error("POST", "/v2/repository/models/lenet/unload")
+        self.assertEqual(status, 400)  # no admin token on this frontend
+        self.assertIn("--admin_token_file", why)
+
+    def test_statistics_move_by_what_was_sent(self):
+        def stats():
+            status, _, body = rest("GET", "/v2/models/lenet/stats")
+            self.assertEqual(status, 200)
+            m = json.loads(body)["model_stats"][0]
+            return m["inference_stats"]["success"]["count"], \
+                m["inference_count"]
+        before = stats()
+        x = [[[[0.5] * 28] * 28]]
+        for _ in range(3):
+            status, _, body = rest("POST", "/v2/models/lenet/infer", {
+                "inputs": [{"name": "input", "datatype": "FP32",
+                            "shape": [1, 1, 28, 28], "data": x}]})
+            self.assertEqual(status, 200, body)
+        after = stats()
+        self.assertEqual(after[0] - before[0], 3)
+        self.assertEqual(after[1] - before[1], 3)
+        status, _, body = rest("GET", "/v2/models/stats")
+        self.assertEqual(status, 200)
+        self.assertEqual(sorted(m["name"] for m in
+                                json.loads(body)["model_stats"]),
+                         ["bert_tiny", "lenet"])
 
 
 def main():

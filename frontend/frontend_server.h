@@ -156,7 +156,7 @@ class FrontendServer : public ModelControl {
   // The event loops: each thread polls one completion queue for KServe
   // calls and its backends' streams (docs/ARCHITECTURE.md, threads).
   AsyncCallCount calls_;
-  InferenceService::AsyncService async_;
+  InferenceService::AsyncService async_{&service_};
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
   std::vector<std::thread> loops_;
   std::vector<std::unique_ptr<BackendClient>> backends_;

@@ -8,6 +8,7 @@
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
 #include "frontend/gpulet_worker.h"
+#include "frontend/infer_stream.h"
 #include "frontend/request_codec.h"
 #include "frontend/triton_model_config.h"
 
@@ -45,6 +46,13 @@ void FillTensorMetadata(const TensorConfig& t,
 }
 
 }  // namespace
+
+grpc::ServerBidiReactor<inference::ModelInferRequest,
+                        inference::ModelStreamInferResponse>*
+InferenceService::AsyncService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  return new InferStream(service_, context);
+}
 
 void InferenceService::Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
                            AsyncCallCount* calls) {
@@ -213,7 +221,9 @@ void InferenceService::Infer(const CallOrigin& origin,
   if (admission_ != nullptr) {
     if (absl::Status s = admission_->CheckBacklog(
             slo, absl::StrCat(origin.peer, "/", request->model_name()),
-            origin.client_deadline, arrival);
+            origin.deadline_marks_arrival ? origin.client_deadline
+                                          : absl::InfiniteFuture(),
+            arrival);
         !s.ok()) {
       return refuse(s);
     }

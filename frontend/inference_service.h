@@ -44,7 +44,21 @@ class InferenceService {
         admin_secret_(std::move(admin_secret)),
         admission_(admission) {}
 
-  using AsyncService = inference::GRPCInferenceService::AsyncService;
+  // The generated service: every method on the asynchronous API but
+  // ModelStreamInfer, which runs on gRPC's callback API (InferStream).
+  class AsyncService final
+      : public inference::GRPCInferenceService::
+            WithCallbackMethod_ModelStreamInfer<
+                inference::GRPCInferenceService::AsyncService> {
+   public:
+    explicit AsyncService(InferenceService* service) : service_(service) {}
+    grpc::ServerBidiReactor<inference::ModelInferRequest,
+                            inference::ModelStreamInferResponse>*
+    ModelStreamInfer(grpc::CallbackServerContext* context) override;
+
+   private:
+    InferenceService* const service_;
+  };
   // Finishes a call with its status (exactly once, from any thread).
   using Finish = UnaryFinish;
 
@@ -75,10 +89,13 @@ class InferenceService {
                   inference::ModelInferResponse* response, Finish finish);
 
   // Where an inference call came from: the peer's address and the
-  // client's deadline (InfiniteFuture: none).
+  // client's deadline (InfiniteFuture: none). A unary gRPC call's deadline
+  // was set when the call arrived, so it tells how long the call waited in
+  // gRPC (AdmissionControl::CheckBacklog); a stream's does not.
   struct CallOrigin {
     std::string peer;
     absl::Time client_deadline = absl::InfiniteFuture();
+    bool deadline_marks_arrival = true;
   };
   // ModelInfer for any transport (gRPC, REST, streaming): the same
   // validation, admission, routing and metrics. `request` and `response`

@@ -11,6 +11,7 @@
 #include "common/data_type.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
+#include "common/triton_config_importer.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -103,16 +104,47 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   return ValidateTensors(config, config.output(), "output");
 }
 
+absl::StatusOr<ModelConfig> ModelRepository::ReadConfig(
+    const std::string& dir_path, std::vector<std::string>* notes) {
+  const fs::path dir(dir_path);
+  const std::string path = (dir / "config.pbtxt").string();
+  std::string text;
+  RETURN_IF_ERROR(ReadFileToString(path, &text));
+  if (!TritonConfigImporter::IsTritonConfig(text)) {
+    ModelConfig config;
+    absl::Status parsed = ParseTextProto(text, &config);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": ", parsed.message()));
+    }
+    return config;
+  }
+  auto imported = TritonConfigImporter::Import(text, notes);
+  if (!imported.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " (Triton's format): ", imported.status().message()));
+  }
+  // Triton takes the directory's name when the config gives none.
+  if (imported->name().empty()) {
+    imported->set_name(dir.filename().string());
+  }
+  return imported;
+}
+
 absl::StatusOr<ModelRepository::Entry> ModelRepository::LoadEntry(
     const std::string& dir_path) {
   const fs::path dir(dir_path);
   const fs::path config_path = dir / "config.pbtxt";
   Entry entry;
-  RETURN_IF_ERROR(ReadTextProto(config_path.string(), &entry.config));
+  const std::string dir_name = dir.filename().string();
+  std::vector<std::string> notes;
+  ASSIGN_OR_RETURN(entry.config, ReadConfig(dir_path, &notes));
+  for (const std::string& note : notes) {
+    spdlog::info("model '{}' (Triton config): {}", dir_name, note);
+  }
   if (entry.config.platform().empty()) {
     entry.config.set_platform("torchscript");
   }
-  const std::string dir_name = dir.filename().string();
   if (entry.config.name() != dir_name) {
     return absl::InvalidArgumentError(
         absl::StrCat(config_path.string(), ": name '", entry.config.name(),

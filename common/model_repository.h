@@ -66,6 +66,12 @@ class ModelRepository {
   // Path of the TorchScript file of a resolved version.
   std::string ModelPath(const std::string& name, int64_t version) const;
 
+  // The config.pbtxt of model directory `dir`, in Tessera's format or
+  // Triton's (TritonConfigImporter), not yet validated. Errors name the
+  // file. `notes` (may be null) gets the Triton fields read but unused.
+  static absl::StatusOr<ModelConfig> ReadConfig(
+      const std::string& dir, std::vector<std::string>* notes = nullptr);
+
  private:
   explicit ModelRepository(std::string root) : root_(std::move(root)) {}
 

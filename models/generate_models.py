@@ -241,16 +241,20 @@ DTYPES = {"TYPE_FP32": torch.float32, "TYPE_INT64": torch.int64,
 
 def read_config(path):
     """Minimal reader for the tensor entries (and segment_count) of our
-    config.pbtxt files."""
+    config.pbtxt files, in Tessera's format or Triton's (dims without the
+    batch dimension, segment_count as a parameter)."""
     text = open(path).read()
+    triton = "pytorch_libtorch" in text
     tensors = {"input": [], "output": []}
-    count = re.search(r"\bsegment_count:\s*(\d+)", text)
+    count = re.search(r"\bsegment_count:\s*(\d+)", text) or re.search(
+        r'"segment_count"\s*value\s*\{\s*string_value:\s*"(\d+)"', text)
     tensors["segment_count"] = int(count.group(1)) if count else 0
-    for kind, body in re.findall(r"\b(input|output)\s*\{([^}]*)\}", text):
+    for kind, body in re.findall(r"\b(input|output)\s*\[?\s*\{([^}]*)\}",
+                                 text):
         dtype = re.search(r"data_type:\s*(\w+)", body).group(1)
         dims = [int(d) for d in
                 re.search(r"dims:\s*\[([^\]]*)\]", body).group(1).split(",")]
-        tensors[kind].append((dtype, dims))
+        tensors[kind].append((dtype, [-1] + dims if triton else dims))
     return tensors
 
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/text_proto.h"
+#include "common/model_repository.h"
 #include "frontend/request_codec.h"
 #include "grpc_service.pb.h"
 #include "model_config.pb.h"
@@ -18,13 +18,10 @@ std::vector<tessera::ModelConfig>* Configs() {
   static auto* configs = [] {
     auto* v = new std::vector<tessera::ModelConfig>();
     for (const char* name : {"lenet", "bert_tiny", "mobilenet_v3_small"}) {
-      tessera::ModelConfig config;
-      if (tessera::ReadTextProto(std::string(TESSERA_SOURCE_DIR) + "/models/" +
-                                     name + "/config.pbtxt",
-                                 &config)
-              .ok()) {
-        v->push_back(config);
-      }
+      // Either format (mobilenet_v3_small's is Triton's).
+      auto config = tessera::ModelRepository::ReadConfig(
+          std::string(TESSERA_SOURCE_DIR) + "/models/" + name);
+      if (config.ok()) v->push_back(*config);
     }
     return v;
   }();

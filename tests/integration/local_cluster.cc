@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/model_repository.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "common/tls_config.h"
@@ -346,9 +347,11 @@ absl::StatusOr<std::string> MakeSubsetRepository(
   std::error_code ec;
   for (const std::string& m : models) {
     const fs::path src = fs::absolute(fs::path(source_repository) / m);
-    ModelConfig config;
-    absl::Status s = ReadTextProto((src / "config.pbtxt").string(), &config);
-    if (!s.ok()) return s;
+    // Either format (Tessera's or Triton's); the copy is Tessera's.
+    auto read = ModelRepository::ReadConfig(src.string());
+    if (!read.ok()) return read.status();
+    ModelConfig config = std::move(*read);
+    absl::Status s;
     if (slo_ms_override > 0) config.set_slo_ms(slo_ms_override);
     const fs::path dst = fs::path(dir) / m;
     fs::create_directories(dst, ec);

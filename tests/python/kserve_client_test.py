@@ -32,7 +32,8 @@ class Cluster:
         os.makedirs(repo)
         # Model folders of its own (the server refuses folders that resolve
         # outside its repository); the version folders are linked.
-        for m in ("lenet", "bert_tiny"):
+        # mobilenet_v3_small's config is in Triton's format.
+        for m in ("lenet", "bert_tiny", "mobilenet_v3_small"):
             source = os.path.abspath(os.path.join(ARGS.models, m))
             os.makedirs(os.path.join(repo, m))
             for entry in os.listdir(source):
@@ -41,6 +42,11 @@ class Cluster:
                     os.symlink(path, os.path.join(repo, m, entry))
                 else:
                     shutil.copy(path, os.path.join(repo, m, entry))
+        # A Triton config with a field Tessera neither serves nor ignores.
+        os.makedirs(os.path.join(repo, "bad_triton", "1"))
+        with open(os.path.join(repo, "bad_triton", "config.pbtxt"), "w") as f:
+            f.write('platform: "pytorch_libtorch"\nmax_batch_size: 2\n'
+                    'sequence_batching { }\n')
         self.repo = repo
         self.procs = []
         bport_file = os.path.join(self.dir, "backend.port")
@@ -57,7 +63,8 @@ policy: "static"
 static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
   gpulets {{ gpulet_id: "g" share_percent: 50
     models {{ model: "lenet" batch_size: 8 }}
-    models {{ model: "bert_tiny" batch_size: 8 }} }} }} }}
+    models {{ model: "bert_tiny" batch_size: 8 }}
+    models {{ model: "mobilenet_v3_small" batch_size: 2 }} }} }} }}
 ''')
         fport_file = os.path.join(self.dir, "frontend.port")
         hport_file = os.path.join(self.dir, "frontend.http")
@@ -237,6 +244,29 @@ class KServeClientTest(unittest.TestCase):
         self.assertEqual(
             sum(b.compute_infer.count for b in after.batch_stats),
             after.execution_count)
+
+    def test_triton_format_config_loads_and_serves(self):
+        import numpy as np
+        pb = self.pb
+        config = self.stub.ModelConfig(
+            pb.ModelConfigRequest(name="mobilenet_v3_small")).config
+        self.assertEqual(config.platform, "pytorch_libtorch")
+        self.assertEqual(list(config.input[0].dims), [3, 224, 224])
+        self.assertEqual(config.parameters["slo_ms"].string_value, "200")
+        x = np.random.default_rng(3).standard_normal(
+            (1, 3, 224, 224)).astype(np.float32)
+        req = pb.ModelInferRequest(model_name="mobilenet_v3_small")
+        req.inputs.add(name="input", datatype="FP32", shape=[1, 3, 224, 224])
+        req.raw_input_contents.append(x.tobytes())
+        resp = self.stub.ModelInfer(req, timeout=60)
+        self.assertEqual(list(resp.outputs[0].shape), [1, 1000])
+        # The config with an unknown field is refused, naming it.
+        index = self.stub.RepositoryIndex(pb.RepositoryIndexRequest())
+        bad = [m for m in index.models if m.name == "bad_triton"]
+        self.assertEqual(len(bad), 1)
+        self.assertEqual(bad[0].state, "UNAVAILABLE")
+        self.assertIn('field "sequence_batching" is neither supported',
+                      bad[0].reason)
 
     def test_health_and_metadata(self):
         pb = self.pb
@@ -455,7 +485,8 @@ class KServeRestTest(unittest.TestCase):
         status, _, body = rest("POST", "/v2/repository/index", {})
         self.assertEqual(status, 200)
         self.assertEqual(sorted(m["name"] for m in json.loads(body)),
-                         ["bert_tiny", "lenet"])
+                         ["bad_triton", "bert_tiny", "lenet",
+                          "mobilenet_v3_small"])
 
     def test_json_infer_equals_grpc(self):
         import numpy as np
@@ -584,7 +615,7 @@ class KServeRestTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertEqual(sorted(m["name"] for m in
                                 json.loads(body)["model_stats"]),
-                         ["bert_tiny", "lenet"])
+                         ["bert_tiny", "lenet", "mobilenet_v3_small"])
 
 
 def main():

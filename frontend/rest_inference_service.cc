@@ -79,6 +79,13 @@ absl::StatusOr<Json> ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
+// `message` as a 200 JSON reply (500 if it cannot be written).
+HttpReply MessageReply(const google::protobuf::Message& message) {
+  auto json = ToJson(message);
+  return json.ok() ? JsonReply(*json)
+                   : RestInferenceService::ErrorReply(json.status());
+}
+
 // Runs a handler that answers inline (every one but inference and
 // load/unload) and returns its status.
 template <class Request, class Response>
@@ -103,9 +110,7 @@ HttpReply InlineJson(
   Response response;
   absl::Status status = CallInline(service, handler, request, &response);
   if (!status.ok()) return RestInferenceService::ErrorReply(status);
-  auto json = ToJson(response);
-  if (!json.ok()) return RestInferenceService::ErrorReply(json.status());
-  return JsonReply(*json);
+  return MessageReply(response);
 }
 
 // A call handed to a handler that may answer on another thread: the
@@ -197,9 +202,7 @@ HttpReply RestInferenceService::Handle(const HttpRequest& request) {
   if (parts.size() == 3 && parts[2] == "stats") {
     if (!get) return MethodNotAllowed(request);
     auto report = service_->Statistics("", "");
-    if (!report.ok()) return ErrorReply(report.status());
-    auto json = ToJson(*report);
-    return json.ok() ? JsonReply(*json) : ErrorReply(json.status());
+    return report.ok() ? MessageReply(*report) : ErrorReply(report.status());
   }
   ModelRoute route;
   route.name = parts[2];
@@ -245,14 +248,11 @@ HttpReply RestInferenceService::HandleModel(const HttpRequest& request,
                                      request_config, &config);
     if (!status.ok()) return ErrorReply(status);
     // Triton's REST answer is the config itself.
-    auto json = ToJson(config.config());
-    return json.ok() ? JsonReply(*json) : ErrorReply(json.status());
+    return MessageReply(config.config());
   }
   if (route.action == "stats") {
     auto report = service_->Statistics(route.name, route.version);
-    if (!report.ok()) return ErrorReply(report.status());
-    auto json = ToJson(*report);
-    return json.ok() ? JsonReply(*json) : ErrorReply(json.status());
+    return report.ok() ? MessageReply(*report) : ErrorReply(report.status());
   }
   return NoRoute(request);
 }

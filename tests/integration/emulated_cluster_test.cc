@@ -1645,6 +1645,92 @@ TEST_F(EmulatedClusterTest, RepositoryUnloadAndLoadReplanWithAToken) {
   EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
+// The unload/load round trip under the two planning policies that re-solve
+// the cluster (gpulet, and sbp switched to at run time): each unload
+// completes at once rather than when the client's deadline expires, the
+// model is not ready and its calls get UNAVAILABLE saying it is unloaded,
+// the plans settle (no re-plan loop), and a load serves it again.
+TEST_F(EmulatedClusterTest, UnloadAndLoadRoundTripUnderGpuletAndSbp) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto admin = Admin();
+  auto repository_call = [&](bool load) {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    cluster_->AttachAdminToken(&c);
+    if (load) {
+      inference::RepositoryModelLoadRequest r;
+      r.set_model_name("googlenet");
+      inference::RepositoryModelLoadResponse out;
+      return stub_->RepositoryModelLoad(&c, r, &out);
+    }
+    inference::RepositoryModelUnloadRequest r;
+    r.set_model_name("googlenet");
+    inference::RepositoryModelUnloadResponse out;
+    return stub_->RepositoryModelUnload(&c, r, &out);
+  };
+  auto ready = [&] {
+    grpc::ClientContext c;
+    inference::ModelReadyRequest r;
+    r.set_name("googlenet");
+    inference::ModelReadyResponse out;
+    EXPECT_TRUE(stub_->ModelReady(&c, r, &out).ok());
+    return out.ready();
+  };
+  auto infer = [&] {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    inference::ModelInferResponse out;
+    return stub_->ModelInfer(&c, ShapeOnlyRequest(stub_.get(), "googlenet"),
+                             &out);
+  };
+  for (const std::string policy : {"gpulet", "sbp"}) {
+    SCOPED_TRACE(policy);
+    if (policy != "gpulet") {
+      const int64_t epoch = ReadPlan().epoch();
+      ASSERT_TRUE(SetPolicy(admin.get(), policy).ok());
+      ASSERT_TRUE(WaitForPlan(
+                      epoch,
+                      [&](const Plan& p) { return p.policy() == policy; },
+                      absl::Seconds(20))
+                      .ok());
+    }
+    auto before = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+    ASSERT_TRUE(before.ok()) << before.status();
+    ASSERT_TRUE(PlanServes(*before, "googlenet"));
+    ASSERT_TRUE(ready());
+
+    const absl::Time start = absl::Now();
+    const grpc::Status unloaded = repository_call(/*load=*/false);
+    const absl::Duration took = absl::Now() - start;
+    ASSERT_TRUE(unloaded.ok()) << unloaded.error_message();
+    std::printf("[ report ] unload under %s: %s\n", policy.c_str(),
+                absl::FormatDuration(took).c_str());
+    // Far below the 30 s deadline the call used to wait out (a second
+    // when the machine is not loaded; the report line has the figure).
+    EXPECT_LT(took, absl::Seconds(5));
+    EXPECT_FALSE(ready());
+    const grpc::Status refused = infer();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(refused.error_message(), ::testing::HasSubstr("unloaded"));
+    // The plans settle without the model: no re-plan loop.
+    auto after = WaitForQuiescence(absl::Seconds(3), absl::Seconds(30));
+    ASSERT_TRUE(after.ok()) << after.status();
+    EXPECT_FALSE(PlanServes(*after, "googlenet"));
+    EXPECT_EQ(after->policy(), policy);
+    EXPECT_LE(after->epoch() - before->epoch(), 2);
+
+    const grpc::Status loaded = repository_call(/*load=*/true);
+    ASSERT_TRUE(loaded.ok()) << loaded.error_message();
+    EXPECT_TRUE(ready());
+    const grpc::Status served = infer();
+    EXPECT_TRUE(served.ok()) << served.error_message();
+    auto back = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_TRUE(PlanServes(*back, "googlenet"));
+  }
+}
+
 // One backend with two emulated GPUs (k = 10) under a static plan:
 // `gpulet` (the text of one GpuletPlan serving resnet50) alone on gpu0,
 // and every other emulated model at batch 1 on gpu1 (a static plan serves

@@ -44,6 +44,9 @@ PACKAGES=(
   python3-matplotlib
   # the multi-namespace test (ip netns, veth) and health checks in scripts
   iproute2 curl
+  # offline validation of kubernetes/ (tests/kubernetes): Kubernetes' field
+  # names; the schema validator itself comes from npm
+  python3-kubernetes python3-yaml
 )
 
 missing=()
@@ -52,6 +55,11 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js runs npm's Kubernetes schema validator; any node >= 18 will do
+# (Debian's, or one already installed from elsewhere).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 if ((${#missing[@]})); then
   echo "==> installing ${#missing[@]} Debian package(s): ${missing[*]}"
   SUDO=""

@@ -1,6 +1,7 @@
 #include "common/model_repository.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -99,6 +100,12 @@ absl::Status ModelRepository::Validate(const ModelConfig& config) {
   if (!(config.slo_ms() > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(), "': slo_ms must be > 0"));
+  }
+  if (config.has_max_queue_delay_ms() &&
+      !(config.max_queue_delay_ms() >= 0 &&
+        std::isfinite(config.max_queue_delay_ms()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.name(), "': max_queue_delay_ms must be >= 0"));
   }
   RETURN_IF_ERROR(ValidateTensors(config, config.input(), "input"));
   return ValidateTensors(config, config.output(), "output");

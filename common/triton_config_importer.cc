@@ -221,10 +221,18 @@ absl::StatusOr<ModelConfig> TritonConfigImporter::Import(
     note("instance_group ignored: placement is the scheduling policy's");
   }
   if (in.has_dynamic_batching()) {
-    note(absl::StrCat(
-        "dynamic_batching read: batch sizes and queueing come from the "
-        "policy and slo_ms (max_queue_delay_microseconds ",
-        in.dynamic_batching().max_queue_delay_microseconds(), " unused)"));
+    const auto& batching = in.dynamic_batching();
+    out.set_max_queue_delay_ms(
+        static_cast<double>(batching.max_queue_delay_microseconds()) / 1000);
+    note(
+        absl::StrCat("dynamic_batching: a batch leaves once its oldest "
+                     "request has waited ",
+                     out.max_queue_delay_ms(),
+                     " ms (max_queue_delay_microseconds); batch sizes come "
+                     "from the policy",
+                     batching.preferred_batch_size_size() > 0
+                         ? " (preferred_batch_size ignored)"
+                         : ""));
   }
   RETURN_IF_ERROR(ReadParameters(in, &out));
   return out;

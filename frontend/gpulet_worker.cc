@@ -11,12 +11,20 @@
 namespace tessera {
 namespace {
 
-std::vector<Dispatcher::ModelSlot> Slots(const GpuletPlan& gpulet) {
+std::vector<Dispatcher::ModelSlot> Slots(
+    const GpuletPlan& gpulet,
+    const std::map<std::string, const ModelConfig*>& configs) {
   std::vector<Dispatcher::ModelSlot> slots;
   for (const ModelAssignment& a : gpulet.models()) {
-    slots.push_back(
-        {a.model(), std::max(1, a.batch_size()),
-         absl::Microseconds(static_cast<int64_t>(a.duty_cycle_ms() * 1000))});
+    Dispatcher::ModelSlot slot{
+        a.model(), std::max(1, a.batch_size()),
+        absl::Microseconds(static_cast<int64_t>(a.duty_cycle_ms() * 1000))};
+    auto it = configs.find(a.model());
+    if (it != configs.end() && it->second->has_max_queue_delay_ms()) {
+      slot.max_queue_delay = absl::Microseconds(
+          static_cast<int64_t>(it->second->max_queue_delay_ms() * 1000));
+    }
+    slots.push_back(slot);
   }
   return slots;
 }
@@ -48,7 +56,7 @@ GpuletWorker::GpuletWorker(Options options, BatchSink* backend,
       backend_(backend),
       clock_(clock),
       estimator_(std::move(estimator)),
-      dispatcher_(Slots(options_.gpulet), &estimator_, clock,
+      dispatcher_(Slots(options_.gpulet, options_.configs), &estimator_, clock,
                   options_.dispatch) {
   for (int i = 0; i < options_.gpulet.models_size(); ++i) {
     const std::string& name = options_.gpulet.models(i).model();

@@ -1,5 +1,7 @@
 #include "frontend/triton_model_config.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
@@ -37,7 +39,13 @@ inference::ModelConfig TritonModelConfig(const ModelConfig& config) {
   for (const TensorConfig& t : config.output()) {
     FillTensor(t, batching, out.add_output());
   }
-  if (batching) out.mutable_dynamic_batching();
+  if (batching) {
+    out.mutable_dynamic_batching()->set_max_queue_delay_microseconds(
+        config.has_max_queue_delay_ms()
+            ? static_cast<uint64_t>(
+                  std::llround(config.max_queue_delay_ms() * 1000))
+            : 0);
+  }
   (*out.mutable_parameters())["slo_ms"].set_string_value(
       absl::StrCat(config.slo_ms()));
   return out;

@@ -137,7 +137,9 @@ Dispatcher::Decision Dispatcher::Poll() {
       const absl::Duration duty = models_[m].duty_cycle;
       const bool round_due = duty > absl::ZeroDuration() &&
                              now >= last_sent_[m] + duty;  // rule (c)
-      const bool ready = full || must_send || round_due ||
+      const bool waited_enough =
+          now >= queue.front().arrival + models_[m].max_queue_delay;  // (e)
+      const bool ready = full || must_send || round_due || waited_enough ||
                          (options_.work_conserving && idle_soon);
       if (!ready) continue;
       // Largest prefix that still meets the oldest request's deadline.
@@ -186,6 +188,7 @@ Dispatcher::Decision Dispatcher::Poll() {
         last_sent_[m] != absl::InfinitePast()) {
       t = std::min(t, last_sent_[m] + models_[m].duty_cycle);
     }
+    t = std::min(t, queue.front().arrival + models_[m].max_queue_delay);
     if (t <= now) {
       // Only an event (a completion) can unblock this queue now; if we can
       // send, we would have. Re-check expiry shortly in any case.

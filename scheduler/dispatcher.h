@@ -41,7 +41,10 @@ struct FormedBatch {
 //   (b) waiting longer would make its oldest request miss its deadline:
 //       now >= deadline - overhead - L(items),
 //   (c) its duty cycle (time-shared gpulets) has passed since the model's
-//       previous batch left, or
+//       previous batch left,
+//   (e) its oldest request has waited the model's max_queue_delay (a
+//       configured bound, Triton's dynamic_batching delay; none by default),
+//       or
 //   (d) (work-conserving mode) the gpulet is about to go idle: nothing in
 //       flight, or the in-flight work ends within one overhead;
 // and it takes the largest prefix of the queue (in deadline order, up to the
@@ -85,6 +88,9 @@ class Dispatcher {
     // model's batch leaves at the latest one duty cycle after its previous
     // batch left, full or not.
     absl::Duration duty_cycle = absl::ZeroDuration();
+    // Rule (e): the batch leaves once its oldest request has waited this
+    // long (InfiniteDuration: no such bound).
+    absl::Duration max_queue_delay = absl::InfiniteDuration();
   };
   struct Options {
     // Batches in flight at once; >1 hides the network hop.

@@ -66,11 +66,12 @@ TEST(TritonConfigImporterTest, ReadsTritonsFormatIntoTesserasConfig) {
   EXPECT_THAT(config->input(1).dims(), ElementsAre(-1, 16));
   EXPECT_EQ(config->output(0).data_type(), TYPE_FP16);
   EXPECT_THAT(config->output(0).dims(), ElementsAre(-1, 10));
-  EXPECT_THAT(notes,
-              ElementsAre(HasSubstr("version_policy ignored"),
-                          HasSubstr("optimization ignored"),
-                          HasSubstr("instance_group ignored"),
-                          HasSubstr("max_queue_delay_microseconds 100")));
+  EXPECT_THAT(notes, ElementsAre(HasSubstr("version_policy ignored"),
+                                 HasSubstr("optimization ignored"),
+                                 HasSubstr("instance_group ignored"),
+                                 HasSubstr("waited 0.1 ms")));
+  ASSERT_TRUE(config->has_max_queue_delay_ms());
+  EXPECT_DOUBLE_EQ(config->max_queue_delay_ms(), 0.1);
 }
 
 TEST(TritonConfigImporterTest, TesserasOwnFormatIsNotTritons) {

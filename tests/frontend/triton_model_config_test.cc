@@ -36,7 +36,13 @@ TEST(TritonModelConfigTest, TritonTypesAndDimsWithoutTheBatch) {
   EXPECT_EQ(t.input(0).dims(0), 64);
   EXPECT_EQ(t.output(0).data_type(), inference::TYPE_FP32);
   EXPECT_TRUE(t.has_dynamic_batching());
+  EXPECT_EQ(t.dynamic_batching().max_queue_delay_microseconds(), 0u);
   EXPECT_EQ(t.parameters().at("slo_ms").string_value(), "200");
+  config.set_max_queue_delay_ms(2.5);
+  EXPECT_EQ(TritonModelConfig(config)
+                .dynamic_batching()
+                .max_queue_delay_microseconds(),
+            2500u);
 }
 
 }  // namespace

@@ -253,6 +253,9 @@ class KServeClientTest(unittest.TestCase):
         self.assertEqual(config.platform, "pytorch_libtorch")
         self.assertEqual(list(config.input[0].dims), [3, 224, 224])
         self.assertEqual(config.parameters["slo_ms"].string_value, "200")
+        # Its dynamic_batching delay is the batching bound Tessera applies.
+        self.assertEqual(
+            config.dynamic_batching.max_queue_delay_microseconds, 2000)
         x = np.random.default_rng(3).standard_normal(
             (1, 3, 224, 224)).astype(np.float32)
         req = pb.ModelInferRequest(model_name="mobilenet_v3_small")

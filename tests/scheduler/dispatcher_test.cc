@@ -75,6 +75,45 @@ TEST_F(DispatcherTest, WaitsUntilOldestRequestsLatestSendTime) {
   EXPECT_TRUE(decision.expired.empty());
 }
 
+// Rule (e), Triton's dynamic_batching delay: with a 20 ms bound the batch
+// leaves when its oldest request has waited 20 ms, although its deadline
+// would let it wait until 89 ms; the other model keeps waiting.
+TEST_F(DispatcherTest, QueueDelayBoundSendsTheBatchWhenItsOldestHasWaited) {
+  Dispatcher::Options options;
+  options.work_conserving = false;
+  options.max_inflight_batches = 1;
+  options.initial_overhead = Milliseconds(1);
+  options.exec_margin_fraction = 0.0;
+  Dispatcher::ModelSlot a{"a", 8};
+  a.max_queue_delay = Milliseconds(20);
+  Dispatcher d({a, {"b", 8}}, &estimator_, &clock_, options);
+  d.Enqueue(Request(1, 0, Milliseconds(100)));
+  d.Enqueue(Request(2, 1, Milliseconds(100)));
+  auto decision = d.Poll();
+  EXPECT_TRUE(decision.batches.empty());
+  EXPECT_EQ(decision.wake_at, absl::UnixEpoch() + Milliseconds(20));
+  clock_.Advance(Milliseconds(5));
+  d.Enqueue(Request(3, 0, Milliseconds(100)));
+  clock_.Set(absl::UnixEpoch() + Milliseconds(19));
+  EXPECT_TRUE(d.Poll().batches.empty());
+  clock_.Set(absl::UnixEpoch() + Milliseconds(20));
+  decision = d.Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].model, 0);
+  EXPECT_EQ(decision.batches[0].items, 2);
+  EXPECT_EQ(d.queued(), 1u);  // model b's request waits for its own rule
+  // A zero bound: sent as soon as the gpulet can take it.
+  d.OnBatchDone(decision.batches[0].batch_id, Milliseconds(20),
+                Milliseconds(21), true);
+  Dispatcher::ModelSlot zero{"a", 8};
+  zero.max_queue_delay = absl::ZeroDuration();
+  Dispatcher now({zero}, &estimator_, &clock_, options);
+  now.Enqueue(Request(4, 0, Milliseconds(100)));
+  decision = now.Poll();
+  ASSERT_EQ(decision.batches.size(), 1u);
+  EXPECT_EQ(decision.batches[0].items, 1);
+}
+
 TEST_F(DispatcherTest, WorkConservingSendsWhenIdle) {
   auto d = Make(8, 8, /*conserving=*/true);
   d->Enqueue(Request(1, 0, Milliseconds(500)));

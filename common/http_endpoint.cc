@@ -63,9 +63,12 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     // Bodies are read here whatever their Content-Type: httplib's own
     // reading would refuse a form-encoded body over 8 KiB (what curl -d
     // sends) and parse it as a query.
-    s.Post(R"(/v2(/.*)?)", [call](const httplib::Request& req,
-                                  httplib::Response& res,
-                                  const httplib::ContentReader& read) {
+    // Bodies over max_body_bytes: httplib reads and drops them (so that a
+    // client still sending gets the answer) and `read` returns false.
+    s.Post(R"(/v2(/.*)?)", [call, max = handlers.max_body_bytes](
+                               const httplib::Request& req,
+                               httplib::Response& res,
+                               const httplib::ContentReader& read) {
       if (req.is_multipart_form_data()) {
         res.status = 415;
         res.set_content(R"({"error":"multipart bodies are not supported"})",
@@ -73,10 +76,21 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
         return;
       }
       std::string body;
-      read([&body](const char* data, size_t length) {
+      const bool whole = read([&body](const char* data, size_t length) {
         body.append(data, length);
         return true;
       });
+      if (!whole) {
+        const bool too_large =
+            req.get_header_value<uint64_t>("Content-Length") > max;
+        res.status = too_large ? 413 : 400;
+        res.set_content(too_large
+                            ? absl::StrCat("{\"error\":\"request body over ",
+                                           max, " bytes (--max_message_mb)\"}")
+                            : R"({"error":"incomplete request body"})",
+                        "application/json");
+        return;
+      }
       call(req, std::move(body), res);
     });
   }

@@ -68,11 +68,19 @@ static_plan {{ devices {{ backend_id: "backend0" device_id: "cpu0"
 ''')
         fport_file = os.path.join(self.dir, "frontend.port")
         hport_file = os.path.join(self.dir, "frontend.http")
+        # The repository load/unload calls need the admin token.
+        self.admin_token = "t" * 16 + str(os.getpid())
+        token_file = os.path.join(self.dir, "admin_token")
+        with open(token_file, "w") as f:
+            f.write(self.admin_token + "\n")
         self.procs.append(subprocess.Popen([
             os.path.join(ARGS.bin_dir, "tessera_frontend"),
             "--listen=127.0.0.1:0", f"--port_file={fport_file}",
             "--http_port=0", f"--http_port_file={hport_file}",
-            "--admin_listen=127.0.0.1:0",
+            "--admin_listen=127.0.0.1:0", f"--admin_token_file={token_file}",
+            # Small enough for a test to exceed (413); a mobilenet batch
+            # of 2 (1.2 MB) still fits.
+            "--max_message_mb=2",
             f"--config={config}", f"--model_repository={repo}"]))
         self.address = f"127.0.0.1:{wait_for_port_file(fport_file, self.procs[-1])}"
         self.http = f"http://127.0.0.1:{wait_for_port_file(hport_file, self.procs[-1])}"
@@ -594,8 +602,62 @@ class KServeRestTest(unittest.TestCase):
         self.assertEqual(status, 400)
         self.assertIn("Inference-Header-Content-Length", why)
         status, why = error("POST", "/v2/repository/models/lenet/unload")
-        self.assertEqual(status, 400)  # no admin token on this frontend
-        self.assertIn("--admin_token_file", why)
+        self.assertEqual(status, 401)
+        self.assertIn("token", why)
+        status, why = error("POST", "/v2/repository/models/lenet/unload",
+                            headers={"Authorization": "Bearer " + "x" * 24})
+        self.assertEqual(status, 403)
+        # Over --max_message_mb (2 MiB): 413, and the body is not kept.
+        status, why = error("POST", lenet, b" " * (3 << 20),
+                            {"Content-Type": "application/json"})
+        self.assertEqual(status, 413, why)
+        status, why = error("POST", lenet, b"--b\r\n\r\n--b--",
+                            {"Content-Type": "multipart/form-data; boundary=b"})
+        self.assertEqual(status, 415)
+
+    def test_unload_and_load_round_trip_with_the_admin_token(self):
+        import numpy as np
+        # Under the static policy (the frontend of this test): the unload
+        # completes at once, the model is not ready and its calls get 503
+        # saying it is unloaded, its neighbour serves, a load restores it.
+        auth = {"Authorization": "Bearer " + CLUSTER.admin_token}
+        ready = "/v2/models/bert_tiny/ready"
+        x = {"inputs": [
+            {"name": "input_ids", "datatype": "INT64", "shape": [1, 64],
+             "data": [7] * 64},
+            {"name": "attention_mask", "datatype": "INT32", "shape": [1, 64],
+             "data": [1] * 64}]}
+        self.assertEqual(rest("POST", "/v2/models/bert_tiny/infer", x)[0], 200)
+        self.assertEqual(rest("GET", ready)[0], 200)
+        start = time.monotonic()
+        status, _, body = rest(
+            "POST", "/v2/repository/models/bert_tiny/unload", b"", auth)
+        took = time.monotonic() - start
+        self.assertEqual(status, 200, body)
+        print(f"[ report ] REST unload: {took * 1000:.0f} ms")
+        self.assertLess(took, 5)
+        try:
+            self.assertEqual(rest("GET", ready)[0], 400)
+            status, headers, body = rest(
+                "POST", "/v2/models/bert_tiny/infer", x)
+            self.assertEqual(status, 503)
+            self.assertIn("unloaded", json.loads(body)["error"])
+            self.assertEqual(headers.get("Retry-After"), "1")
+            self.assertFalse(self.stub.ModelReady(
+                self.pb.ModelReadyRequest(name="bert_tiny"), timeout=10).ready)
+            status, _, body = rest("POST", "/v2/repository/index", {})
+            state = {m["name"]: m for m in json.loads(body)}
+            self.assertEqual(state["bert_tiny"]["state"], "UNAVAILABLE")
+            self.assertEqual(state["lenet"]["state"], "READY")
+            # The model beside it keeps serving.
+            lenet = np.zeros((1, 1, 28, 28), dtype=np.float32)
+            self.assertEqual(len(self.grpc_lenet(lenet)), 10)
+        finally:
+            status, _, body = rest(
+                "POST", "/v2/repository/models/bert_tiny/load", b"", auth)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(rest("GET", ready)[0], 200)
+        self.assertEqual(rest("POST", "/v2/models/bert_tiny/infer", x)[0], 200)
 
     def test_statistics_move_by_what_was_sent(self):
         def stats():

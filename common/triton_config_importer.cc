@@ -221,18 +221,28 @@ absl::StatusOr<ModelConfig> TritonConfigImporter::Import(
     note("instance_group ignored: placement is the scheduling policy's");
   }
   if (in.has_dynamic_batching()) {
+    // 0 is Triton's default (`dynamic_batching { }`): no bound, so the
+    // deadline rule alone decides when a batch leaves. A batch sent as soon
+    // as the gpulet can take it would serve smaller batches than planned
+    // (docs/triton.md has the measured effect of a bound).
     const auto& batching = in.dynamic_batching();
-    out.set_max_queue_delay_ms(
-        static_cast<double>(batching.max_queue_delay_microseconds()) / 1000);
-    note(
-        absl::StrCat("dynamic_batching: a batch leaves once its oldest "
-                     "request has waited ",
-                     out.max_queue_delay_ms(),
-                     " ms (max_queue_delay_microseconds); batch sizes come "
-                     "from the policy",
-                     batching.preferred_batch_size_size() > 0
-                         ? " (preferred_batch_size ignored)"
-                         : ""));
+    const uint64_t delay_us = batching.max_queue_delay_microseconds();
+    if (delay_us > 0) {
+      out.set_max_queue_delay_ms(static_cast<double>(delay_us) / 1000);
+    }
+    note(absl::StrCat(
+        "dynamic_batching: ",
+        delay_us > 0
+            ? absl::StrCat("a batch leaves once its oldest request has "
+                           "waited ",
+                           out.max_queue_delay_ms(),
+                           " ms (max_queue_delay_microseconds)")
+            : "no queue delay bound (max_queue_delay_microseconds 0): "
+              "batches leave by the SLO-aware deadline rule",
+        "; batch sizes come from the policy",
+        batching.preferred_batch_size_size() > 0
+            ? " (preferred_batch_size ignored)"
+            : ""));
   }
   RETURN_IF_ERROR(ReadParameters(in, &out));
   return out;

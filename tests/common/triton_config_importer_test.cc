@@ -74,6 +74,37 @@ TEST(TritonConfigImporterTest, ReadsTritonsFormatIntoTesserasConfig) {
   EXPECT_DOUBLE_EQ(config->max_queue_delay_ms(), 0.1);
 }
 
+// Triton's default delay (0, `dynamic_batching { }`) sets no bound: the
+// deadline rule alone decides when a batch leaves.
+TEST(TritonConfigImporterTest, ZeroQueueDelaySetsNoBound) {
+  std::vector<std::string> notes;
+  auto config = TritonConfigImporter::Import(
+      R"pb(
+        name: "m"
+        platform: "pytorch_libtorch"
+        max_batch_size: 4
+        input {
+          name: "x"
+          data_type: TYPE_FP32
+          dims: [ 2 ]
+        }
+        output {
+          name: "y"
+          data_type: TYPE_FP32
+          dims: [ 2 ]
+        }
+        dynamic_batching {}
+        parameters {
+          key: "slo_ms"
+          value { string_value: "10" }
+        }
+      )pb",
+      &notes);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->has_max_queue_delay_ms());
+  EXPECT_THAT(notes, ElementsAre(HasSubstr("no queue delay bound")));
+}
+
 TEST(TritonConfigImporterTest, TesserasOwnFormatIsNotTritons) {
   EXPECT_FALSE(TritonConfigImporter::IsTritonConfig(R"pb(
     name: "m"

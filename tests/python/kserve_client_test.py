@@ -261,9 +261,11 @@ class KServeClientTest(unittest.TestCase):
         self.assertEqual(config.platform, "pytorch_libtorch")
         self.assertEqual(list(config.input[0].dims), [3, 224, 224])
         self.assertEqual(config.parameters["slo_ms"].string_value, "200")
-        # Its dynamic_batching delay is the batching bound Tessera applies.
+        # `dynamic_batching { }`: no queue delay bound (Tessera's deadline
+        # rule decides), reported as Triton's 0.
+        self.assertTrue(config.HasField("dynamic_batching"))
         self.assertEqual(
-            config.dynamic_batching.max_queue_delay_microseconds, 2000)
+            config.dynamic_batching.max_queue_delay_microseconds, 0)
         x = np.random.default_rng(3).standard_normal(
             (1, 3, 224, 224)).astype(np.float32)
         req = pb.ModelInferRequest(model_name="mobilenet_v3_small")

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backend/overlap_proxy.h"
 #include "common/grpc_status_util.h"
 #include "common/status_macros.h"
@@ -259,6 +260,14 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
     swaps_ += static_cast<int64_t>(diff.start.size());
     stop_then_start_swaps_ += diff.stop_then_start;
     UpdateInterference();
+  }
+  // Unloaded models leave their proxies only now that the plan is in the
+  // table: a plan that failed to apply left them loaded, and a plan that
+  // brings them back sees the smaller gpulet and starts a new proxy.
+  for (const auto& [id, models] : diff.drop) {
+    routable.at(id).proxy->DropModels(models);
+    spdlog::info("gpulet {}: dropped {} (unloaded); its proxy serves on", id,
+                 absl::StrJoin(models, ", "));
   }
   spdlog::info(
       "applied plan epoch {}: {} gpulet(s), {} started ({} stop-then-start)",

@@ -1,6 +1,7 @@
 #include "backend/plan_diff.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace tessera {
 namespace {
@@ -14,6 +15,31 @@ bool SameProcess(const ResidentGpulet& running, const GpuletSpec& wanted) {
          running.spec.device_id == wanted.device_id &&
          running.spec.cores == wanted.cores &&
          running.spec.plan.scheduler() == wanted.plan.scheduler();
+}
+
+// The models `running` serves and `wanted` does not, when `wanted` is the
+// running proxy minus some models (same share, device, cores and the
+// batching scheduler; at least one model left); empty otherwise.
+std::vector<std::string> DroppedModels(const ResidentGpulet& running,
+                                       const GpuletSpec& wanted) {
+  if (!running.alive ||
+      running.spec.plan.share_percent() != wanted.plan.share_percent() ||
+      running.spec.device_id != wanted.device_id ||
+      running.spec.cores != wanted.cores ||
+      running.spec.plan.scheduler() != GPULET_SCHEDULER_BATCHES ||
+      wanted.plan.scheduler() != GPULET_SCHEDULER_BATCHES) {
+    return {};
+  }
+  const std::vector<std::string> have = running.spec.ModelNames();
+  const std::vector<std::string> want = wanted.ModelNames();
+  if (want.empty() || want.size() >= have.size() ||
+      !std::includes(have.begin(), have.end(), want.begin(), want.end())) {
+    return {};
+  }
+  std::vector<std::string> dropped;
+  std::set_difference(have.begin(), have.end(), want.begin(), want.end(),
+                      std::back_inserter(dropped));
+  return dropped;
 }
 
 }  // namespace
@@ -36,6 +62,14 @@ PlanDiff DiffPlan(const std::vector<ResidentGpulet>& residents,
     if (it != routable.end() && SameProcess(*it->second, spec)) {
       diff.keep.insert(id);
       continue;
+    }
+    if (it != routable.end()) {
+      std::vector<std::string> dropped = DroppedModels(*it->second, spec);
+      if (!dropped.empty()) {
+        diff.keep.insert(id);
+        diff.drop[id] = std::move(dropped);
+        continue;
+      }
     }
     diff.start.push_back(id);
     new_bytes[spec.device_id] += spec.memory_bytes;

@@ -13,8 +13,13 @@ namespace tessera {
 
 // What applying a plan does to one backend's proxies.
 struct PlanDiff {
-  // Gpulets whose running proxy serves on unchanged.
+  // Gpulets whose running proxy serves on.
   std::set<std::string> keep;
+  // Of `keep`, those that serve fewer models than their proxy loaded (a
+  // model unloaded; same share, device and cores): the proxy drops these
+  // models instead of being replaced, so its other models serve on without
+  // a shadow process that loads them again. By gpulet id.
+  std::map<std::string, std::vector<std::string>> drop;
   // Gpulets that need a new proxy (new, or changed share, models, device
   // or cores, or whose proxy died).
   std::vector<std::string> start;

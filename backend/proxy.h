@@ -63,6 +63,12 @@ class Proxy {
   }
   // Waits up to `timeout` for in-flight and queued batches to finish.
   virtual bool Drain(absl::Duration timeout) = 0;
+  // The gpulet no longer serves `models` (unloaded): the proxy frees them
+  // and serves the others on; batches of them sent from now on fail.
+  // Batches already sent still run. Default: nothing (kept in memory).
+  virtual void DropModels(const std::vector<std::string>& models) {
+    (void)models;
+  }
   // Stops the proxy; batches still pending fail with UNAVAILABLE.
   // Idempotent.
   virtual void Stop(absl::Duration grace = absl::Seconds(5)) = 0;

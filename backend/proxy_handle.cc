@@ -221,10 +221,39 @@ void ProxyHandle::FailLaunch(Pending p, int slot, const absl::Status& status) {
   ReleaseSlots({slot});
 }
 
+void ProxyHandle::DropModels(const std::vector<std::string>& models) {
+  ProxyCommand command;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& m : models) {
+      dropped_.insert(m);
+      command.mutable_drop_models()->add_models(m);
+    }
+  }
+  const absl::Status sent = channel_->Send(command);
+  if (!sent.ok()) {
+    spdlog::warn("gpulet '{}': cannot tell its proxy to drop models: {}",
+                 options_.config.gpulet_id(), sent.ToString());
+  }
+}
+
 void ProxyHandle::Launch(Pending p, int slot) {
   // Queueing ends here: the copy into the slot below is the handoff's
   // work, not waiting for the device (~60 us per 600 KB image here).
   const absl::Time launched = absl::Now();
+  bool dropped = false;
+  {
+    absl::MutexLock lock(&mu_);
+    dropped = dropped_.count(p.batch.model()) > 0;
+  }
+  if (dropped) {
+    const std::string model = p.batch.model();
+    FailLaunch(std::move(p), slot,
+               absl::UnavailableError(absl::StrCat(
+                   "model '", model, "' was unloaded from gpulet '",
+                   options_.config.gpulet_id(), "'")));
+    return;
+  }
   ProxyCommand command;
   ExecuteCommand* cmd = command.mutable_execute();
   cmd->set_model(p.batch.model());

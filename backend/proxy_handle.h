@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +69,10 @@ class ProxyHandle final : public Proxy {
 
   // Waits up to `timeout` for in-flight and queued batches to finish.
   bool Drain(absl::Duration timeout) override ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends the proxy a DropModelsCommand (after every batch already sent);
+  // batches of these models launched later fail with UNAVAILABLE.
+  void DropModels(const std::vector<std::string>& models) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Asks the proxy to exit, then kills it if it has not after `grace`;
   // fails batches still pending with UNAVAILABLE.
   void Stop(absl::Duration grace = absl::Seconds(5)) override
@@ -155,6 +160,7 @@ class ProxyHandle final : public Proxy {
   std::map<uint64_t, RunningGroup> running_groups_ ABSL_GUARDED_BY(mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, double> interference_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> dropped_ ABSL_GUARDED_BY(mu_);
   // Serialises Stop(); taken before mu_ (FailAll takes mu_ under it).
   absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // When the proxy last finished a batch: a batch launched earlier started

@@ -44,6 +44,10 @@ class EmulatedModelRunner : public ModelRunner {
       const std::string& model, const std::vector<TensorView>& inputs,
       uint8_t* out, size_t out_capacity, absl::Duration* exec_time) override;
   void SetInterferenceFactor(double factor) override { factor_ = factor; }
+  void Drop(const std::string& model) override {
+    configs_.erase(model);
+    latency_.erase(model);
+  }
 
   // The latency a batch would take now, without noise.
   absl::Duration ExpectedLatency(const std::string& model, int batch) const;

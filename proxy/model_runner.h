@@ -38,6 +38,10 @@ class ModelRunner {
   // the backend before each batch. Real devices slow down by themselves:
   // only the emulated device uses it.
   virtual void SetInterferenceFactor(double /*factor*/) {}
+
+  // Frees `model` (unloaded from the gpulet): Run() refuses it from then
+  // on. Unknown names are ignored.
+  virtual void Drop(const std::string& /*model*/) {}
 };
 
 }  // namespace tessera

@@ -168,6 +168,13 @@ absl::Status ProxyServer::Serve(const PollOptions& poll) {
     const absl::Time received = absl::Now();
     governor.EndWait(received - waiting);
     if (command.has_shutdown()) return absl::OkStatus();
+    if (command.has_drop_models()) {
+      for (const std::string& model : command.drop_models().models()) {
+        if (runner_ != nullptr) runner_->Drop(model);
+        spdlog::info("model '{}' dropped (unloaded from this gpulet)", model);
+      }
+      continue;
+    }
     ProxyEvent event;
     if (command.has_execute()) {
       ExecuteResult* result = event.mutable_result();

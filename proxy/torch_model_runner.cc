@@ -158,6 +158,11 @@ absl::Status TorchModelRunner::ModelStatus(const std::string& model) const {
   return f == impl_->failed.end() ? absl::OkStatus() : f->second;
 }
 
+void TorchModelRunner::Drop(const std::string& name) {
+  impl_->models.erase(name);
+  impl_->failed.erase(name);
+}
+
 absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
     const std::string& name, const std::vector<TensorView>& inputs,
     uint8_t* out, size_t out_capacity, absl::Duration* exec_time) {

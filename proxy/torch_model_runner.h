@@ -39,6 +39,7 @@ class TorchModelRunner : public ModelRunner {
       const std::string& model, const std::vector<TensorView>& inputs,
       uint8_t* out, size_t out_capacity, absl::Duration* exec_time) override;
   absl::Status ModelStatus(const std::string& model) const override;
+  void Drop(const std::string& model) override;
 
  private:
   struct Impl;

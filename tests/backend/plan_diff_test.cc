@@ -61,6 +61,25 @@ TEST(PlanDiffTest, KeepsSameProcessStartsChangedAndNewGpulets) {
   EXPECT_EQ(diff.stop_then_start, 0);
 }
 
+// A gpulet that lost models (an unload) keeps its proxy, which drops them;
+// one that lost every model, changed share or gained one does not.
+TEST(PlanDiffTest, AGpuletLessSomeModelsDropsThemInPlace) {
+  std::vector<ResidentGpulet> now = {
+      Serving(Spec("shrunk", "d0", 50, {"a", "b", "c"})),
+      Serving(Spec("resized", "d0", 50, {"a", "b"})),
+      Serving(Spec("swapped", "d1", 50, {"a", "b"})),
+      Serving(Spec("dead", "d1", 50, {"a", "b"}), /*alive=*/false),
+  };
+  auto wanted = ById(
+      {Spec("shrunk", "d0", 50, {"b"}), Spec("resized", "d0", 40, {"a"}),
+       Spec("swapped", "d1", 50, {"a", "c"}), Spec("dead", "d1", 50, {"a"})});
+  PlanDiff diff = DiffPlan(now, wanted, {});
+  EXPECT_THAT(diff.keep, ElementsAre("shrunk"));
+  ASSERT_EQ(diff.drop.count("shrunk"), 1u);
+  EXPECT_THAT(diff.drop.at("shrunk"), ElementsAre("a", "c"));
+  EXPECT_THAT(diff.start, UnorderedElementsAre("resized", "swapped", "dead"));
+}
+
 TEST(PlanDiffTest, AnotherSchedulerIsAnotherProcess) {
   std::vector<ResidentGpulet> now = {Serving(Spec("g", "d0", 100, {"m"}))};
   GpuletSpec groups = Spec("g", "d0", 100, {"m"});

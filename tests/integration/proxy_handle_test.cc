@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,59 @@ TEST(ProxyHandleTest, ExecuteAndWaitAnswersOrTimesOut) {
       << late.status();
   // The batch that was not waited for still completes.
   EXPECT_TRUE((*handle)->Drain(absl::Seconds(60)));
+}
+
+// DropModels (an unload that keeps the gpulet's proxy): the dropped model's
+// batches fail with UNAVAILABLE naming the unload, the other model serves
+// on in the same process, and the proxy logs that it freed the model.
+TEST(ProxyHandleTest, DroppedModelsAreRefusedAndTheOthersServeOn) {
+  ProxyHandle::Options options;
+  options.proxy_binary = kBin + "/tessera_emulated_proxy";
+  options.config.set_model_repository(kRoot + "/configs/emulated/models");
+  options.config.set_gpulet_id(absl::StrCat("drop-test-", getpid()));
+  options.config.set_device_id("gpu0");
+  options.config.set_device_kind(DEVICE_KIND_EMULATED);
+  std::map<std::string, ModelConfig> configs;
+  for (const char* name : {"lenet", "googlenet"}) {
+    ASSERT_TRUE(ReadTextProto(absl::StrCat(kRoot, "/configs/emulated/models/",
+                                           name, "/config.pbtxt"),
+                              &configs[name])
+                    .ok());
+    *options.config.add_models() = configs[name];
+  }
+  options.config.mutable_emulated()->set_profile_dir(kRoot + "/profiles");
+  options.config.mutable_emulated()->set_share_percent(100);
+  options.config.mutable_emulated()->set_time_scale(1);
+  options.startup_timeout = absl::Seconds(30);
+  auto handle = ProxyHandle::Start(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  const pid_t pid = (*handle)->pid();
+  auto batch = [&](const std::string& model) {
+    BatchRequest b;
+    b.set_model(model);
+    b.set_shape_only(true);
+    for (const TensorConfig& t : configs[model].input()) {
+      Tensor* in = b.add_inputs();
+      in->set_name(t.name());
+      in->set_data_type(t.data_type());
+      in->add_shape(1);
+      for (int d = 1; d < t.dims_size(); ++d) in->add_shape(t.dims(d));
+    }
+    return (*handle)->ExecuteAndWait(b, absl::Seconds(30));
+  };
+  ASSERT_EQ(batch("lenet")->status().code(), 0);
+  (*handle)->DropModels({"lenet"});
+  auto refused = batch("lenet");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->status().code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_NE(refused->status().message().find("unloaded"), std::string::npos)
+      << refused->status().message();
+  auto served = batch("googlenet");
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->status().code(), 0) << served->status().message();
+  EXPECT_EQ((*handle)->pid(), pid);
+  EXPECT_TRUE((*handle)->alive());
 }
 
 }  // namespace

@@ -160,6 +160,15 @@ TEST_F(EmulatedModelRunnerTest, NoiseHasMeanOneAndTheConfiguredSpread) {
   EXPECT_NEAR(cv, 0.1, 0.01);
 }
 
+TEST_F(EmulatedModelRunnerTest, ADroppedModelIsRefused) {
+  auto runner = Make(100, 1);
+  ASSERT_TRUE(Run(runner.get(), {1}).ok());
+  runner->Drop("m");
+  runner->Drop("not_loaded");  // ignored
+  EXPECT_EQ(Run(runner.get(), {1}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(EmulatedModelRunnerTest, RejectsBadInput) {
   auto runner = Make(100, 1);
   EXPECT_EQ(Run(runner.get(), {1, 2, 3, 4, 5}).status().code(),

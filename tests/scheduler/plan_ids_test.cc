@@ -12,6 +12,49 @@ Plan MakePlan(const std::string& text) {
   return plan;
 }
 
+// An unload: a gpulet that is a current one less some models keeps its id
+// (its proxy drops them in place); an exact match is never taken by it,
+// and a gpulet that also changed share is new.
+TEST(AssignGpuletIdsTest, AGpuletLessSomeModelsKeepsItsId) {
+  const Plan current = MakePlan(R"pb(
+    epoch: 3
+    devices {
+      backend_id: "b0"
+      device_id: "cpu0"
+      gpulets {
+        gpulet_id: "ab"
+        share_percent: 50
+        models { model: "a" }
+        models { model: "b" }
+      }
+      gpulets {
+        gpulet_id: "cd"
+        share_percent: 50
+        models { model: "c" }
+        models { model: "d" }
+      }
+    }
+  )pb");
+  Plan next = MakePlan(R"pb(
+    epoch: 4
+    devices {
+      backend_id: "b0"
+      device_id: "cpu0"
+      gpulets {
+        share_percent: 50
+        models { model: "b" }
+      }
+      gpulets {
+        share_percent: 40
+        models { model: "c" }
+      }
+    }
+  )pb");
+  EXPECT_EQ(AssignGpuletIds(current, &next), 1);
+  EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "ab");
+  EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/cpu0/e4.1");
+}
+
 TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
   const Plan current = MakePlan(R"pb(
     epoch: 1

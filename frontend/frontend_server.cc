@@ -53,6 +53,10 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     for (const auto& [name, why] : (*repository)->invalid()) known.insert(name);
     RETURN_IF_ERROR(
         StaticPolicy::CheckStaticPlanModels(policy_options.static_plan, known));
+    if (options.config.policy() == "static") {
+      RETURN_IF_ERROR(StaticPolicy::CheckStaticPlanServes(
+          policy_options.static_plan, (*repository)->ModelNames()));
+    }
   }
   auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
   if (!policy.ok()) return policy.status();

@@ -34,6 +34,25 @@ absl::Status StaticPolicy::CheckStaticPlanModels(
   return absl::OkStatus();
 }
 
+absl::Status StaticPolicy::CheckStaticPlanServes(
+    const Plan& plan, const std::vector<std::string>& served) {
+  std::set<std::string> planned;
+  for (const DevicePlan& device : plan.devices()) {
+    for (const GpuletPlan& g : device.gpulets()) {
+      for (const ModelAssignment& a : g.models()) planned.insert(a.model());
+    }
+  }
+  for (const std::string& name : served) {
+    if (!planned.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "static plan: no gpulet serves model '", name,
+          "' of the model repository; add it to a gpulet of static_plan, or "
+          "remove it from the repository"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Plan> StaticPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   std::set<std::pair<std::string, std::string>> devices;

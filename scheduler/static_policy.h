@@ -3,6 +3,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/scheduling_policy.h"
@@ -23,6 +24,11 @@ class StaticPolicy : public SchedulingPolicy {
   // `known` (the repository's models, those skipped as invalid included).
   static absl::Status CheckStaticPlanModels(const Plan& plan,
                                             const std::set<std::string>& known);
+  // INVALID_ARGUMENT naming the first of `served` (the repository's valid
+  // models) that no gpulet of `plan` serves: under the static policy it
+  // would leave every plan refused, so the frontend refuses to start.
+  static absl::Status CheckStaticPlanServes(
+      const Plan& plan, const std::vector<std::string>& served);
 
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);

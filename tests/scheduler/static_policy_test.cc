@@ -140,6 +140,15 @@ TEST(StaticPolicyTest, ModelsOutsideTheRepositoryAreNamedAtStart) {
   EXPECT_THAT(s.message(), HasSubstr("'g1'"));
 }
 
+TEST(StaticPolicyTest, RepositoryModelsOutsideThePlanAreNamedAtStart) {
+  EXPECT_TRUE(
+      StaticPolicy::CheckStaticPlanServes(ParsePlan(kGood), {"m1", "m2"}).ok());
+  const absl::Status s =
+      StaticPolicy::CheckStaticPlanServes(ParsePlan(kGood), {"m1", "m3"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'m3'"));
+}
+
 TEST(PolicyRegistryTest, UnknownNameListsKnownPolicies) {
   auto policy = PolicyRegistry::Create("nope", PolicyOptions());
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kNotFound);

@@ -1655,19 +1655,8 @@ TEST_F(EmulatedClusterTest, UnloadAndLoadRoundTripUnderGpuletAndSbp) {
   ASSERT_NE(cluster_, nullptr);
   auto admin = Admin();
   auto repository_call = [&](bool load) {
-    grpc::ClientContext c;
-    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    cluster_->AttachAdminToken(&c);
-    if (load) {
-      inference::RepositoryModelLoadRequest r;
-      r.set_model_name("googlenet");
-      inference::RepositoryModelLoadResponse out;
-      return stub_->RepositoryModelLoad(&c, r, &out);
-    }
-    inference::RepositoryModelUnloadRequest r;
-    r.set_model_name("googlenet");
-    inference::RepositoryModelUnloadResponse out;
-    return stub_->RepositoryModelUnload(&c, r, &out);
+    return cluster_->LoadOrUnload(stub_.get(), "googlenet", load,
+                                  absl::Seconds(30));
   };
   auto ready = [&] {
     grpc::ClientContext c;

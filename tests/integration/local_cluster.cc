@@ -272,6 +272,24 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   return cluster;
 }
 
+grpc::Status LocalCluster::LoadOrUnload(
+    inference::GRPCInferenceService::Stub* stub, const std::string& model,
+    bool load, absl::Duration timeout) const {
+  grpc::ClientContext c;
+  c.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  AttachAdminToken(&c);
+  if (load) {
+    inference::RepositoryModelLoadRequest r;
+    r.set_model_name(model);
+    inference::RepositoryModelLoadResponse out;
+    return stub->RepositoryModelLoad(&c, r, &out);
+  }
+  inference::RepositoryModelUnloadRequest r;
+  r.set_model_name(model);
+  inference::RepositoryModelUnloadResponse out;
+  return stub->RepositoryModelUnload(&c, r, &out);
+}
+
 void LocalCluster::AttachAdminToken(grpc::ClientContext* context) const {
   context->AddMetadata("authorization", "Bearer " + admin_token_);
 }

@@ -55,6 +55,11 @@ class LocalCluster {
   const std::string& admin_token() const { return admin_token_; }
   const std::string& admin_token_file() const { return admin_token_file_; }
   void AttachAdminToken(grpc::ClientContext* context) const;
+  // RepositoryModelLoad (`load`) or RepositoryModelUnload of `model` on
+  // `stub`, with the admin token and a deadline of `timeout`.
+  grpc::Status LoadOrUnload(inference::GRPCInferenceService::Stub* stub,
+                            const std::string& model, bool load,
+                            absl::Duration timeout) const;
   // `reconnect_backoff` > 0: the channel reconnects after a lost
   // connection within that (gRPC's default: 1 s, then 1.6x each try).
   std::unique_ptr<inference::GRPCInferenceService::Stub> NewStub(

@@ -585,19 +585,8 @@ TEST_F(ServingTest, LoadGeneratorSearchSaysWhenBaseRateAlreadyFails) {
 // (It used to wait out its deadline while the planner refused the plan.)
 TEST_F(ServingTest, UnloadAndLoadCompleteUnderTheStaticPolicy) {
   auto repository_call = [&](bool load) {
-    grpc::ClientContext c;
-    c.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
-    cluster_->AttachAdminToken(&c);
-    if (load) {
-      inference::RepositoryModelLoadRequest r;
-      r.set_model_name("lenet");
-      inference::RepositoryModelLoadResponse out;
-      return stub_->RepositoryModelLoad(&c, r, &out);
-    }
-    inference::RepositoryModelUnloadRequest r;
-    r.set_model_name("lenet");
-    inference::RepositoryModelUnloadResponse out;
-    return stub_->RepositoryModelUnload(&c, r, &out);
+    return cluster_->LoadOrUnload(stub_.get(), "lenet", load,
+                                  absl::Seconds(60));
   };
   auto ready = [&] {
     grpc::ClientContext c;

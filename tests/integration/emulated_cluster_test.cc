@@ -751,11 +751,23 @@ TEST_F(EmulatedClusterTest, KilledProxyIsRestartedWithoutAReplan) {
   EXPECT_GT(new_pid, 0) << "gpulet " << gpulet << " was not restarted";
   EXPECT_NE(new_pid, old_pid);
   EXPECT_TRUE(reaped) << "the killed proxy was left a zombie";
-  // The backend healed it on its own: the plan in force is the same one.
-  EXPECT_EQ(ReadPlan().epoch(), epoch);
+  // The backend healed it on its own: no re-plan for the kill. (The load's
+  // rate estimate may still cross the re-plan threshold meanwhile: such a
+  // plan says "rate change", and it keeps the healed gpulet, same id.)
+  const Plan after = ReadPlan();
+  if (after.epoch() != epoch) {
+    EXPECT_THAT(after.reason(), ::testing::StartsWith("rate change"));
+  }
+  bool still_planned = false;
+  for (const DevicePlan& d : after.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      still_planned = still_planned || g.gpulet_id() == gpulet;
+    }
+  }
+  EXPECT_TRUE(still_planned) << "gpulet " << gpulet << " left the plan";
   std::printf(
       "[ report ] proxy of %s killed at %s; a new proxy was running %s later "
-      "(target < 2 s), with no re-plan\n",
+      "(target < 2 s), with no re-plan for the kill\n",
       gpulet.c_str(), absl::FormatDuration(killed_at).c_str(),
       absl::FormatDuration(restarted_after).c_str());
   EXPECT_EQ(result.lost, 0);

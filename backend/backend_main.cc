@@ -178,13 +178,15 @@ absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
   tessera::BackendServiceImpl::Options options;
   RETURN_IF_ERROR(NodeConfigFromFlags(&options.config));
   options.model_repository = absl::GetFlag(FLAGS_model_repository);
-  options.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
-  if (options.proxy_binary.empty()) {
-    options.proxy_binary = NextToSelf("tessera_proxy");
+  options.proxies.proxy_binary = absl::GetFlag(FLAGS_proxy_binary);
+  if (options.proxies.proxy_binary.empty()) {
+    options.proxies.proxy_binary = NextToSelf("tessera_proxy");
   }
-  options.emulated_proxy_binary = absl::GetFlag(FLAGS_emulated_proxy_binary);
-  if (options.emulated_proxy_binary.empty()) {
-    options.emulated_proxy_binary = NextToSelf("tessera_emulated_proxy");
+  options.proxies.emulated_proxy_binary =
+      absl::GetFlag(FLAGS_emulated_proxy_binary);
+  if (options.proxies.emulated_proxy_binary.empty()) {
+    options.proxies.emulated_proxy_binary =
+        NextToSelf("tessera_emulated_proxy");
   }
   bool any_emulated = false;
   for (const auto& d : options.config.devices()) {
@@ -192,15 +194,16 @@ absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
   }
   if (any_emulated) {
     RETURN_IF_ERROR(CheckExecutable("emulated proxy binary",
-                                    options.emulated_proxy_binary));
+                                    options.proxies.emulated_proxy_binary));
   }
-  RETURN_IF_ERROR(CheckExecutable("proxy binary", options.proxy_binary));
-  options.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
+  RETURN_IF_ERROR(
+      CheckExecutable("proxy binary", options.proxies.proxy_binary));
+  options.proxies.proxy_slots = absl::GetFlag(FLAGS_proxy_slots);
   options.max_gpulets_per_device = absl::GetFlag(FLAGS_max_gpulets_per_device);
   if (options.max_gpulets_per_device < 1) {
     return absl::InvalidArgumentError("--max_gpulets_per_device must be >= 1");
   }
-  ASSIGN_OR_RETURN(options.proxy_poll,
+  ASSIGN_OR_RETURN(options.proxies.proxy_poll,
                    tessera::MakePollOptions(
                        absl::GetFlag(FLAGS_proxy_poll_us),
                        absl::GetFlag(FLAGS_poll_idle_percent), "proxy_"));
@@ -208,10 +211,10 @@ absl::StatusOr<tessera::BackendServiceImpl::Options> OptionsFromFlags() {
     auto predictor = std::make_shared<tessera::GroupPredictorProto>();
     RETURN_IF_ERROR(tessera::ReadTextProto(absl::GetFlag(FLAGS_group_predictor),
                                            predictor.get()));
-    options.group_predictor = std::move(predictor);
+    options.proxies.group_predictor = std::move(predictor);
   }
-  options.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
-  options.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
+  options.proxies.mps.base_dir = absl::GetFlag(FLAGS_mps_dir);
+  options.proxies.mps.control_binary = absl::GetFlag(FLAGS_mps_control);
   return options;
 }
 

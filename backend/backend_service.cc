@@ -1,10 +1,7 @@
 #include "backend/backend_service.h"
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend/overlap_proxy.h"
 #include "common/grpc_status_util.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -15,12 +12,10 @@ BackendServiceImpl::BackendServiceImpl(Options options,
                                        std::unique_ptr<BackendNode> node)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : RealClock::Get()),
+      traffic_(clock_),
       node_(std::move(node)),
-      launcher_(options_.launcher),
-      mps_(options_.mps),
+      starter_(options_.proxies, node_.get(), &metrics_),
       restarts_(options_.restart) {
-  if (launcher_ == nullptr)
-    launcher_ = std::make_shared<ProcessProxyLauncher>();
   if (options_.supervise_period > absl::ZeroDuration()) {
     supervisor_ = std::make_unique<ProxySupervisor>(
         options_.supervise_period, [this] { HealExitedProxies(); });
@@ -52,120 +47,6 @@ grpc::Status BackendServiceImpl::GetNodeInfo(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartProxy(
-    const GpuletSpec& g) const {
-  const DeviceConfig* device = node_->FindDevice(g.device_id);
-  ProxyHandle::Options po;
-  po.proxy_binary = options_.proxy_binary;
-  po.num_slots = options_.proxy_slots;
-  po.startup_timeout = options_.proxy_startup_timeout;
-  po.config =
-      node_->ProxyConfigFor(g, options_.model_repository, options_.proxy_poll);
-  if (device->kind() == DEVICE_KIND_EMULATED &&
-      !options_.emulated_proxy_binary.empty()) {
-    po.proxy_binary = options_.emulated_proxy_binary;
-  }
-  if (device->kind() == DEVICE_KIND_EMULATED) {
-    po.config.mutable_emulated()->set_a100_ground_truth_dir(
-        node_->config().a100_ground_truth_dir());
-  }
-  if (device->kind() == DEVICE_KIND_CUDA) {
-    // The share is the proxy's own MPS active-thread percentage, fixed for
-    // its life: a new share is a new process.
-    RETURN_IF_ERROR(mps_.Ensure(device->gpu_index()));
-    po.extra_env = mps_.ProxyEnv(device->gpu_index(), g.plan.share_percent());
-  }
-  if (g.plan.scheduler() == GPULET_SCHEDULER_BATCHES) {
-    return launcher_->Launch(po);
-  }
-  return StartOverlapProxy(g, po);
-}
-
-absl::StatusOr<std::shared_ptr<Proxy>> BackendServiceImpl::StartOverlapProxy(
-    const GpuletSpec& g, const ProxyHandle::Options& po) const {
-  if (options_.group_predictor == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("gpulet '", g.plan.gpulet_id(), "' runs operator groups (",
-                     GpuletScheduler_Name(g.plan.scheduler()),
-                     ") but this backend has no --group_predictor"));
-  }
-  OverlapProxy::Options oo;
-  switch (g.plan.scheduler()) {
-    case GPULET_SCHEDULER_FCFS:
-      oo.queues.scheduler = OverlapScheduler::kFcfs;
-      break;
-    case GPULET_SCHEDULER_SJF:
-      oo.queues.scheduler = OverlapScheduler::kSjf;
-      break;
-    case GPULET_SCHEDULER_EDF:
-      oo.queues.scheduler = OverlapScheduler::kEdf;
-      break;
-    default:
-      oo.queues.scheduler = OverlapScheduler::kAbacus;
-  }
-  const DeviceConfig* device = node_->FindDevice(g.device_id);
-  if (device->kind() == DEVICE_KIND_EMULATED && device->time_scale() > 0) {
-    oo.time_scale = device->time_scale();
-  }
-  oo.models.assign(po.config.models().begin(), po.config.models().end());
-  oo.on_group = [this, id = g.plan.gpulet_id()](int size, double us) {
-    metrics_.RecordGroup(id, size, us / 1e6);
-  };
-  ProxyHandle::Options groups = po;
-  groups.config.set_operator_groups(true);
-  ASSIGN_OR_RETURN(std::shared_ptr<Proxy> inner, launcher_->Launch(groups));
-  auto wrapped = OverlapProxy::Create(inner, *options_.group_predictor,
-                                      std::move(oo), RealClock::Get());
-  if (!wrapped.ok()) {
-    inner->Stop();
-    return wrapped.status();
-  }
-  return std::shared_ptr<Proxy>(std::move(*wrapped));
-}
-
-absl::StatusOr<std::vector<GpuletEntry>> BackendServiceImpl::StartAll(
-    const std::vector<std::string>& ids,
-    const std::map<std::string, GpuletSpec>& wanted) const {
-  std::vector<absl::StatusOr<std::shared_ptr<Proxy>>> results(
-      ids.size(), absl::UnknownError("not started"));
-  {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      threads.emplace_back([this, &results, &wanted, &ids, i] {
-        results[i] = StartProxy(wanted.at(ids[i]));
-      });
-    }
-    for (auto& t : threads) t.join();
-  }
-  std::vector<GpuletEntry> started;
-  absl::Status failed;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (results[i].ok()) {
-      started.push_back({wanted.at(ids[i]), *results[i]});
-    } else if (failed.ok()) {
-      failed = results[i].status();
-    }
-  }
-  if (!failed.ok()) {
-    for (GpuletEntry& g : started) g.proxy->Stop();
-    return failed;
-  }
-  return started;
-}
-
-void BackendServiceImpl::DrainAndStop(
-    const std::vector<GpuletEntry>& gpulets) const {
-  // Drain all first (they finish in parallel), then stop.
-  const absl::Time deadline = absl::Now() + options_.drain_timeout;
-  for (const GpuletEntry& g : gpulets) {
-    if (!g.proxy->Drain(
-            std::max(absl::ZeroDuration(), deadline - absl::Now()))) {
-      spdlog::warn("gpulet {} did not drain in time; stopping it", g.id());
-    }
-  }
-  for (const GpuletEntry& g : gpulets) g.proxy->Stop();
-}
-
 void BackendServiceImpl::UpdateInterference() {
   // Every live proxy counts, retiring ones too (they still run batches).
   const std::vector<GpuletEntry> live = table_.Live();
@@ -174,23 +55,6 @@ void BackendServiceImpl::UpdateInterference() {
     if (factors[i])
       live[i].proxy->SetInterferenceFactors(std::move(*factors[i]));
   }
-}
-
-GpuletStatus BackendServiceImpl::StatusOf(const GpuletEntry& g) {
-  GpuletStatus s;
-  s.set_gpulet_id(g.id());
-  s.set_device_id(g.spec.device_id);
-  s.set_pid(g.proxy->pid());
-  for (int c : g.spec.cores) s.add_cpu_cores(c);
-  for (const MeasuredLatency& m : g.proxy->warmup()) *s.add_warmup() = m;
-  s.set_share_percent(g.spec.plan.share_percent());
-  for (const std::string& m : g.spec.ModelNames()) s.add_models(m);
-  s.set_retiring(g.state == GpuletState::kRetiring);
-  *s.mutable_proxy_config() = g.proxy->config();
-  for (const auto& [model, why] : g.proxy->failed_models()) {
-    ToStatusProto(why, &(*s.mutable_failed_models())[model]);
-  }
-  return s;
 }
 
 absl::Status BackendServiceImpl::CheckPlanLimits(
@@ -238,9 +102,9 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
       stop_first.push_back(std::move(g));
     }
   }
-  if (!stop_first.empty()) DrainAndStop(stop_first);
+  if (!stop_first.empty()) starter_.DrainAndStop(stop_first);
   ASSIGN_OR_RETURN(std::vector<GpuletEntry> serving,
-                   StartAll(diff.start, wanted));
+                   starter_.StartAll(diff.start, wanted));
   for (const std::string& id : diff.keep) {
     serving.push_back({wanted.at(id), routable.at(id).proxy});
   }
@@ -249,7 +113,7 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
               return a.id() < b.id();
             });
   ApplyPlanResponse response;
-  for (const GpuletEntry& g : serving) *response.add_gpulets() = StatusOf(g);
+  for (const GpuletEntry& g : serving) *response.add_gpulets() = g.ToStatus();
   response.set_started(static_cast<int>(diff.start.size()));
   response.set_stop_then_start(diff.stop_then_start);
   {
@@ -287,7 +151,6 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
   }
   applied_plan_ = request->plan();
   restarts_.Reset();
-  given_up_.clear();
   *response = std::move(*result);
   return grpc::Status::OK;
 }
@@ -304,28 +167,19 @@ void BackendServiceImpl::HealExitedProxies() {
       }
     }
   }
-  bool restart = false;
-  for (const std::string& id : exited) {
-    switch (restarts_.Check(id, clock_->Now())) {
-      case RestartBudget::Verdict::kRestart:
-        spdlog::warn("gpulet {}: its proxy exited; restarting it", id);
-        metrics_.RecordProxyExit(id, "restarted");
-        restart = true;
-        break;
-      case RestartBudget::Verdict::kGiveUp:
-        if (given_up_.insert(id).second) {
-          spdlog::error(
-              "gpulet {}: its proxy keeps exiting ({} restarts within the "
-              "budget's window); leaving it down until the next plan",
-              id, restarts_.RecentRestarts(id, clock_->Now()));
-          metrics_.RecordProxyExit(id, "given_up");
-        }
-        break;
-      case RestartBudget::Verdict::kWait:
-        break;
-    }
+  const RestartBudget::Triage triage = restarts_.Sort(exited, clock_->Now());
+  for (const std::string& id : triage.restart) {
+    spdlog::warn("gpulet {}: its proxy exited; restarting it", id);
+    metrics_.RecordProxyExit(id, "restarted");
   }
-  if (restart) {
+  for (const std::string& id : triage.given_up) {
+    spdlog::error(
+        "gpulet {}: its proxy keeps exiting ({} restarts within the budget's "
+        "window); leaving it down until the next plan",
+        id, restarts_.RecentRestarts(id, clock_->Now()));
+    metrics_.RecordProxyExit(id, "given_up");
+  }
+  if (!triage.restart.empty()) {
     // The plan diff starts a proxy for every gpulet whose proxy is not
     // alive and keeps the others; the exited ones become replaced.
     auto result = DoApplyPlan(*applied_plan_);
@@ -356,7 +210,7 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
     }
     retired = table_.TakeRetired();
   }
-  DrainAndStop(retired);
+  starter_.DrainAndStop(retired);
   {
     absl::MutexLock lock(&mu_);
     UpdateInterference();
@@ -371,32 +225,14 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
 
 void BackendServiceImpl::Route(BatchRequest batch,
                                std::function<void(BatchResponse)> reply) {
-  last_batch_unix_us_.store(absl::ToUnixMicros(clock_->Now()),
-                            std::memory_order_relaxed);
+  traffic_.RecordBatch();
   GpuletTable::Route route;
   {
     absl::MutexLock lock(&mu_);
     route = table_.Find(batch.gpulet_id());
   }
-  const bool stopped_for_swap = route.stopped_for_swap;
   if (route.proxy == nullptr) {
-    BatchResponse response;
-    response.set_batch_id(batch.batch_id());
-    response.set_gpulet_stopped(stopped_for_swap);
-    ToStatusProto(
-        stopped_for_swap
-            ? absl::UnavailableError(absl::StrCat(
-                  "gpulet '", batch.gpulet_id(),
-                  "' was stopped for a stop-then-start swap (device "
-                  "memory too small for a shadow proxy); retry"))
-            // Transient for the client: the frontend's plan
-            // still names a gpulet this backend no longer (or
-            // not yet) serves, e.g. after its restart.
-            : absl::UnavailableError(absl::StrCat(
-                  "gpulet '", batch.gpulet_id(), "' is not served by backend '",
-                  node_->id(), "' (restarted, or the plan moved it); retry")),
-        response.mutable_status());
-    reply(std::move(response));
+    reply(route.Refusal(batch, node_->id()));
     return;
   }
   const std::string gpulet = batch.gpulet_id(), model = batch.model();
@@ -418,10 +254,10 @@ grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
                                         const HealthRequest*,
                                         HealthResponse* response) {
   response->set_ready(Ready());
-  response->set_draining(draining_.load());
+  response->set_draining(traffic_.draining());
   absl::MutexLock lock(&mu_);
   for (const auto& [id, g] : table_.Routable()) {
-    *response->add_gpulets() = StatusOf(g);
+    *response->add_gpulets() = g.ToStatus();
   }
   response->set_num_proxies(table_.num_proxies());
   response->set_epoch(epoch_);
@@ -450,16 +286,7 @@ std::string BackendServiceImpl::RenderMetrics() {
 
 bool BackendServiceImpl::AwaitFrontendLeft(absl::Duration quiet,
                                            absl::Time deadline) {
-  draining_.store(true);
-  const absl::Time since = clock_->Now();
-  while (clock_->Now() < deadline) {
-    const absl::Time last = std::max(
-        since, absl::FromUnixMicros(
-                   last_batch_unix_us_.load(std::memory_order_relaxed)));
-    if (clock_->Now() - last >= quiet) return true;
-    absl::SleepFor(std::min(absl::Milliseconds(50), quiet / 4));
-  }
-  return false;
+  return traffic_.AwaitQuiet(quiet, deadline);
 }
 
 void BackendServiceImpl::DrainProxies(absl::Duration timeout) {

@@ -1,13 +1,9 @@
 #pragma once
 
-#include <atomic>
-
-#include <optional>
-#include <set>
-
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -18,16 +14,14 @@
 #include "backend.grpc.pb.h"
 #include "backend/backend_metrics.h"
 #include "backend/backend_node.h"
+#include "backend/frontend_traffic.h"
+#include "backend/gpulet_starter.h"
 #include "backend/gpulet_table.h"
-#include "backend/mps_daemon_manager.h"
 #include "backend/plan_diff.h"
-#include "backend/proxy_launcher.h"
 #include "backend/proxy_supervisor.h"
 #include "backend/restart_budget.h"
 #include "common/clock.h"
-#include "common/poll_governor.h"
 #include "config.pb.h"
-#include "overlap.pb.h"
 
 namespace tessera {
 
@@ -51,27 +45,12 @@ class BackendServiceImpl final {
  public:
   struct Options {
     BackendConfig config;  // validated by Create
-    std::string proxy_binary;
-    // Proxy for emulated devices (no LibTorch; starts in milliseconds).
-    std::string emulated_proxy_binary;
     std::string model_repository;
-    int proxy_slots = 4;
+    // How the gpulets' proxies are started, drained and stopped.
+    GpuletStarter::Options proxies;
     // Most proxy processes one device may run under one plan (standby
     // shadows count); a plan asking for more is refused.
     int max_gpulets_per_device = 16;
-    // How cpu and cuda proxies poll for the next batch before they sleep
-    // (emulated proxies never poll: they share cores by design).
-    PollOptions proxy_poll;
-    absl::Duration proxy_startup_timeout = absl::Seconds(120);
-    absl::Duration drain_timeout = absl::Seconds(30);
-    // CUDA devices: MPS control daemons (see MpsDaemonManager).
-    MpsDaemonManager::Options mps;
-    // Operator-group gpulets (plan scheduler ABACUS, FCFS, SJF, EDF): the
-    // learned group-latency predictor of this node's devices (null: such
-    // gpulets fail to start).
-    std::shared_ptr<const GroupPredictorProto> group_predictor;
-    // Starts the proxies; null: spawn proxy processes.
-    std::shared_ptr<ProxyLauncher> launcher;
     // How often the supervisor looks for proxies of the plan in force that
     // exited (0: no supervisor), and when it may restart them.
     absl::Duration supervise_period = absl::Milliseconds(100);
@@ -140,35 +119,17 @@ class BackendServiceImpl final {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
-  // Starts the proxies of `ids` in parallel (each loads and warms up on its
-  // own); on any failure stops those that started and returns the first
-  // error.
-  absl::StatusOr<std::vector<GpuletEntry>> StartAll(
-      const std::vector<std::string>& ids,
-      const std::map<std::string, GpuletSpec>& wanted) const;
-  absl::StatusOr<std::shared_ptr<Proxy>> StartProxy(const GpuletSpec& g) const;
-  // StartProxy() for operator-group gpulets: the proxy behind an
-  // OverlapProxy (the node-local controller).
-  absl::StatusOr<std::shared_ptr<Proxy>> StartOverlapProxy(
-      const GpuletSpec& g, const ProxyHandle::Options& po) const;
-  // Drains (up to the drain timeout) and stops `gpulets`.
-  void DrainAndStop(const std::vector<GpuletEntry>& gpulets) const;
   // Sends each emulated gpulet the slowdown its neighbours cause.
   void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static GpuletStatus StatusOf(const GpuletEntry& g);
 
   const Options options_;
   const Clock* const clock_;
-  // Set by AwaitFrontendLeft; when the last batch arrived (clock_).
-  std::atomic<bool> draining_{false};
-  std::atomic<int64_t> last_batch_unix_us_{0};
+  FrontendTraffic traffic_;
   const std::unique_ptr<BackendNode> node_;
-  std::shared_ptr<ProxyLauncher> launcher_;
-  // Thread-safe; mutable: starting a daemon does not change the service.
-  mutable MpsDaemonManager mps_;
   // Thread-safe; operator-group gpulets record into it from their
   // controller threads.
   mutable BackendMetrics metrics_;
+  const GpuletStarter starter_;
 
   // Serialises plan changes; held across proxy start-up, never by the
   // serving path.
@@ -177,7 +138,6 @@ class BackendServiceImpl final {
   // crashed proxy) and the restarts it allows.
   std::optional<Plan> applied_plan_ ABSL_GUARDED_BY(apply_mu_);
   RestartBudget restarts_ ABSL_GUARDED_BY(apply_mu_);
-  std::set<std::string> given_up_ ABSL_GUARDED_BY(apply_mu_);
   mutable absl::Mutex mu_;
   GpuletTable table_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;

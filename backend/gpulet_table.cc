@@ -2,7 +2,48 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status_util.h"
+
 namespace tessera {
+
+GpuletStatus GpuletEntry::ToStatus() const {
+  GpuletStatus s;
+  s.set_gpulet_id(id());
+  s.set_device_id(spec.device_id);
+  s.set_pid(proxy->pid());
+  for (int c : spec.cores) s.add_cpu_cores(c);
+  for (const MeasuredLatency& m : proxy->warmup()) *s.add_warmup() = m;
+  s.set_share_percent(spec.plan.share_percent());
+  for (const std::string& m : spec.ModelNames()) s.add_models(m);
+  s.set_retiring(state == GpuletState::kRetiring);
+  *s.mutable_proxy_config() = proxy->config();
+  for (const auto& [model, why] : proxy->failed_models()) {
+    ToStatusProto(why, &(*s.mutable_failed_models())[model]);
+  }
+  return s;
+}
+
+BatchResponse GpuletTable::Route::Refusal(const BatchRequest& batch,
+                                          const std::string& backend_id) const {
+  BatchResponse response;
+  response.set_batch_id(batch.batch_id());
+  response.set_gpulet_stopped(stopped_for_swap);
+  // Transient for the client either way: after a swap the frontend routes
+  // the call again; otherwise its plan still names a gpulet this backend no
+  // longer (or not yet) serves, e.g. after its restart.
+  ToStatusProto(
+      stopped_for_swap
+          ? absl::UnavailableError(
+                absl::StrCat("gpulet '", batch.gpulet_id(),
+                             "' was stopped for a stop-then-start swap (device "
+                             "memory too small for a shadow proxy); retry"))
+          : absl::UnavailableError(absl::StrCat(
+                "gpulet '", batch.gpulet_id(), "' is not served by backend '",
+                backend_id, "' (restarted, or the plan moved it); retry")),
+      response.mutable_status());
+  return response;
+}
 
 GpuletTable::Route GpuletTable::Find(const std::string& id) const {
   Route route;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.pb.h"
 #include "backend/gpulet_spec.h"
 #include "backend/proxy.h"
 
@@ -33,6 +34,8 @@ struct GpuletEntry {
   GpuletState state = GpuletState::kServing;
 
   const std::string& id() const { return spec.id(); }
+  // What ApplyPlan and Health report of it; needs a proxy.
+  GpuletStatus ToStatus() const;
 };
 
 // What the plan diff needs to know of a gpulet with a proxy.
@@ -50,6 +53,12 @@ class GpuletTable {
   struct Route {
     std::shared_ptr<Proxy> proxy;  // null: not routable
     bool stopped_for_swap = false;
+
+    // The answer to `batch` when there is no proxy: UNAVAILABLE (retry),
+    // saying whether a stop-then-start swap stopped the gpulet or backend
+    // `backend_id` does not serve it (restarted, or the plan moved it).
+    BatchResponse Refusal(const BatchRequest& batch,
+                          const std::string& backend_id) const;
   };
   // Where a batch for gpulet `id` goes.
   Route Find(const std::string& id) const;

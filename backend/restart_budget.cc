@@ -33,4 +33,22 @@ RestartBudget::Verdict RestartBudget::Check(const std::string& id,
   return Verdict::kRestart;
 }
 
+RestartBudget::Triage RestartBudget::Sort(
+    const std::vector<std::string>& exited, absl::Time now) {
+  Triage triage;
+  for (const std::string& id : exited) {
+    switch (Check(id, now)) {
+      case Verdict::kRestart:
+        triage.restart.push_back(id);
+        break;
+      case Verdict::kGiveUp:
+        if (reported_given_up_.insert(id).second) triage.given_up.push_back(id);
+        break;
+      case Verdict::kWait:
+        break;
+    }
+  }
+  return triage;
+}
+
 }  // namespace tessera

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,14 +31,26 @@ class RestartBudget {
   // Whether gpulet `id`, found dead at `now`, may be restarted now. A
   // kRestart verdict counts as a restart.
   Verdict Check(const std::string& id, absl::Time now);
+  // Check() for every gpulet of `exited` (found dead at `now`): those to
+  // restart now, and those whose budget ran out, each of the latter listed
+  // once until Reset().
+  struct Triage {
+    std::vector<std::string> restart;
+    std::vector<std::string> given_up;
+  };
+  Triage Sort(const std::vector<std::string>& exited, absl::Time now);
   // Restarts of `id` counted within the window before `now`.
   int RecentRestarts(const std::string& id, absl::Time now) const;
   // A new plan: every gpulet starts with a fresh budget.
-  void Reset() { restarts_.clear(); }
+  void Reset() {
+    restarts_.clear();
+    reported_given_up_.clear();
+  }
 
  private:
   Options options_;
   std::map<std::string, std::vector<absl::Time>> restarts_;
+  std::set<std::string> reported_given_up_;
 };
 
 }  // namespace tessera

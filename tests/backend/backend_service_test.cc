@@ -26,7 +26,7 @@ class BackendServiceTest : public ::testing::Test {
     cpu->set_kind(DEVICE_KIND_CPU);
     for (int c : {0, 1, 2, 3}) cpu->add_cpu_cores(c);
     options.model_repository = repo_.root();
-    options.launcher = launcher_;
+    options.proxies.launcher = launcher_;
     auto backend = BackendServiceImpl::Create(options);
     EXPECT_TRUE(backend.ok()) << backend.status();
     return backend.ok() ? std::move(*backend) : nullptr;
@@ -227,7 +227,7 @@ TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
   gpu->set_memory_bytes(int64_t{3} << 30);  // one resnet50 (1.8 GiB) fits
   options.model_repository =
       std::string(TESSERA_SOURCE_DIR) + "/configs/emulated/models";
-  options.launcher = launcher_;
+  options.proxies.launcher = launcher_;
   auto backend = BackendServiceImpl::Create(options);
   ASSERT_TRUE(backend.ok()) << backend.status();
 

@@ -99,6 +99,29 @@ TEST(GpuletTableTest, StopFirstMarksTakenGpuletsUntilTheCommit) {
   EXPECT_EQ(table.num_proxies(), 3);
 }
 
+TEST(GpuletTableTest, ABatchWithNoProxyIsRefusedUnavailableSayingWhy) {
+  GpuletTable table;
+  table.Switch({Entry("a", "d0", std::make_shared<FakeProxy>("a"))});
+  (void)table.TakeForStopFirst("d0", {});
+  BatchRequest batch;
+  batch.set_gpulet_id("a");
+  batch.set_batch_id(9);
+  const BatchResponse swapped = table.Find("a").Refusal(batch, "b0");
+  EXPECT_EQ(swapped.batch_id(), 9);
+  EXPECT_TRUE(swapped.gpulet_stopped());
+  EXPECT_EQ(swapped.status().code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(swapped.status().message(),
+              ::testing::HasSubstr("stop-then-start swap"));
+  batch.set_gpulet_id("nope");
+  const BatchResponse unknown = table.Find("nope").Refusal(batch, "b0");
+  EXPECT_FALSE(unknown.gpulet_stopped());
+  EXPECT_EQ(unknown.status().code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(unknown.status().message(),
+              ::testing::HasSubstr("is not served by backend 'b0'"));
+}
+
 TEST(GpuletTableTest, StopFirstTakesReplacedProxiesOnTheDevice) {
   auto a = std::make_shared<FakeProxy>("a");
   auto a2 = std::make_shared<FakeProxy>("a");

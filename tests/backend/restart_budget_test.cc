@@ -49,5 +49,28 @@ TEST(RestartBudgetTest, BackoffDoublesUpToItsCap) {
   }
 }
 
+TEST(RestartBudgetTest, SortRestartsWaitsAndReportsAGiveUpOnce) {
+  RestartBudget::Options o;
+  o.initial_backoff = absl::Milliseconds(100);
+  o.max_restarts = 1;
+  o.window = absl::Seconds(10);
+  RestartBudget budget(o);
+  const absl::Time t0 = absl::FromUnixSeconds(0);
+  RestartBudget::Triage first = budget.Sort({"a", "b"}, t0);
+  EXPECT_EQ(first.restart, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(first.given_up.empty());
+  // Both used their one restart: "a" exits again and is given up, once.
+  RestartBudget::Triage second = budget.Sort({"a"}, t0 + absl::Seconds(1));
+  EXPECT_TRUE(second.restart.empty());
+  EXPECT_EQ(second.given_up, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(budget.Sort({"a"}, t0 + absl::Seconds(2)).given_up.empty());
+  // A new plan: "a" may restart, and is reported again if it loops.
+  budget.Reset();
+  EXPECT_EQ(budget.Sort({"a"}, t0 + absl::Seconds(3)).restart,
+            (std::vector<std::string>{"a"}));
+  EXPECT_EQ(budget.Sort({"a"}, t0 + absl::Seconds(4)).given_up,
+            (std::vector<std::string>{"a"}));
+}
+
 }  // namespace
 }  // namespace tessera

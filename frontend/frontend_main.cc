@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -126,6 +127,76 @@ absl::Status SecurityFromFlags(tessera::FrontendServer::Options* options) {
   return absl::OkStatus();
 }
 
+// --config, then the flags that override it: --policy and --backends.
+absl::Status ConfigFromFlags(tessera::FrontendConfig* config) {
+  if (absl::GetFlag(FLAGS_config).empty()) {
+    return absl::InvalidArgumentError("--config is required (see --help)");
+  }
+  RETURN_IF_ERROR(tessera::ReadTextProto(absl::GetFlag(FLAGS_config), config));
+  if (!absl::GetFlag(FLAGS_policy).empty()) {
+    config->set_policy(absl::GetFlag(FLAGS_policy));
+  }
+  if (absl::GetFlag(FLAGS_backends).empty()) return absl::OkStatus();
+  config->clear_backends();
+  for (absl::string_view entry :
+       absl::StrSplit(absl::GetFlag(FLAGS_backends), ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(entry, '=');
+    if (kv.first.empty() || kv.second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backends: '", entry, "' is not id=host:port"));
+    }
+    tessera::BackendEndpoint* b = config->add_backends();
+    b->set_id(kv.first);
+    b->set_address(kv.second);
+  }
+  return absl::OkStatus();
+}
+
+// What the frontend holds at once before it refuses calls.
+absl::StatusOr<tessera::AdmissionControl::Options> AdmissionFromFlags() {
+  tessera::AdmissionControl::Options admission;
+  admission.max_requests = absl::GetFlag(FLAGS_max_inflight_calls);
+  admission.max_requests_per_model =
+      absl::GetFlag(FLAGS_max_inflight_calls_per_model);
+  admission.max_bytes = absl::GetFlag(FLAGS_max_inflight_mb) << 20;
+  if (admission.max_requests < 0 || admission.max_requests_per_model < 0 ||
+      admission.max_bytes < 0) {
+    return absl::InvalidArgumentError(
+        "--max_inflight_calls, --max_inflight_calls_per_model and "
+        "--max_inflight_mb must be >= 0 (0: no limit)");
+  }
+  admission.max_backlog_slo_fraction =
+      absl::GetFlag(FLAGS_max_backlog_slo_fraction);
+  if (!(admission.max_backlog_slo_fraction >= 0)) {
+    return absl::InvalidArgumentError(
+        "--max_backlog_slo_fraction must be >= 0 (0: never)");
+  }
+  return admission;
+}
+
+absl::StatusOr<tessera::FrontendServer::Options> OptionsFromFlags() {
+  tessera::FrontendServer::Options options;
+  RETURN_IF_ERROR(ConfigFromFlags(&options.config));
+  options.model_repository = absl::GetFlag(FLAGS_model_repository);
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.plan_file = absl::GetFlag(FLAGS_plan_file);
+  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_s));
+  options.http_port = absl::GetFlag(FLAGS_http_port);
+  options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
+  RETURN_IF_ERROR(SecurityFromFlags(&options));
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  ASSIGN_OR_RETURN(options.admission, AdmissionFromFlags());
+  options.event_loops = absl::GetFlag(FLAGS_event_loops);
+  if (options.event_loops < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--event_loops must be at least 1, not ", options.event_loops));
+  }
+  ASSIGN_OR_RETURN(options.poll, tessera::MakePollOptions(
+                                     absl::GetFlag(FLAGS_poll_us),
+                                     absl::GetFlag(FLAGS_poll_idle_percent)));
+  return options;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,87 +215,17 @@ int main(int argc, char** argv) {
   tessera::BlockTerminationSignals();
   spdlog::set_pattern("[%H:%M:%S.%e] [frontend] [%l] %v");
 
-  tessera::FrontendServer::Options options;
-  if (absl::GetFlag(FLAGS_config).empty()) {
-    spdlog::error("--config is required (see --help)");
+  auto options = OptionsFromFlags();
+  if (!options.ok()) {
+    spdlog::error("{}", std::string(options.status().message()));
     return 2;
   }
-  absl::Status s =
-      tessera::ReadTextProto(absl::GetFlag(FLAGS_config), &options.config);
-  if (!s.ok()) {
-    spdlog::error("{}", s.ToString());
-    return 2;
-  }
-  if (!absl::GetFlag(FLAGS_policy).empty()) {
-    options.config.set_policy(absl::GetFlag(FLAGS_policy));
-  }
-  if (!absl::GetFlag(FLAGS_backends).empty()) {
-    options.config.clear_backends();
-    for (absl::string_view entry : absl::StrSplit(absl::GetFlag(FLAGS_backends),
-                                                  ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(entry, '=');
-      if (kv.first.empty() || kv.second.empty()) {
-        spdlog::error("--backends: '{}' is not id=host:port",
-                      std::string(entry));
-        return 2;
-      }
-      tessera::BackendEndpoint* b = options.config.add_backends();
-      b->set_id(kv.first);
-      b->set_address(kv.second);
-    }
-  }
-  options.model_repository = absl::GetFlag(FLAGS_model_repository);
-  options.listen = absl::GetFlag(FLAGS_listen);
-  options.plan_file = absl::GetFlag(FLAGS_plan_file);
-  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_s));
-  options.http_port = absl::GetFlag(FLAGS_http_port);
-  options.admin_listen = absl::GetFlag(FLAGS_admin_listen);
-  s = SecurityFromFlags(&options);
-  if (!s.ok()) {
-    spdlog::error("{}", s.ToString());
-    return 2;
-  }
-  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
-  options.admission.max_requests = absl::GetFlag(FLAGS_max_inflight_calls);
-  options.admission.max_requests_per_model =
-      absl::GetFlag(FLAGS_max_inflight_calls_per_model);
-  options.admission.max_bytes = absl::GetFlag(FLAGS_max_inflight_mb) << 20;
-  if (options.admission.max_requests < 0 ||
-      options.admission.max_requests_per_model < 0 ||
-      options.admission.max_bytes < 0) {
-    spdlog::error(
-        "--max_inflight_calls, --max_inflight_calls_per_model and "
-        "--max_inflight_mb must be >= 0 (0: no limit)");
-    return 2;
-  }
-  options.admission.max_backlog_slo_fraction =
-      absl::GetFlag(FLAGS_max_backlog_slo_fraction);
-  if (!(options.admission.max_backlog_slo_fraction >= 0)) {
-    spdlog::error("--max_backlog_slo_fraction must be >= 0 (0: never)");
-    return 2;
-  }
-  options.event_loops = absl::GetFlag(FLAGS_event_loops);
-  if (options.event_loops < 1) {
-    spdlog::error("--event_loops must be at least 1, not {}",
-                  options.event_loops);
-    return 2;
-  }
-
-  auto poll = tessera::MakePollOptions(absl::GetFlag(FLAGS_poll_us),
-                                       absl::GetFlag(FLAGS_poll_idle_percent));
-  if (!poll.ok()) {
-    spdlog::error("{}", std::string(poll.status().message()));
-    return 2;
-  }
-  options.poll = *poll;
-
-  auto server = tessera::FrontendServer::Create(options);
+  auto server = tessera::FrontendServer::Create(*std::move(options));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 2;
   }
-  s = (*server)->Start();
-  if (!s.ok()) {
+  if (absl::Status s = (*server)->Start(); !s.ok()) {
     spdlog::error("{}", s.ToString());
     return 2;
   }

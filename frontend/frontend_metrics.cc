@@ -5,6 +5,12 @@
 namespace tessera {
 
 FrontendMetrics::FrontendMetrics() {
+  AddRequestFamilies();
+  AddPlanFamilies();
+  AddTritonFamilies();
+}
+
+void FrontendMetrics::AddRequestFamilies() {
   requests_ = registry_.AddCounter(
       "tessera_frontend_requests_total",
       "ModelInfer calls answered, by model and gRPC status code.",
@@ -21,6 +27,9 @@ FrontendMetrics::FrontendMetrics() {
   batch_size_ = registry_.AddHistogram(
       "tessera_frontend_batch_size", "Items per batch sent to a backend.",
       {"model"}, {1, 2, 4, 8, 16, 32, 64, 128});
+}
+
+void FrontendMetrics::AddPlanFamilies() {
   plan_epoch_ = registry_.AddGauge("tessera_frontend_plan_epoch",
                                    "Epoch of the plan in force.", {});
   gpulet_share_ =
@@ -62,6 +71,9 @@ FrontendMetrics::FrontendMetrics() {
   handed_over_ = registry_.AddCounter(
       "tessera_frontend_calls_handed_over_total",
       "Queued calls moved from retired to new gpulets since start.", {});
+}
+
+void FrontendMetrics::AddTritonFamilies() {
   // Triton's names, labels and meanings (its metrics documentation), so
   // Triton dashboards and alerts work unchanged.
   const std::vector<std::string> mv = {"model", "version"};

@@ -57,6 +57,12 @@ class FrontendMetrics {
 
  private:
   MetricsRegistry registry_;
+  // The constructor's parts: calls and batches; the plan, backends and
+  // admission; Triton's families.
+  void AddRequestFamilies();
+  void AddPlanFamilies();
+  void AddTritonFamilies();
+
   InferenceStatistics statistics_;
   MetricsRegistry::Counter* requests_;
   MetricsRegistry::Histogram* latency_;

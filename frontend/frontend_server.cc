@@ -14,7 +14,6 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 #include "scheduler/static_policy.h"
 #include "spdlog/spdlog.h"
@@ -88,15 +87,19 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
       backlog_(clock_),
       admission_(options_.admission, &backlog_),
       trimmer_(HeapTrimmer::Options{}),
-      service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_, this,
-               options_.admin_secret, &admission_),
+      service_(repository_.get(), &router_, clock_, "0.1.0", &metrics_,
+               &repository_control_, options_.admin_secret, &admission_),
       coordinator_(
           PlanCoordinator::Options{options_.config,
                                    options_.backend_call_timeout,
                                    options_.plan_file},
           PlanCoordinator::Deps{repository_.get(), &profiles_, &router_,
                                 &monitor_, &trigger_, &unloaded_, clock_},
-          std::move(policy)) {}
+          std::move(policy)),
+      repository_control_(
+          {repository_.get(), &unloaded_, &coordinator_, &trigger_, clock_}),
+      reporter_({&coordinator_, &trigger_, &monitor_, &router_, &admission_,
+                 &metrics_}) {}
 
 FrontendServer::~FrontendServer() { Shutdown(); }
 
@@ -234,28 +237,6 @@ absl::Status FrontendServer::SetPolicy(const std::string& name) {
   return absl::OkStatus();
 }
 
-AdminStatus FrontendServer::Status() const {
-  AdminStatus status;
-  status.set_policy(coordinator_.policy()->name());
-  *status.mutable_plan() = coordinator_.current_plan();
-  const Stats stats = coordinator_.stats();
-  status.set_plans_installed(stats.plans);
-  status.set_plan_failures(stats.plan_failures);
-  for (const auto& [m, r] : trigger_.PlannedRates()) {
-    (*status.mutable_planned_rates_rps())[m] = r;
-  }
-  for (const auto& [id, up] : trigger_.AliveBackends()) {
-    (*status.mutable_backends_up())[id] = up;
-  }
-  for (const auto& [m, r] : monitor_.Rates()) {
-    (*status.mutable_observed_rates_rps())[m] = r;
-  }
-  for (const auto& w : router_.workers()) {
-    if (w->on_standby()) status.add_gpulets_on_standby(w->gpulet_id());
-  }
-  return status;
-}
-
 void FrontendServer::RequestReplan(const std::string& reason) {
   trigger_.Request(reason);
 }
@@ -272,113 +253,16 @@ int FrontendServer::http_port() const {
   return http_ == nullptr ? 0 : http_->port();
 }
 
-bool FrontendServer::Ready() const {
-  if (coordinator_.current_plan().epoch() == 0) return false;
-  for (const auto& [id, up] : trigger_.AliveBackends()) {
-    if (!up) return false;
-  }
-  return true;
-}
-
-std::string FrontendServer::RenderMetrics() {
-  const Plan plan = coordinator_.current_plan();
-  const Stats stats = coordinator_.stats();
-  const std::map<std::string, bool> alive = trigger_.AliveBackends();
-  metrics_.plan_epoch()->Set({}, static_cast<double>(plan.epoch()));
-  metrics_.plans()->SetTotal({}, static_cast<double>(stats.plans));
-  metrics_.gpulets_started()->SetTotal(
-      {}, static_cast<double>(stats.gpulets_started));
-  metrics_.handed_over()->SetTotal(
-      {}, static_cast<double>(stats.calls_handed_over));
-  metrics_.standby_switches()->SetTotal(
-      {}, static_cast<double>(stats.standby_switches));
-  const AdmissionControl::Usage held = admission_.usage();
-  metrics_.held_calls()->Set({}, static_cast<double>(held.requests));
-  metrics_.held_bytes()->Set({}, static_cast<double>(held.bytes));
-  metrics_.admission_refused()->SetTotal({}, static_cast<double>(held.refused));
-  metrics_.gpulet_share()->Clear();
-  for (const DevicePlan& d : plan.devices()) {
-    for (const GpuletPlan& g : d.gpulets()) {
-      metrics_.gpulet_share()->Set(
-          {d.backend_id(), d.device_id(), g.gpulet_id()}, g.share_percent());
-    }
-  }
-  metrics_.queue_depth()->Clear();
-  for (const auto& w : router_.workers()) {
-    metrics_.queue_depth()->Set({w->gpulet_id()},
-                                static_cast<double>(w->queued()));
-  }
-  for (const auto& [model, rate] : monitor_.Rates()) {
-    metrics_.observed_rate()->Set({model}, rate);
-  }
-  for (const auto& [id, up] : alive) {
-    metrics_.backend_up()->Set({id}, up ? 1 : 0);
-  }
-  return metrics_.registry().Render();
-}
-
 FrontendServer::Stats FrontendServer::stats() const {
   return coordinator_.stats();
 }
 
-absl::Status FrontendServer::UnloadModel(const std::string& name,
-                                         absl::Time deadline) {
-  return SetLoaded(name, false, deadline);
-}
+bool FrontendServer::Ready() const { return reporter_.Ready(); }
 
-absl::Status FrontendServer::LoadModel(const std::string& name,
-                                       absl::Time deadline) {
-  return SetLoaded(name, true, deadline);
-}
+AdminStatus FrontendServer::Status() const { return reporter_.Status(); }
 
-bool FrontendServer::IsUnloaded(const std::string& name) const {
-  return unloaded_.Contains(name);
-}
-
-absl::Status FrontendServer::SetLoaded(const std::string& name, bool loaded,
-                                       absl::Time deadline) {
-  if (repository_->Find(name) == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("no model '", name, "' in the model repository"));
-  }
-  const std::string reason =
-      absl::StrCat("model '", name, loaded ? "' loaded" : "' unloaded");
-  unloaded_.Set(name, !loaded);
-  // A policy that cannot plan the cluster with the change would leave the
-  // request pending forever: refuse it now and undo it.
-  if (absl::Status s = coordinator_.CheckPolicy(*coordinator_.policy());
-      !s.ok() && !absl::IsUnavailable(s)) {
-    unloaded_.Set(name, loaded);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot ", loaded ? "load" : "unload", " model '", name, "': policy '",
-        coordinator_.policy()->name(), "' cannot plan the cluster ",
-        loaded ? "with" : "without", " it (", s.message(), ")"));
-  }
-  spdlog::info("{} through the repository API", reason);
-  // Ask for a plan until one honours the change: a plan already being made
-  // when the change came may not.
-  absl::Time ask = absl::InfinitePast();
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return absl::UnavailableError("the frontend is stopping");
-    }
-    const Plan plan = coordinator_.current_plan();
-    if (plan.epoch() > 0 && PlanServes(plan, name) == loaded) {
-      return absl::OkStatus();
-    }
-    const absl::Time now = absl::Now();
-    if (now >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          reason, ", but no plan ", loaded ? "serving" : "without",
-          " it came in time; the request stands for the next plan"));
-    }
-    if (now >= ask) {
-      RequestReplan(reason);
-      ask = now + absl::Seconds(1);
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+std::string FrontendServer::RenderMetrics() {
+  return reporter_.RenderMetrics();
 }
 
 void FrontendServer::Shutdown() {
@@ -387,6 +271,7 @@ void FrontendServer::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  repository_control_.Stop();
   if (control_ != nullptr) control_->Stop();
   // Health checks say NOT_SERVING from now on (load balancers stop sending).
   if (server_ != nullptr) server_->GetHealthCheckService()->Shutdown();
@@ -400,22 +285,14 @@ void FrontendServer::Shutdown() {
   // close the backend streams (anything still in flight fails), and only
   // then drop the workers their callbacks point to.
   router_.StopAccepting();
-  auto workers = router_.workers();
-  const absl::Time drain_until = absl::Now() + options_.drain_timeout;
-  size_t undrained = 0;
-  for (auto& w : workers) {
-    while (w->queued() > 0 && absl::Now() < drain_until) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    w->WaitIdle(std::max(absl::ZeroDuration(), drain_until - absl::Now()));
-    undrained += w->queued();
-  }
+  const size_t undrained = router_.Drain(absl::Now() + options_.drain_timeout);
   if (undrained > 0) {
     spdlog::warn(
         "shutdown: {} accepted call(s) still queued after the {} "
         "drain; they get UNAVAILABLE",
         undrained, absl::FormatDuration(options_.drain_timeout));
   }
+  const auto workers = router_.workers();
   for (auto& w : workers) w->Stop();
   for (auto& w : workers) w->WaitIdle(absl::Seconds(5));
   if (server_ != nullptr) {

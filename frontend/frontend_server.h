@@ -27,13 +27,14 @@
 #include "frontend/control_loops.h"
 #include "frontend/frontend_metrics.h"
 #include "frontend/inference_service.h"
-#include "frontend/model_control.h"
 #include "frontend/plan_coordinator.h"
 #include "frontend/profile_store.h"
 #include "frontend/replan_trigger.h"
+#include "frontend/repository_control.h"
 #include "frontend/request_monitor.h"
 #include "frontend/rest_inference_service.h"
 #include "frontend/router.h"
+#include "frontend/status_reporter.h"
 #include "frontend/unloaded_models.h"
 #include "grpcpp/server.h"
 #include "scheduler/scheduling_policy.h"
@@ -51,7 +52,7 @@ namespace tessera {
 // calls queued on the old workers move to the new ones, the old workers'
 // in-flight batches finish, and only then are the old gpulets stopped
 // (CommitPlan). Thread-safe.
-class FrontendServer : public ModelControl {
+class FrontendServer {
  public:
   struct Options {
     FrontendConfig config;
@@ -127,14 +128,6 @@ class FrontendServer : public ModelControl {
   int admin_port() const { return admin_port_; }
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // ModelControl: the KServe v2 repository RPCs load/unload.
-  absl::Status UnloadModel(const std::string& name,
-                           absl::Time deadline) override
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status LoadModel(const std::string& name, absl::Time deadline) override
-      ABSL_LOCKS_EXCLUDED(mu_);
-  bool IsUnloaded(const std::string& name) const override;
-
  private:
   // The metrics/health HTTP endpoint and the admin service, when
   // configured.
@@ -144,10 +137,6 @@ class FrontendServer : public ModelControl {
                  std::unique_ptr<ModelRepository> repository,
                  ProfileStore profiles, PolicyOptions policy_options,
                  std::unique_ptr<SchedulingPolicy> policy);
-  // Marks `name` (un)loaded and waits for a plan that (does not) serve it.
-  absl::Status SetLoaded(const std::string& name, bool loaded,
-                         absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
-
   const Options options_;
   const Clock* clock_;
   std::unique_ptr<ModelRepository> repository_;
@@ -176,6 +165,8 @@ class FrontendServer : public ModelControl {
   int port_ = 0;
 
   PlanCoordinator coordinator_;
+  RepositoryControl repository_control_;
+  StatusReporter reporter_;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The backends as the coordinator and the control loops see them.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera {
@@ -180,6 +181,37 @@ absl::StatusOr<bool> BoolParameter(const Json& object, const char* name,
   return it->get<bool>();
 }
 
+// An input's "parameters": its "binary_data_size" (-1 when absent); shared
+// memory is refused.
+absl::StatusOr<int64_t> BinaryDataSize(const Json& in,
+                                       const std::string& where) {
+  int64_t binary_size = -1;
+  if (auto params = in.find("parameters"); params != in.end()) {
+    if (!params->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": \"parameters\" must be an object"));
+    }
+    for (const auto& [key, value] : params->items()) {
+      if (key.rfind("shared_memory_", 0) == 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            where, ": parameter \"", key,
+            "\": shared-memory tensors are not supported; send the data "
+            "in the body"));
+      }
+    }
+    if (auto size = params->find("binary_data_size"); size != params->end()) {
+      if (!size->is_number_integer() || size->get<int64_t>() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where,
+                         ": \"binary_data_size\" must be a "
+                         "non-negative integer"));
+      }
+      binary_size = size->get<int64_t>();
+    }
+  }
+  return binary_size;
+}
+
 // One input of the JSON header into `tensor` and its bytes into `raw`,
 // taking binary data from `binary` (advanced past what it uses).
 absl::Status DecodeInput(const Json& in, int index,
@@ -215,30 +247,7 @@ absl::Status DecodeInput(const Json& in, int index,
     }
     tensor->add_shape(d.get<int64_t>());
   }
-  int64_t binary_size = -1;
-  if (auto params = in.find("parameters"); params != in.end()) {
-    if (!params->is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": \"parameters\" must be an object"));
-    }
-    for (const auto& [key, value] : params->items()) {
-      if (key.rfind("shared_memory_", 0) == 0) {
-        return absl::UnimplementedError(absl::StrCat(
-            where, ": parameter \"", key,
-            "\": shared-memory tensors are not supported; send the data "
-            "in the body"));
-      }
-    }
-    if (auto size = params->find("binary_data_size"); size != params->end()) {
-      if (!size->is_number_integer() || size->get<int64_t>() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where,
-                         ": \"binary_data_size\" must be a "
-                         "non-negative integer"));
-      }
-      binary_size = size->get<int64_t>();
-    }
-  }
+  ASSIGN_OR_RETURN(const int64_t binary_size, BinaryDataSize(in, where));
   auto data = in.find("data");
   if (binary_size >= 0) {
     if (data != in.end()) {

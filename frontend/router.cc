@@ -1,5 +1,6 @@
 #include "frontend/router.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,18 @@ absl::Status Router::Submit(std::unique_ptr<InferCall>& call) {
 void Router::StopAccepting() {
   absl::MutexLock lock(&mu_);
   accepting_ = false;
+}
+
+size_t Router::Drain(absl::Time until) const {
+  size_t undrained = 0;
+  for (const auto& w : workers()) {
+    while (w->queued() > 0 && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    w->WaitIdle(std::max(absl::ZeroDuration(), until - absl::Now()));
+    undrained += w->queued();
+  }
+  return undrained;
 }
 
 absl::Status Router::Reroute(std::unique_ptr<InferCall>& call) {

@@ -43,6 +43,10 @@ class Router {
   // shutting down); calls already accepted are still rerouted.
   void StopAccepting() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Shutdown's drain: waits until every worker's queue is empty and its
+  // batches are back, or `until`; returns the calls still queued.
+  size_t Drain(absl::Time until) const ABSL_LOCKS_EXCLUDED(mu_);
+
   bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a gpulet of the plan in force serves `model` with a proxy that
   // loaded it (ModelReady, RepositoryIndex).

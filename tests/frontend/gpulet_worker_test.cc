@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -369,6 +370,39 @@ TEST(RouterTest, SplitsAModelsCallsByThePlansRates) {
   b.Release();
   EXPECT_TRUE(wa->WaitIdle(absl::Seconds(30)));
   EXPECT_TRUE(wb->WaitIdle(absl::Seconds(30)));
+}
+
+// Shutdown's drain: it waits for the batches in flight to come back, and
+// gives up at its deadline with the calls still queued counted.
+TEST(RouterTest, DrainWaitsForBatchesInFlightUntilItsDeadline) {
+  const ModelConfig model = Model();
+  FakeSink sink(FakeSink::Mode::kHold);
+  Calls calls(&model);
+  Router router;
+  auto worker = MakeWorker("g0", &model, &sink, 100);
+  ASSERT_TRUE(router.Install({worker}).empty());
+  for (int i = 0; i < 12; ++i) {
+    std::unique_ptr<InferCall> c = calls.Make(i, 0, 0);
+    ASSERT_TRUE(router.Submit(c).ok());
+  }
+  router.StopAccepting();
+  // Held: the drain runs into its deadline.
+  const absl::Time start = absl::Now();
+  const size_t undrained = router.Drain(start + absl::Milliseconds(100));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+  EXPECT_EQ(undrained, worker->queued());
+  EXPECT_FALSE(calls.AllFinished(12, absl::ZeroDuration()));
+  // Released meanwhile: the drain returns once every call is answered.
+  std::thread release([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    sink.Release();
+  });
+  EXPECT_EQ(router.Drain(absl::Now() + absl::Seconds(30)), 0u);
+  release.join();
+  ASSERT_TRUE(calls.AllFinished(12, absl::Seconds(30)));
+  EXPECT_EQ(sink.items(), 12);
+  worker->Stop();
+  EXPECT_TRUE(worker->WaitIdle(absl::Seconds(30)));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "spdlog/spdlog.h"
 
@@ -32,11 +33,9 @@ absl::StatusOr<int> MpsDaemonManager::Control(int gpu, const std::string& args,
   o.env = {{"CUDA_VISIBLE_DEVICES", absl::StrCat(gpu)},
            {"CUDA_MPS_PIPE_DIRECTORY", PipeDir(gpu)},
            {"CUDA_MPS_LOG_DIRECTORY", LogDir(gpu)}};
-  auto process = Subprocess::Spawn(o);
-  if (!process.ok()) return process.status();
-  auto status = (*process)->Wait(absl::Seconds(30));
-  if (!status.ok()) return status.status();
-  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128;
+  ASSIGN_OR_RETURN(auto process, Subprocess::Spawn(o));
+  ASSIGN_OR_RETURN(auto status, process->Wait(absl::Seconds(30)));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 absl::Status MpsDaemonManager::Ensure(int gpu) {

@@ -69,14 +69,13 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
   const std::vector<ModelConfig> models(config.models().begin(),
                                         config.models().end());
   const size_t slot_bytes = SlotBytesFor(models);
-  auto region =
+  ASSIGN_OR_RETURN(
+      auto region,
       SharedMemoryRegion::Create(("tessera-" + config.gpulet_id()).c_str(),
-                                 slot_bytes * std::max(1, options.num_slots));
-  if (!region.ok()) return region.status();
-  auto pair = SeqPacketChannel::CreatePair();
-  if (!pair.ok()) return pair.status();
-  std::unique_ptr<SeqPacketChannel> ours = std::move(pair->first);
-  std::unique_ptr<SeqPacketChannel> theirs = std::move(pair->second);
+                                 slot_bytes * std::max(1, options.num_slots)));
+  ASSIGN_OR_RETURN(auto pair, SeqPacketChannel::CreatePair());
+  std::unique_ptr<SeqPacketChannel> ours = std::move(pair.first);
+  std::unique_ptr<SeqPacketChannel> theirs = std::move(pair.second);
 
   Subprocess::Options spawn;
   spawn.argv = {options.proxy_binary,
@@ -85,14 +84,13 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
                 "--gpulet_id=" + config.gpulet_id()};
   spawn.env = options.extra_env;
   spawn.inherit_fds = {{kChildControlFd, theirs->fd()},
-                       {kChildShmFd, (*region)->fd()}};
-  auto process = Subprocess::Spawn(spawn);
-  if (!process.ok()) return process.status();
+                       {kChildShmFd, region->fd()}};
+  ASSIGN_OR_RETURN(auto process, Subprocess::Spawn(spawn));
   theirs.reset();  // the child holds its end now
   ProxyCommand configure;
   *configure.mutable_configure() = config;
   if (absl::Status sent = ours->Send(configure); !sent.ok()) {
-    (*process)->Stop(absl::Seconds(2));
+    process->Stop(absl::Seconds(2));
     return absl::UnavailableError(absl::StrCat(
         "proxy for gpulet '", config.gpulet_id(), "': ", sent.ToString()));
   }
@@ -100,14 +98,14 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
   ProxyEvent event;
   absl::Status status = ours->Receive(&event, options.startup_timeout);
   if (!status.ok() || !event.has_ready()) {
-    (*process)->Stop(absl::Seconds(2));
+    process->Stop(absl::Seconds(2));
     return absl::UnavailableError(absl::StrCat(
         "proxy for gpulet '", config.gpulet_id(), "' did not become ready: ",
         status.ok() ? "unexpected message" : status.ToString()));
   }
   status = FromStatusProto(event.ready().status());
   if (!status.ok()) {
-    (*process)->Stop(absl::Seconds(2));
+    process->Stop(absl::Seconds(2));
     return absl::Status(status.code(),
                         absl::StrCat("proxy for gpulet '", config.gpulet_id(),
                                      "' failed to start: ", status.message()));
@@ -121,10 +119,10 @@ absl::StatusOr<std::unique_ptr<ProxyHandle>> ProxyHandle::Start(
                  model, std::string(failed_models[model].message()));
   }
   spdlog::info("gpulet {} on {}: proxy pid {} ready", config.gpulet_id(),
-               config.device_id(), (*process)->pid());
+               config.device_id(), process->pid());
   return std::unique_ptr<ProxyHandle>(
-      new ProxyHandle(options, std::move(*process), std::move(ours),
-                      std::move(*region), slot_bytes, std::move(warmup),
+      new ProxyHandle(options, std::move(process), std::move(ours),
+                      std::move(region), slot_bytes, std::move(warmup),
                       event.ready().config(), std::move(failed_models)));
 }
 

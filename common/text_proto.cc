@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -55,10 +56,8 @@ absl::Status ParseTextProto(const std::string& text,
 absl::Status ReadTextProto(const std::string& path,
                            google::protobuf::Message* message) {
   std::string text;
-  absl::Status status = ReadFileToString(path, &text);
-  if (!status.ok()) return status;
-  status = ParseTextProto(text, message);
-  if (!status.ok()) {
+  RETURN_IF_ERROR(ReadFileToString(path, &text));
+  if (absl::Status status = ParseTextProto(text, message); !status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", status.message()));
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
@@ -38,17 +39,14 @@ absl::StatusOr<TlsConfig> TlsConfig::Load(const TlsFiles& files) {
   TlsConfig config;
   config.files_ = files;
   if (!files.cert_file.empty()) {
-    auto cert = ReadPem(files.cert_file, "certificate");
-    if (!cert.ok()) return cert.status();
-    auto key = ReadPem(files.key_file, "key");
-    if (!key.ok()) return key.status();
-    config.cert_pem_ = *std::move(cert);
-    config.key_pem_ = *std::move(key);
+    ASSIGN_OR_RETURN(auto cert, ReadPem(files.cert_file, "certificate"));
+    ASSIGN_OR_RETURN(auto key, ReadPem(files.key_file, "key"));
+    config.cert_pem_ = std::move(cert);
+    config.key_pem_ = std::move(key);
   }
   if (!files.ca_file.empty()) {
-    auto ca = ReadPem(files.ca_file, "CA");
-    if (!ca.ok()) return ca.status();
-    config.ca_pem_ = *std::move(ca);
+    ASSIGN_OR_RETURN(auto ca, ReadPem(files.ca_file, "CA"));
+    config.ca_pem_ = std::move(ca);
   }
   return config;
 }

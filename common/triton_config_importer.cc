@@ -79,9 +79,8 @@ absl::Status AddTensor(const TritonTensor& in, const char* kind,
                        TensorConfig* out) {
   const std::string where = absl::StrCat(kind, " '", in.name(), "'");
   out->set_name(in.name());
-  auto type = FromTritonType(in.data_type(), where);
-  if (!type.ok()) return type.status();
-  out->set_data_type(*type);
+  ASSIGN_OR_RETURN(auto type, FromTritonType(in.data_type(), where));
+  out->set_data_type(type);
   out->add_dims(-1);  // the batch dimension Triton's dims leave out
   for (int64_t d : in.dims()) out->add_dims(d);
   return absl::OkStatus();

@@ -1,19 +1,8 @@
 #include "frontend/cluster_snapshot_builder.h"
 
-namespace tessera {
+#include "scheduler/device_snapshot.h"
 
-std::string ProfileKey(DeviceKind kind) {
-  switch (kind) {
-    case DEVICE_KIND_CPU:
-      return "cpu";
-    case DEVICE_KIND_CUDA:
-      return "cuda";
-    case DEVICE_KIND_EMULATED:
-      return "emulated";
-    default:
-      return "unknown";
-  }
-}
+namespace tessera {
 
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
                                      const ModelRepository& repository,
@@ -24,16 +13,9 @@ ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,
   snapshot.current_plan = current_plan;
   for (const NodeInfo& node : nodes) {
     for (const DeviceInfo& d : node.devices()) {
-      DeviceSnapshot device{node.backend_id(), d.device_id(),
-                            d.kind(),          d.num_cores(),
-                            d.memory_bytes(),  ProfileKey(d.kind())};
-      // A cpu device partitions whole cores: shares are multiples of 100/C.
-      if (d.kind() == DEVICE_KIND_CPU && d.num_cores() > 0) {
-        for (int k = 1; k <= d.num_cores(); ++k) {
-          device.allowed_shares.push_back(100.0 * k / d.num_cores());
-        }
-      }
-      snapshot.devices.push_back(std::move(device));
+      snapshot.devices.push_back(
+          MakeDeviceSnapshot(node.backend_id(), d.device_id(), d.kind(),
+                             d.num_cores(), d.memory_bytes()));
     }
   }
   for (const std::string& name : repository.ModelNames()) {

@@ -11,12 +11,8 @@
 
 namespace tessera {
 
-// The profile key (and profiles/ subdirectory) of a device kind: "cpu",
-// "emulated" or "cuda".
-std::string ProfileKey(DeviceKind kind);
-
 // The snapshot the frontend hands its policy: the devices the backends
-// reported (each with the profile key of its kind), every model of the
+// reported (MakeDeviceSnapshot), every model of the
 // repository with its profiles from `profiles`, and `current_plan`. Rates
 // are left 0 for the caller to fill.
 ClusterSnapshot BuildClusterSnapshot(const std::vector<NodeInfo>& nodes,

@@ -32,36 +32,36 @@ std::vector<std::string> BackendIds(const FrontendConfig& config) {
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
     Options options, const Clock* clock) {
   RETURN_IF_ERROR(ValidateFrontendConfig(&options.config));
-  auto repository = ModelRepository::Load(
-      options.model_repository, ModelRepository::InvalidEntries::kSkip);
-  if (!repository.ok()) return repository.status();
+  ASSIGN_OR_RETURN(
+      auto repository,
+      ModelRepository::Load(options.model_repository,
+                            ModelRepository::InvalidEntries::kSkip));
   // Emulated clusters run k times slower than the GPU they emulate: so do
   // their SLOs.
-  (*repository)->ScaleSlos(options.config.time_scale());
-  ASSIGN_OR_RETURN(
-      ProfileStore profiles,
-      ProfileStore::Load(options.config.profile_dir(), **repository,
-                         options.config.time_scale()));
+  repository->ScaleSlos(options.config.time_scale());
+  ASSIGN_OR_RETURN(ProfileStore profiles,
+                   ProfileStore::Load(options.config.profile_dir(), *repository,
+                                      options.config.time_scale()));
   ASSIGN_OR_RETURN(PolicyOptions policy_options,
                    PolicyOptionsFromConfig(options.config));
   {
     std::set<std::string> known;
-    for (const std::string& name : (*repository)->ModelNames()) {
+    for (const std::string& name : repository->ModelNames()) {
       known.insert(name);
     }
-    for (const auto& [name, why] : (*repository)->invalid()) known.insert(name);
+    for (const auto& [name, why] : repository->invalid()) known.insert(name);
     RETURN_IF_ERROR(
         StaticPolicy::CheckStaticPlanModels(policy_options.static_plan, known));
     if (options.config.policy() == "static") {
       RETURN_IF_ERROR(StaticPolicy::CheckStaticPlanServes(
-          policy_options.static_plan, (*repository)->ModelNames()));
+          policy_options.static_plan, repository->ModelNames()));
     }
   }
-  auto policy = PolicyRegistry::Create(options.config.policy(), policy_options);
-  if (!policy.ok()) return policy.status();
+  ASSIGN_OR_RETURN(auto policy, PolicyRegistry::Create(options.config.policy(),
+                                                       policy_options));
   return std::unique_ptr<FrontendServer>(new FrontendServer(
-      std::move(options), clock, std::move(*repository), std::move(profiles),
-      std::move(policy_options), std::move(*policy)));
+      std::move(options), clock, std::move(repository), std::move(profiles),
+      std::move(policy_options), std::move(policy)));
 }
 
 FrontendServer::FrontendServer(Options options, const Clock* clock,
@@ -182,14 +182,15 @@ absl::Status FrontendServer::StartHttp() {
   if (options_.http_port < 0) return absl::OkStatus();
   const std::string host =
       options_.listen.substr(0, options_.listen.rfind(':'));
-  auto http = HttpEndpoint::Start(
-      host, options_.http_port,
-      {[this] { return RenderMetrics(); }, [this] { return Ready(); },
-       [this](const HttpRequest& request) { return rest_.Handle(request); },
-       static_cast<size_t>(options_.max_message_bytes)},
-      options_.tls.files().cert_file, options_.tls.files().key_file);
-  if (!http.ok()) return http.status();
-  http_ = std::move(*http);
+  ASSIGN_OR_RETURN(
+      auto http,
+      HttpEndpoint::Start(
+          host, options_.http_port,
+          {[this] { return RenderMetrics(); }, [this] { return Ready(); },
+           [this](const HttpRequest& request) { return rest_.Handle(request); },
+           static_cast<size_t>(options_.max_message_bytes)},
+          options_.tls.files().cert_file, options_.tls.files().key_file));
+  http_ = std::move(http);
   spdlog::info("frontend KServe v2 REST, metrics and health on HTTP port {}",
                http_->port());
   return absl::OkStatus();
@@ -222,16 +223,15 @@ absl::Status FrontendServer::StartAdmin() {
 }
 
 absl::Status FrontendServer::SetPolicy(const std::string& name) {
-  auto policy = PolicyRegistry::Create(name, policy_options_);
-  if (!policy.ok()) return policy.status();
+  ASSIGN_OR_RETURN(auto policy, PolicyRegistry::Create(name, policy_options_));
   // A policy that cannot plan the cluster as it is would fail every plan
   // from now on; the one in force stays.
-  if (absl::Status s = coordinator_.CheckPolicy(**policy); !s.ok()) {
+  if (absl::Status s = coordinator_.CheckPolicy(*policy); !s.ok()) {
     if (absl::IsUnavailable(s)) return s;  // no backend to check against
     return absl::FailedPreconditionError(absl::StrCat(
         "policy '", name, "' cannot plan the cluster as it is: ", s.message()));
   }
-  coordinator_.SetPolicy(std::move(*policy));
+  coordinator_.SetPolicy(std::move(policy));
   trigger_.Override("policy switched to '" + name + "'");
   spdlog::info("scheduling policy switched to '{}'", name);
   return absl::OkStatus();

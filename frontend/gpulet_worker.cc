@@ -16,15 +16,9 @@ std::vector<Dispatcher::ModelSlot> Slots(
     const std::map<std::string, const ModelConfig*>& configs) {
   std::vector<Dispatcher::ModelSlot> slots;
   for (const ModelAssignment& a : gpulet.models()) {
-    Dispatcher::ModelSlot slot{
-        a.model(), std::max(1, a.batch_size()),
-        absl::Microseconds(static_cast<int64_t>(a.duty_cycle_ms() * 1000))};
     auto it = configs.find(a.model());
-    if (it != configs.end() && it->second->has_max_queue_delay_ms()) {
-      slot.max_queue_delay = absl::Microseconds(
-          static_cast<int64_t>(it->second->max_queue_delay_ms() * 1000));
-    }
-    slots.push_back(slot);
+    slots.push_back(Dispatcher::ModelSlot::For(
+        a, it != configs.end() ? it->second : nullptr));
   }
   return slots;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
 #include "common/grpc_status_util.h"
+#include "common/status_macros.h"
 #include "frontend/gpulet_worker.h"
 #include "frontend/infer_stream.h"
 #include "frontend/request_codec.h"
@@ -167,9 +168,8 @@ absl::StatusOr<inference::ModelStatisticsResponse> InferenceService::Statistics(
     const std::string& name, const std::string& version) const {
   std::string resolved_version;
   if (!name.empty()) {
-    auto resolved = repository_->ResolveVersion(name, version);
-    if (!resolved.ok()) return resolved.status();
-    if (!version.empty()) resolved_version = absl::StrCat(*resolved);
+    ASSIGN_OR_RETURN(auto resolved, repository_->ResolveVersion(name, version));
+    if (!version.empty()) resolved_version = absl::StrCat(resolved);
   } else if (!version.empty()) {
     return absl::InvalidArgumentError("a version needs a model name");
   }

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "frontend/cluster_snapshot_builder.h"
+#include "scheduler/device_snapshot.h"
 #include "scheduler/overload_planning.h"
 #include "scheduler/plan_ids.h"
 #include "spdlog/spdlog.h"

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/text_proto.h"
-#include "frontend/cluster_snapshot_builder.h"
 #include "perfmodel/latency_model.h"
+#include "scheduler/device_snapshot.h"
 
 namespace tessera {
 

@@ -298,9 +298,8 @@ absl::Status DecodeOutputs(const Json& header, RestCodec::InferRequest* out) {
     auto params = o.find("parameters");
     if (params != o.end() && params->is_object() &&
         params->contains("binary_data")) {
-      auto binary = BoolParameter(o, "binary_data", where);
-      if (!binary.ok()) return binary.status();
-      (*binary ? out->binary_outputs : out->json_outputs).insert(name);
+      ASSIGN_OR_RETURN(auto binary, BoolParameter(o, "binary_data", where));
+      (binary ? out->binary_outputs : out->json_outputs).insert(name);
     } else if (params != o.end() && !params->is_object()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": \"parameters\" must be an object"));
@@ -336,9 +335,9 @@ absl::StatusOr<RestCodec::InferRequest> RestCodec::DecodeInferRequest(
     }
     out.request.set_id(id->get<std::string>());
   }
-  auto binary_default = BoolParameter(header, "binary_data_output", "request");
-  if (!binary_default.ok()) return binary_default.status();
-  out.binary_by_default = *binary_default;
+  ASSIGN_OR_RETURN(auto binary_default,
+                   BoolParameter(header, "binary_data_output", "request"));
+  out.binary_by_default = binary_default;
   auto inputs = header.find("inputs");
   if (inputs == header.end() || !inputs->is_array()) {
     return absl::InvalidArgumentError("the request needs an \"inputs\" array");

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 
@@ -36,9 +37,8 @@ absl::StatusOr<std::vector<int>> ServiceCatalog::ParseSet(
   std::vector<int> ids;
   for (absl::string_view n :
        absl::StrSplit(names, absl::ByAnyChar(",+"), absl::SkipEmpty())) {
-    auto id = IdOf(std::string(n));
-    if (!id.ok()) return id.status();
-    ids.push_back(*id);
+    ASSIGN_OR_RETURN(auto id, IdOf(std::string(n)));
+    ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
   if (ids.empty() || std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {

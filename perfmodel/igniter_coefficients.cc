@@ -1,6 +1,7 @@
 #include "perfmodel/igniter_coefficients.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "perfmodel/json_lines.h"
 
@@ -33,10 +34,9 @@ bool Is3x3(const Json& j) {
 
 absl::StatusOr<IgniterCoefficients> LoadIgniterCoefficients(
     const std::string& path) {
-  auto lines = ReadJsonLines(path);
-  if (!lines.ok()) return lines.status();
+  ASSIGN_OR_RETURN(auto lines, ReadJsonLines(path));
   std::map<std::string, std::map<std::string, Json>> f;
-  for (const Json& j : *lines) {
+  for (const Json& j : lines) {
     for (const auto& [owner, body] : j.items()) {
       if (!body.is_object()) continue;
       for (const auto& [field, value] : body.items()) f[owner][field] = value;
@@ -158,9 +158,8 @@ absl::StatusOr<IgniterCoefficients> LoadIgniterCoefficients(
         }
       }
     }
-    auto k = FitActiveTime(samples);
-    if (!k.ok()) return k.status();
-    w.k = *k;
+    ASSIGN_OR_RETURN(auto k, FitActiveTime(samples));
+    w.k = k;
     w.min_share_percent = kGridShare[0];
     const auto pfit = FitLine(ability, above_idle);
     w.alpha_power = pfit[0];

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "perfmodel/json_lines.h"
 
@@ -39,11 +40,10 @@ absl::StatusOr<Share100Rule> ParseShare100Rule(const std::string& name) {
 
 absl::StatusOr<IgniterV100Data> LoadIgniterV100(const std::string& path,
                                                 Share100Rule rule) {
-  auto lines = ReadJsonLines(path);
-  if (!lines.ok()) return lines.status();
+  ASSIGN_OR_RETURN(auto lines, ReadJsonLines(path));
   std::map<std::string, std::map<std::string, Json>> fields;
   Json interference_latency, interference_std;
-  for (const Json& j : *lines) {
+  for (const Json& j : lines) {
     for (const auto& [model, body] : j.items()) {
       for (const auto& [field, value] : body.items()) {
         if (model == "interference") {
@@ -123,9 +123,8 @@ absl::StatusOr<std::map<std::string, LatencyModel>> BuildLatencyModels(
     const std::map<std::string, ModelProfile>& profiles) {
   std::map<std::string, LatencyModel> models;
   for (const auto& [name, profile] : profiles) {
-    auto m = LatencyModel::FromProfile(profile);
-    if (!m.ok()) return m.status();
-    models.emplace(name, std::move(*m));
+    ASSIGN_OR_RETURN(auto m, LatencyModel::FromProfile(profile));
+    models.emplace(name, std::move(m));
   }
   return models;
 }

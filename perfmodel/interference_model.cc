@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/status_macros.h"
 #include "perfmodel/least_squares.h"
 
 namespace tessera {
@@ -45,9 +46,8 @@ absl::StatusOr<LinearInterference> LinearInterference::Fit(
     x.push_back({L2(r.self), L2(r.other), Dram(r.self), Dram(r.other), 1.0});
     y.push_back(r.latency_ms / Solo(r.self));
   }
-  auto w = SolveLeastSquares(x, y, 1e-9);
-  if (!w.ok()) return w.status();
-  return LinearInterference(*w);
+  ASSIGN_OR_RETURN(auto w, SolveLeastSquares(x, y, 1e-9));
+  return LinearInterference(w);
 }
 
 double LinearInterference::Factor(const Placement& self,
@@ -112,9 +112,8 @@ absl::StatusOr<PairwiseInterference> PairwiseInterference::Fit(
     x.push_back(model.Features(r.self, r.other));
     y.push_back(std::log(r.latency_ms / Solo(r.self)));
   }
-  auto w = SolveLeastSquares(x, y, ridge);
-  if (!w.ok()) return w.status();
-  model.w_ = std::move(*w);
+  ASSIGN_OR_RETURN(auto w, SolveLeastSquares(x, y, ridge));
+  model.w_ = std::move(w);
   return model;
 }
 

@@ -82,10 +82,9 @@ absl::StatusOr<EmulatedGroupRunner::Queries::Query*> EmulatedGroupRunner::Admit(
     state.row_sums = InputRowChecksums(first.inputs, state.batch);
     return state;
   };
-  auto q = queries_.Admit(m, ops, start);
-  if (!q.ok()) return q.status();
+  ASSIGN_OR_RETURN(auto q, queries_.Admit(m, ops, start));
   group->push_back(GroupMember{service->second.id, m.start_op, m.end_op,
-                               (*q)->state.batch, (*q)->state.seqlen});
+                               q->state.batch, q->state.seqlen});
   return q;
 }
 
@@ -132,7 +131,7 @@ EmulatedGroupRunner::RunGroup(const std::vector<GroupMemberRun>& members,
     auto written =
         WriteEmulatedOutputs(configs_.at(m.model), queries[i]->state.row_sums,
                              m.out, m.out_capacity);
-    queries_.Forget(m.query_id);
+    queries_.Forget(m.query_id);  // whether or not the outputs were written
     if (!written.ok()) return written.status();
     outputs[i] = std::move(*written);
   }

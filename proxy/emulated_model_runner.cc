@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "common/tensor_layout.h"
 #include "proxy/emulated_outputs.h"
 
@@ -31,9 +32,8 @@ EmulatedModelRunner::Create(const std::map<std::string, ModelProfile>& profiles,
       return absl::NotFoundError(
           absl::StrCat("emulated device: no profile for model '", name, "'"));
     }
-    auto model = LatencyModel::FromProfile(it->second);
-    if (!model.ok()) return model.status();
-    latency.emplace(name, std::move(*model));
+    ASSIGN_OR_RETURN(auto model, LatencyModel::FromProfile(it->second));
+    latency.emplace(name, std::move(model));
   }
   if (!options.sleep) {
     options.sleep = [](absl::Duration d) { absl::SleepFor(d); };
@@ -83,9 +83,9 @@ absl::StatusOr<std::vector<TensorView>> EmulatedModelRunner::Run(
     latency *= std::exp(normal(rng_));
   }
 
-  auto outputs = WriteEmulatedOutputs(config, InputRowChecksums(inputs, batch),
-                                      out, out_capacity);
-  if (!outputs.ok()) return outputs.status();
+  ASSIGN_OR_RETURN(auto outputs, WriteEmulatedOutputs(
+                                     config, InputRowChecksums(inputs, batch),
+                                     out, out_capacity));
   // Completes `latency` after it started, however long filling took.
   const absl::Duration left = start + latency - absl::Now();
   if (left > absl::ZeroDuration()) options_.sleep(left);

@@ -28,9 +28,9 @@ absl::StatusOr<absl::Duration> ProxyServer::RunZeros(const ModelConfig& config,
   }
   if (offset > region_->size()) offset = region_->size();
   absl::Duration exec;
-  auto outputs = runner_->Run(config.name(), *inputs, region_->data() + offset,
-                              region_->size() - offset, &exec);
-  if (!outputs.ok()) return outputs.status();
+  ASSIGN_OR_RETURN(auto outputs, runner_->Run(config.name(), *inputs,
+                                              region_->data() + offset,
+                                              region_->size() - offset, &exec));
   return exec;
 }
 
@@ -44,9 +44,8 @@ absl::StatusOr<std::vector<MeasuredLatency>> ProxyServer::Warmup(
     for (int b : sizes) {
       std::vector<absl::Duration> times;
       for (int i = 0; i <= timed_runs; ++i) {
-        auto t = RunZeros(config, b);
-        if (!t.ok()) return t.status();
-        if (i > 0) times.push_back(*t);
+        ASSIGN_OR_RETURN(auto t, RunZeros(config, b));
+        if (i > 0) times.push_back(t);
       }
       std::sort(times.begin(), times.end());
       MeasuredLatency m;

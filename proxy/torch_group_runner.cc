@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cpu_affinity.h"
+#include "common/status_macros.h"
 #include "proxy/group_queries.h"
 #include "proxy/torch_tensors.h"
 
@@ -35,9 +36,8 @@ struct TorchGroupRunner::Impl {
                              -> absl::StatusOr<std::vector<at::Tensor>> {
                            std::vector<at::Tensor> state;
                            for (const TensorView& in : first.inputs) {
-                             auto t = TensorOverView(in);
-                             if (!t.ok()) return t.status();
-                             state.push_back(t->clone());
+                             ASSIGN_OR_RETURN(auto t, TensorOverView(in));
+                             state.push_back(t.clone());
                            }
                            return state;
                          });
@@ -66,9 +66,8 @@ absl::StatusOr<std::unique_ptr<TorchGroupRunner>> TorchGroupRunner::Create(
     const std::map<std::string, ModelConfig>& configs, std::vector<int> cores) {
   auto impl = std::make_unique<Impl>();
   if (cores.empty()) {
-    auto own = GetCpuAffinity(0);
-    if (!own.ok()) return own.status();
-    cores = *own;
+    ASSIGN_OR_RETURN(auto own, GetCpuAffinity(0));
+    cores = own;
   }
   impl->cores = std::move(cores);
   for (const auto& [name, path] : segment_paths) {
@@ -163,7 +162,7 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     for (at::Tensor& t : q.state) results.push_back(t.contiguous());
     auto copied = CopyOutputs(impl_->models.at(m.model).config, results, m.out,
                               m.out_capacity);
-    impl_->queries.Forget(m.query_id);
+    impl_->queries.Forget(m.query_id);  // whether or not the copy worked
     if (!copied.ok()) return copied.status();
     outputs[i] = std::move(*copied);
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_type.h"
+#include "common/status_macros.h"
 #include "proxy/error_text.h"
 #include "proxy/torch_tensors.h"
 #include "spdlog/spdlog.h"
@@ -41,8 +42,7 @@ absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
 }
 
 absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view) {
-  auto type = ToScalarType(view.data_type);
-  if (!type.ok()) return type.status();
+  ASSIGN_OR_RETURN(auto type, ToScalarType(view.data_type));
   // The shape must describe exactly the bytes the view holds: a larger one
   // would read past them (another call's tensors in the shared region).
   auto needed = TensorBytes(view.shape, view.data_type);
@@ -52,7 +52,7 @@ absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view) {
         " does not match its ", view.size_bytes, " bytes"));
   }
   return torch::from_blob(view.data, view.shape,
-                          torch::TensorOptions().dtype(*type));
+                          torch::TensorOptions().dtype(type));
 }
 
 absl::StatusOr<std::vector<TensorView>> CopyOutputs(
@@ -68,9 +68,8 @@ absl::StatusOr<std::vector<TensorView>> CopyOutputs(
   size_t offset = 0;
   for (int i = 0; i < configs.size(); ++i) {
     const torch::Tensor& t = results[i];
-    auto type = ToScalarType(configs[i].data_type());
-    if (!type.ok()) return type.status();
-    if (t.scalar_type() != *type) {
+    ASSIGN_OR_RETURN(auto type, ToScalarType(configs[i].data_type()));
+    if (t.scalar_type() != type) {
       return absl::InternalError(absl::StrCat(
           "model '", model.name(), "' output '", configs[i].name(), "' is ",
           c10::toString(t.scalar_type()), "; config says ",
@@ -178,9 +177,8 @@ absl::StatusOr<std::vector<TensorView>> TorchModelRunner::Run(
   std::vector<torch::jit::IValue> args;
   args.reserve(inputs.size());
   for (const TensorView& in : inputs) {
-    auto t = TensorOverView(in);
-    if (!t.ok()) return t.status();
-    args.emplace_back(impl_->device.is_cuda() ? t->to(impl_->device) : *t);
+    ASSIGN_OR_RETURN(auto t, TensorOverView(in));
+    args.emplace_back(impl_->device.is_cuda() ? t.to(impl_->device) : t);
   }
   std::vector<torch::Tensor> results;
   const absl::Time start = absl::Now();

@@ -1,6 +1,7 @@
 #include "proxy/whole_query_runner.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 
@@ -20,9 +21,8 @@ absl::StatusOr<std::vector<TensorView>> WholeQueryRunner::Run(
   whole.inputs = inputs;
   whole.out = out;
   whole.out_capacity = out_capacity;
-  auto outputs = groups_->RunGroup({whole}, exec_time);
-  if (!outputs.ok()) return outputs.status();
-  return std::move((*outputs)[0]);
+  ASSIGN_OR_RETURN(auto outputs, groups_->RunGroup({whole}, exec_time));
+  return std::move(outputs[0]);
 }
 
 }  // namespace tessera

@@ -4,6 +4,18 @@
 
 namespace tessera {
 
+Dispatcher::ModelSlot Dispatcher::ModelSlot::For(
+    const ModelAssignment& assignment, const ModelConfig* config) {
+  ModelSlot slot{assignment.model(), std::max(1, assignment.batch_size()),
+                 absl::Microseconds(
+                     static_cast<int64_t>(assignment.duty_cycle_ms() * 1000))};
+  if (config != nullptr && config->has_max_queue_delay_ms()) {
+    slot.max_queue_delay = absl::Microseconds(
+        static_cast<int64_t>(config->max_queue_delay_ms() * 1000));
+  }
+  return slot;
+}
+
 Dispatcher::Dispatcher(std::vector<ModelSlot> models,
                        LatencyEstimator* estimator, const Clock* clock,
                        Options options)

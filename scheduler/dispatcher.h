@@ -8,6 +8,8 @@
 
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "model_config.pb.h"
+#include "plan.pb.h"
 #include "scheduler/latency_estimator.h"
 
 namespace tessera {
@@ -91,6 +93,13 @@ class Dispatcher {
     // Rule (e): the batch leaves once its oldest request has waited this
     // long (InfiniteDuration: no such bound).
     absl::Duration max_queue_delay = absl::InfiniteDuration();
+
+    // The slot of a plan's assignment: its batch size (at least 1) and
+    // duty cycle, and `config`'s max_queue_delay_ms when it sets one
+    // (`config` may be null). The frontend's workers and the simulator
+    // both build their dispatchers this way.
+    static ModelSlot For(const ModelAssignment& assignment,
+                         const ModelConfig* config);
   };
   struct Options {
     // Batches in flight at once; >1 hides the network hop.

@@ -1,5 +1,6 @@
 #include "scheduler/gpu_layout.h"
 
+#include "common/status_macros.h"
 #include "scheduler/time_share_solver.h"
 
 #include <algorithm>
@@ -118,9 +119,8 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
           absl::StrCat("model '", m.config.name(), "' has no profile for '",
                        key, "' devices"));
     }
-    auto model = LatencyModel::FromProfile(it->second);
-    if (!model.ok()) return model.status();
-    inputs->models_.emplace(m.config.name(), std::move(*model));
+    ASSIGN_OR_RETURN(auto model, LatencyModel::FromProfile(it->second));
+    inputs->models_.emplace(m.config.name(), std::move(model));
   }
   for (const ModelSnapshot& m : snapshot.models) {
     if (m.rate_rps <= 0) continue;  // nothing to serve

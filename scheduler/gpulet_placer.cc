@@ -332,8 +332,7 @@ absl::Status GpuletPlacer::Partition(
     l.set_interference_within_headroom(rules_.interference_within_headroom());
   }
   for (const ModelDemand* m : order) {
-    absl::Status s = PlaceRate(*m, m->rate_rps, &ctx);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(PlaceRate(*m, m->rate_rps, &ctx));
   }
   // Shortfalls of residents shrunk beside a newcomer (ARTIFACT), placed
   // like residues; each model is shrunk at most once, so this ends.

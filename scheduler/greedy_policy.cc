@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/policy_registry.h"
 
@@ -15,14 +16,13 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GreedyPolicy::Create(
 
 absl::StatusOr<Plan> GreedyPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
+  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
   struct Part {
     Slice slice;
     double share;
   };
   std::vector<Part> parts;
-  for (const ModelDemand& m : (*inputs)->demands()) {
+  for (const ModelDemand& m : inputs->demands()) {
     const double t = SaturatedThroughput(m, 100);
     double remaining = m.rate_rps;
     while (remaining > 1e-9) {
@@ -32,7 +32,7 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
         continue;
       }
       bool placed = false;
-      for (double p : (*inputs)->share_grid()) {
+      for (double p : inputs->share_grid()) {
         if (SolveTimeShare({Slice{&m, remaining}}, p, SoloLatency)) {
           parts.push_back({Slice{&m, remaining}, p});
           placed = true;
@@ -48,7 +48,7 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
   std::stable_sort(
       parts.begin(), parts.end(),
       [](const Part& a, const Part& b) { return a.share > b.share; });
-  const auto& gpus = (*inputs)->gpus();
+  const auto& gpus = inputs->gpus();
   std::vector<GpuLayout> layouts;
   for (const Part& part : parts) {
     // Best fit: the GPU with one partition whose free remainder is the

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/policy_registry.h"
 
@@ -137,10 +138,9 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IdealPolicy::Create(
 
 absl::StatusOr<Plan> IdealPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
-  const auto& demands = (*inputs)->demands();
-  const auto& gpus = (*inputs)->gpus();
+  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  const auto& demands = inputs->demands();
+  const auto& gpus = inputs->gpus();
   if (static_cast<int>(demands.size()) > kMaxModels) {
     return absl::FailedPreconditionError(
         absl::StrCat("ideal: ", demands.size(),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/igniter_provisioner.h"
 #include "scheduler/policy_registry.h"
@@ -123,16 +124,15 @@ absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(
 
 absl::StatusOr<Plan> IgniterPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
-  const auto& demands = (*inputs)->demands();
-  const auto& gpus = (*inputs)->gpus();
+  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  const auto& demands = inputs->demands();
+  const auto& gpus = inputs->gpus();
   IgniterHardware hw;  // power, scheduling growth and PCIe: off
   bool grid_declared = true;
   for (const DeviceSnapshot* d : gpus) {
     grid_declared = grid_declared && !d->allowed_shares.empty();
   }
-  hw.share_unit_percent = grid_declared ? (*inputs)->share_grid().front() : 2.5;
+  hw.share_unit_percent = grid_declared ? inputs->share_grid().front() : 2.5;
   const IgniterModel model(hw);
 
   std::vector<IgniterWorkload> workloads(demands.size());
@@ -140,10 +140,10 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
   std::string worst_model;
   for (size_t i = 0; i < demands.size(); ++i) {
     double err = 0;
-    auto w = FitWorkload(*demands[i].latency, demands[i].latency_scale,
-                         demands[i].max_batch, &err);
-    if (!w.ok()) return w.status();
-    workloads[i] = *w;
+    ASSIGN_OR_RETURN(auto w,
+                     FitWorkload(*demands[i].latency, demands[i].latency_scale,
+                                 demands[i].max_batch, &err));
+    workloads[i] = w;
     workloads[i].model = demands[i].name;
     if (err > worst_fit) {
       worst_fit = err;
@@ -177,10 +177,10 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
     q.replicas = rules.replicas();
     requests.push_back(std::move(q));
   }
-  auto provision =
+  ASSIGN_OR_RETURN(
+      auto provision,
       ProvisionIgniter(model, requests, static_cast<int>(gpus.size()),
-                       options_.rules.max_partitions_per_gpu(), packing_);
-  if (!provision.ok()) return provision.status();
+                       options_.rules.max_partitions_per_gpu(), packing_));
 
   Plan plan;
   plan.set_policy(name());
@@ -190,12 +190,12 @@ absl::StatusOr<Plan> IgniterPolicy::Schedule(
       packing_ == IgniterPacking::kAlloc ? "iGniter provisioning"
                                          : "FFD+ (r_lower, first fit)",
       hw.share_unit_percent, 100 * worst_fit, worst_model));
-  for (size_t g = 0; g < provision->gpus.size(); ++g) {
+  for (size_t g = 0; g < provision.gpus.size(); ++g) {
     DevicePlan* device = plan.add_devices();
     device->set_backend_id(gpus[g]->backend_id);
     device->set_device_id(gpus[g]->device_id);
     int k = 0;
-    for (const IgniterPlacement& p : provision->gpus[g]) {
+    for (const IgniterPlacement& p : provision.gpus[g]) {
       GpuletPlan* gp = device->add_gpulets();
       gp->set_gpulet_id(absl::StrCat(gpus[g]->backend_id, "/",
                                      gpus[g]->device_id, "/g", k++));

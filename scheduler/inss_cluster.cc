@@ -121,9 +121,8 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
           absl::StrCat("model '", name, "' has no profile for '",
                        info.profile_key(), "' devices"));
     }
-    auto lm = LatencyModel::FromProfile(p->second);
-    if (!lm.ok()) return lm.status();
-    auto [pos, inserted] = models->emplace(name, std::move(*lm));
+    ASSIGN_OR_RETURN(auto lm, LatencyModel::FromProfile(p->second));
+    auto [pos, inserted] = models->emplace(name, std::move(lm));
     InssModelSlot slot;
     slot.name = name;
     slot.latency = &pos->second;

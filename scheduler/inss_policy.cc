@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/inss_batching.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_plan.h"
@@ -23,11 +24,10 @@ InssPolicy::InssPolicy(std::string name, PolicyOptions options,
 absl::StatusOr<Plan> InssPolicy::Refuse(const ClusterSnapshot& snapshot,
                                         const absl::Status& why) const {
   if (fallback_ == nullptr) return why;
-  auto plan = fallback_->Schedule(snapshot);
-  if (!plan.ok()) return plan.status();
-  plan->set_reason(absl::StrCat(name_, " refused (", why.message(),
-                                "); planned by ", fallback_->name(), ": ",
-                                plan->reason()));
+  ASSIGN_OR_RETURN(auto plan, fallback_->Schedule(snapshot));
+  plan.set_reason(absl::StrCat(name_, " refused (", why.message(),
+                               "); planned by ", fallback_->name(), ": ",
+                               plan.reason()));
   return plan;
 }
 
@@ -63,23 +63,22 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
       InssProvisioning{std::vector<int>(n, -1), std::vector<double>(n, 0)});
   const std::vector<float> state =
       InssEnvironment::EncodeState(*cluster, rates, backlog, none);
-  auto probs = actor_->Probabilities(state);
-  if (!probs.ok()) return probs.status();
+  ASSIGN_OR_RETURN(auto probs, actor_->Probabilities(state));
   // The device heads have one option per device the actor covers; those
   // the cluster lacks are never picked.
   const int heads = cluster->max_gpus();
   const int k = cluster->gpus();
   const int u = cluster->share_units();
-  if (static_cast<int>(probs->size()) != n * (heads + u)) {
+  if (static_cast<int>(probs.size()) != n * (heads + u)) {
     return absl::InternalError(
-        absl::StrCat("the InSS actor returned ", probs->size(),
+        absl::StrCat("the InSS actor returned ", probs.size(),
                      " probabilities, want ", n * (heads + u)));
   }
   std::vector<int> gpu(n), level(n);
   std::vector<bool> active(n);
   for (int i = 0; i < n; ++i) {
-    const float* g = probs->data() + i * heads;
-    const float* l = probs->data() + n * heads + i * u;
+    const float* g = probs.data() + i * heads;
+    const float* l = probs.data() + n * heads + i * u;
     gpu[i] = static_cast<int>(std::max_element(g, g + k) - g);
     level[i] = static_cast<int>(std::max_element(l, l + u) - l) + 1;
     active[i] = rates[i] > 0;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/model_instance.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 
@@ -42,8 +43,7 @@ absl::StatusOr<InssWorkloadSampler> InssWorkloadSampler::Create(
   s.info_ = std::move(info);
   s.options_ = std::move(options);
   for (const std::string& m : s.info_.models()) {
-    auto probe = s.Make({m}, s.options_.max_gpus);
-    if (!probe.ok()) return probe.status();
+    ASSIGN_OR_RETURN(auto probe, s.Make({m}, s.options_.max_gpus));
   }
   return s;
 }

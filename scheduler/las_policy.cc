@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/policy_registry.h"
@@ -294,25 +295,24 @@ absl::StatusOr<LasCoefficients> LasPolicy::FitModel(const LatencyModel& lm,
 
 absl::StatusOr<Plan> LasPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
-  const auto& demands = (*inputs)->demands();
-  const auto& gpus = (*inputs)->gpus();
+  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  const auto& demands = inputs->demands();
+  const auto& gpus = inputs->gpus();
   bool grid_declared = true;
   for (const DeviceSnapshot* d : gpus) {
     grid_declared = grid_declared && !d->allowed_shares.empty();
   }
   std::vector<double> shares;
   if (grid_declared) {
-    shares = (*inputs)->share_grid();
+    shares = inputs->share_grid();
   } else {
     for (int p = 10; p <= 100; p += 10) shares.push_back(p);
   }
   std::vector<LasCoefficients> coefficients;
   for (const ModelDemand& m : demands) {
-    auto c = FitModel(*m.latency, m.latency_scale, m.max_batch);
-    if (!c.ok()) return c.status();
-    coefficients.push_back(*c);
+    ASSIGN_OR_RETURN(auto c,
+                     FitModel(*m.latency, m.latency_scale, m.max_batch));
+    coefficients.push_back(c);
   }
   const Planner planner(demands, coefficients, shares, gpus,
                         options_.interference.get(), options_.rules.las(),
@@ -339,14 +339,13 @@ absl::StatusOr<Plan> LasPolicy::Schedule(
                            "no (b, p) meets its SLO even on a whole GPU");
     }
   }
-  auto placed = planner.Run(std::move(services));
-  if (!placed.ok()) return placed.status();
+  ASSIGN_OR_RETURN(auto placed, planner.Run(std::move(services)));
   Plan plan;
   plan.set_policy("las");
   plan.set_reason("latency-aware (b, p) per service, max throughput/share");
   std::vector<DevicePlan*> devices(gpus.size(), nullptr);
   std::vector<int> counts(gpus.size(), 0);
-  for (const Service& s : *placed) {
+  for (const Service& s : placed) {
     if (!devices[s.gpu]) {
       devices[s.gpu] = plan.add_devices();
       devices[s.gpu]->set_backend_id(gpus[s.gpu]->backend_id);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/policy_registry.h"
 
@@ -16,9 +17,8 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> SbpPolicy::Create(
 
 absl::StatusOr<Plan> SbpPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return inputs.status();
-  const auto& gpus = (*inputs)->gpus();
+  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  const auto& gpus = inputs->gpus();
   std::vector<GpuLayout> layouts;
   auto new_gpu = [&]() -> GpuLayout* {
     if (layouts.size() >= gpus.size()) return nullptr;
@@ -30,7 +30,7 @@ absl::StatusOr<Plan> SbpPolicy::Schedule(
     double occupancy;
   };
   std::vector<Residue> residues;
-  for (const ModelDemand& m : (*inputs)->demands()) {
+  for (const ModelDemand& m : inputs->demands()) {
     const double t = SaturatedThroughput(m, 100);
     double remaining = m.rate_rps;
     if (t > 0) {

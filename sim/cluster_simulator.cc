@@ -111,9 +111,9 @@ SimResult ClusterSimulator::RunTrace(
       std::vector<Dispatcher::ModelSlot> slots;
       for (const ModelAssignment& a : g.models()) {
         sim.models.push_back(a.model());
-        slots.push_back({a.model(), std::max(1, a.batch_size()),
-                         absl::Microseconds(
-                             static_cast<int64_t>(a.duty_cycle_ms() * 1000))});
+        auto config = configs_.find(a.model());
+        slots.push_back(Dispatcher::ModelSlot::For(
+            a, config != configs_.end() ? &config->second : nullptr));
         if (const LatencyModel* lm = truth_->model(a.model())) {
           // What the frontend learns from profiles / warm-up: solo latency.
           for (int b = 1; b <= lm->max_batch(); b *= 2) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
+#include "scheduler/device_snapshot.h"
 
 namespace tessera {
 
@@ -13,17 +14,15 @@ absl::StatusOr<std::unique_ptr<EmulatedSetup>> LoadEmulatedSetup(
     double noise_sigma, const std::string& profile_key) {
   auto setup = std::make_unique<EmulatedSetup>();
   setup->profile_key = profile_key;
-  auto repo = ModelRepository::Load(model_repository);
-  if (!repo.ok()) return repo.status();
-  setup->repository = std::move(*repo);
+  ASSIGN_OR_RETURN(auto repo, ModelRepository::Load(model_repository));
+  setup->repository = std::move(repo);
   std::map<std::string, LatencyModel> models;
   const std::string dir = profile_dir + "/" + profile_key + "/";
   for (const std::string& name : setup->repository->ModelNames()) {
     ModelProfile profile;
     RETURN_IF_ERROR(ReadTextProto(dir + name + ".pbtxt", &profile));
-    auto model = LatencyModel::FromProfile(profile);
-    if (!model.ok()) return model.status();
-    models.emplace(name, std::move(*model));
+    ASSIGN_OR_RETURN(auto model, LatencyModel::FromProfile(profile));
+    models.emplace(name, std::move(model));
     setup->profiles[name] = std::move(profile);
   }
   setup->interference = std::make_shared<NoInterference>();
@@ -68,9 +67,9 @@ ClusterSnapshot MakeEmulatedSnapshot(const EmulatedSetup& setup, int gpus,
                                      const std::vector<WorkloadModel>& models) {
   ClusterSnapshot snapshot;
   for (int i = 0; i < gpus; ++i) {
-    snapshot.devices.push_back(
-        DeviceSnapshot{"sim", absl::StrCat("gpu", i), DEVICE_KIND_EMULATED, 0,
-                       int64_t{11264} << 20, "emulated"});
+    snapshot.devices.push_back(MakeDeviceSnapshot("sim", absl::StrCat("gpu", i),
+                                                  DEVICE_KIND_EMULATED, 0,
+                                                  int64_t{11264} << 20));
   }
   AddModels(setup, models, &snapshot);
   return snapshot;
@@ -81,11 +80,8 @@ ClusterSnapshot MakeCpuSnapshot(const EmulatedSetup& setup, int devices,
                                 const std::vector<WorkloadModel>& models) {
   ClusterSnapshot snapshot;
   for (int i = 0; i < devices; ++i) {
-    DeviceSnapshot d{"sim", absl::StrCat("cpu", i), DEVICE_KIND_CPU, cores, 0,
-                     "cpu"};
-    for (int k = 1; k <= cores; ++k)
-      d.allowed_shares.push_back(100.0 * k / cores);
-    snapshot.devices.push_back(std::move(d));
+    snapshot.devices.push_back(MakeDeviceSnapshot("sim", absl::StrCat("cpu", i),
+                                                  DEVICE_KIND_CPU, cores, 0));
   }
   AddModels(setup, models, &snapshot);
   return snapshot;

@@ -567,9 +567,9 @@ RulesReport::Options ReportOptions(const V100Setup& setup) {
 absl::StatusOr<PolicyOptions> PresetOptions(const V100Setup& setup,
                                             const std::string& preset) {
   PolicyOptions o = Options(setup);
-  auto rules = RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override));
-  if (!rules.ok()) return rules.status();
-  o.rules = *rules;
+  ASSIGN_OR_RETURN(auto rules,
+                   RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override)));
+  o.rules = rules;
   return o;
 }
 

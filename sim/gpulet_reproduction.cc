@@ -45,9 +45,8 @@ absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> CreatePolicies(
     const std::vector<std::string>& names, const PolicyOptions& base) {
   std::vector<std::unique_ptr<SchedulingPolicy>> policies;
   for (const std::string& name : names) {
-    auto p = PolicyRegistry::Create(name, base);
-    if (!p.ok()) return p.status();
-    policies.push_back(std::move(*p));
+    ASSIGN_OR_RETURN(auto p, PolicyRegistry::Create(name, base));
+    policies.push_back(std::move(p));
   }
   return policies;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "scheduler/policy_registry.h"
 #include "sim/throughput_search.h"
 
@@ -168,10 +169,9 @@ absl::StatusOr<IgniterReproduction::Result> IgniterReproduction::Run(
   if (base.rules.igniter().queueing_check()) {
     PolicyOptions ablation = base;
     ablation.rules.mutable_igniter()->set_queueing_check(false);
-    auto policy = PolicyRegistry::Create("igniter", ablation);
-    if (!policy.ok()) return policy.status();
-    result.no_queueing_check.push_back(Evaluate(**policy, PaperWorkloads()));
-    result.no_queueing_check.push_back(Evaluate(**policy, Table1Workloads()));
+    ASSIGN_OR_RETURN(auto policy, PolicyRegistry::Create("igniter", ablation));
+    result.no_queueing_check.push_back(Evaluate(*policy, PaperWorkloads()));
+    result.no_queueing_check.push_back(Evaluate(*policy, Table1Workloads()));
   }
   return result;
 }

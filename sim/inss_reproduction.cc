@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "scheduler/inss_workload_sampler.h"
 #include "scheduler/policy_registry.h"
 #include "sim/throughput_search.h"
@@ -44,9 +45,8 @@ absl::StatusOr<InssReproduction::Result> InssReproduction::Run(
   const size_t ref = ref_it - options_.policies.begin();
   std::vector<std::unique_ptr<SchedulingPolicy>> policies;
   for (const std::string& name : options_.policies) {
-    auto p = PolicyRegistry::Create(name, base);
-    if (!p.ok()) return p.status();
-    policies.push_back(std::move(*p));
+    ASSIGN_OR_RETURN(auto p, PolicyRegistry::Create(name, base));
+    policies.push_back(std::move(p));
   }
   const std::vector<std::string> names =
       options_.models.empty() ? SixModels() : options_.models;

@@ -129,9 +129,8 @@ absl::StatusOr<LasReproduction::SettingResult> LasReproduction::RunSetting(
   const size_t las = IndexOf(names, "las"), sbp = IndexOf(names, "sbp");
   std::vector<std::unique_ptr<SchedulingPolicy>> policies;
   for (const std::string& name : names) {
-    auto p = PolicyRegistry::Create(name, base);
-    if (!p.ok()) return p.status();
-    policies.push_back(std::move(*p));
+    ASSIGN_OR_RETURN(auto p, PolicyRegistry::Create(name, base));
+    policies.push_back(std::move(p));
   }
   // (1, 1) first, then the rest of the grid.
   std::vector<std::pair<double, double>> grid = {{1, 1}};

@@ -1,28 +1,26 @@
 #include "sim/v100_workload.h"
 
 #include "common/model_instance.h"
+#include "common/status_macros.h"
+#include "scheduler/device_snapshot.h"
 
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<V100Setup>> LoadV100Setup(
     const std::string& profile_jsonl, Share100Rule rule, double noise_sigma) {
   auto setup = std::make_unique<V100Setup>();
-  auto data = LoadIgniterV100(profile_jsonl, rule);
-  if (!data.ok()) return data.status();
-  setup->data = std::move(*data);
-  auto models = BuildLatencyModels(setup->data.profiles);
-  if (!models.ok()) return models.status();
+  ASSIGN_OR_RETURN(auto data, LoadIgniterV100(profile_jsonl, rule));
+  setup->data = std::move(data);
+  ASSIGN_OR_RETURN(auto models, BuildLatencyModels(setup->data.profiles));
   // Interference models are fitted on samples that point into `models`;
   // the fitted models keep only coefficients and names.
-  const auto samples = ToSamples(setup->data.colocation, *models);
-  auto linear = LinearInterference::Fit(samples);
-  if (!linear.ok()) return linear.status();
-  setup->linear = std::make_shared<LinearInterference>(*linear);
-  auto pairwise = PairwiseInterference::Fit(samples);
-  if (!pairwise.ok()) return pairwise.status();
-  setup->pairwise = std::make_shared<PairwiseInterference>(*pairwise);
+  const auto samples = ToSamples(setup->data.colocation, models);
+  ASSIGN_OR_RETURN(auto linear, LinearInterference::Fit(samples));
+  setup->linear = std::make_shared<LinearInterference>(linear);
+  ASSIGN_OR_RETURN(auto pairwise, PairwiseInterference::Fit(samples));
+  setup->pairwise = std::make_shared<PairwiseInterference>(pairwise);
   setup->truth = std::make_unique<GroundTruth>(
-      std::move(*models), setup->data.colocation, noise_sigma);
+      std::move(models), setup->data.colocation, noise_sigma);
   return setup;
 }
 
@@ -31,13 +29,9 @@ ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
                                  double slo_factor) {
   ClusterSnapshot s;
   for (int i = 0; i < gpus; ++i) {
-    DeviceSnapshot d;
-    d.backend_id = "sim";
-    d.device_id = "gpu" + std::to_string(i);
-    d.kind = DEVICE_KIND_EMULATED;
-    d.profile_key = "v100";
-    d.memory_bytes = int64_t{16} << 30;
-    s.devices.push_back(d);
+    s.devices.push_back(MakeDeviceSnapshot("sim", "gpu" + std::to_string(i),
+                                           DEVICE_KIND_EMULATED, 0,
+                                           int64_t{16} << 30, "v100"));
   }
   for (const WorkloadModel& w : models) {
     const std::string base = BaseModelName(w.name);

@@ -145,13 +145,12 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
   if (options.runs < 1 || options.warmup < 0) {
     return absl::InvalidArgumentError("profiler: runs >= 1, warmup >= 0");
   }
-  auto repo = ModelRepository::Load(options.model_repository);
-  if (!repo.ok()) return repo.status();
+  ASSIGN_OR_RETURN(auto repo, ModelRepository::Load(options.model_repository));
   std::vector<std::string> models = options.models;
-  if (models.empty()) models = (*repo)->ModelNames();
+  if (models.empty()) models = repo->ModelNames();
   std::map<std::string, ModelConfig> configs;
   for (const std::string& m : models) {
-    const ModelRepository::Entry* e = (*repo)->Find(m);
+    const ModelRepository::Entry* e = repo->Find(m);
     if (e == nullptr) {
       return absl::NotFoundError(absl::StrCat("unknown model '", m, "'"));
     }
@@ -222,10 +221,9 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
     }
   }
 
-  auto previous = ReadProgress(options.progress_file);
-  if (!previous.ok()) return previous.status();
+  ASSIGN_OR_RETURN(auto previous, ReadProgress(options.progress_file));
   std::map<std::string, Cell> done;
-  for (const Cell& c : *previous) done[c.Key()] = c;
+  for (const Cell& c : previous) done[c.Key()] = c;
   bool ends_with_newline = true;
   {
     std::ifstream in(options.progress_file, std::ios::binary);
@@ -302,14 +300,13 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
         }
       }
       if (unmeasured.empty()) continue;
-      auto proxy = start_proxy({m}, first_cores(k), "profile-" + m);
-      if (!proxy.ok()) return proxy.status();
-      const int64_t memory = ResidentBytes((*proxy)->pid());
+      ASSIGN_OR_RETURN(auto proxy,
+                       start_proxy({m}, first_cores(k), "profile-" + m));
+      const int64_t memory = ResidentBytes(proxy->pid());
       for (Cell c : unmeasured) {
         const BatchRequest batch = ZerosBatch(configs[m], c.batch);
         std::vector<double> times;
-        absl::Status s = measure(proxy->get(), batch, nullptr, nullptr, &times);
-        if (!s.ok()) return s;
+        RETURN_IF_ERROR(measure(proxy.get(), batch, nullptr, nullptr, &times));
         c.latency_ms = Percentile(times, 0.5);
         c.latency_p99_ms = Percentile(times, 0.99);
         c.throughput_rps =
@@ -322,7 +319,7 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
           const double alone = StressorRate(others, options.stress_window);
           std::atomic<bool> running{true};
           std::thread load([&] {
-            while (running) (void)RunBatch(proxy->get(), batch);
+            while (running) (void)RunBatch(proxy.get(), batch);
           });
           const double beside = StressorRate(others, options.stress_window);
           running = false;
@@ -332,7 +329,7 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
         }
         record(c);
       }
-      (*proxy)->Stop();
+      proxy->Stop();
     }
   }
 
@@ -341,10 +338,10 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
     if (planned.other.empty() || done.count(planned.Key())) continue;
     const int k =
         static_cast<int>(std::lround(planned.share * num_cores / 100.0));
-    auto a = start_proxy({planned.model}, first_cores(k), "pair-a");
-    if (!a.ok()) return a.status();
-    auto b = start_proxy({planned.other}, last_cores(num_cores - k), "pair-b");
-    if (!b.ok()) return b.status();
+    ASSIGN_OR_RETURN(auto a,
+                     start_proxy({planned.model}, first_cores(k), "pair-a"));
+    ASSIGN_OR_RETURN(auto b, start_proxy({planned.other},
+                                         last_cores(num_cores - k), "pair-b"));
     const BatchRequest batch_a =
         ZerosBatch(configs[planned.model], planned.batch);
     const BatchRequest batch_b =
@@ -353,11 +350,11 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
     std::vector<double> ta, tb;
     absl::Status sa, sb;
     std::thread ra(
-        [&] { sa = measure(a->get(), batch_a, &a_done, &b_done, &ta); });
-    sb = measure(b->get(), batch_b, &b_done, &a_done, &tb);
+        [&] { sa = measure(a.get(), batch_a, &a_done, &b_done, &ta); });
+    sb = measure(b.get(), batch_b, &b_done, &a_done, &tb);
     ra.join();
-    (*a)->Stop();
-    (*b)->Stop();
+    a->Stop();
+    b->Stop();
     if (!sa.ok()) return sa;
     if (!sb.ok()) return sb;
     Cell c = planned;
@@ -400,9 +397,8 @@ absl::StatusOr<Profiler::Result> Profiler::Run(const Options& options) {
       }
       point.set_dram_util_percent(value);
     }
-    auto model = LatencyModel::FromProfile(p);
-    if (!model.ok()) return model.status();
-    result.latency_models.emplace(name, std::move(*model));
+    ASSIGN_OR_RETURN(auto model, LatencyModel::FromProfile(p));
+    result.latency_models.emplace(name, std::move(model));
   }
   for (const Cell& c : result.cells) {
     if (c.other.empty()) continue;

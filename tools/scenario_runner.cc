@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "backend.grpc.pb.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/load_generator.h"
 #include "tools/random_request.h"
@@ -81,11 +82,11 @@ absl::StatusOr<ScenarioRunner::Report> ScenarioRunner::Run(
   std::vector<LoadGenerator::ModelLoad> loads;
   std::mt19937 rng(static_cast<uint32_t>(options.seed));
   for (const auto& [model, rate] : options.base_rates) {
-    auto request = RandomRequestFor(stub.get(), model, 1, &rng);
-    if (!request.ok()) return request.status();
+    ASSIGN_OR_RETURN(auto request,
+                     RandomRequestFor(stub.get(), model, 1, &rng));
     LoadGenerator::ModelLoad load;
     load.model = model;
-    load.request = std::move(*request);
+    load.request = std::move(request);
     if (options.shape_only) MakeShapeOnly(&load.request);
     for (const auto& [t, m] : options.schedule) {
       load.schedule.push_back({t, rate * m});

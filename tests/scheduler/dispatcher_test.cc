@@ -343,5 +343,27 @@ TEST_F(DispatcherTest, PassThroughSendsEveryRequestAloneAndExpiresNone) {
   EXPECT_EQ(d.queued(), 0u);
 }
 
+// The slot of a plan's assignment, as the frontend's workers and the
+// simulator both build it.
+TEST(DispatcherModelSlotTest, ForTakesThePlansBatchAndCycleAndTheConfigsDelay) {
+  ModelAssignment a;
+  a.set_model("m");
+  a.set_batch_size(0);
+  a.set_duty_cycle_ms(2.5);
+  const Dispatcher::ModelSlot bare = Dispatcher::ModelSlot::For(a, nullptr);
+  EXPECT_EQ(bare.name, "m");
+  EXPECT_EQ(bare.batch_cap, 1);  // at least one
+  EXPECT_EQ(bare.duty_cycle, absl::Microseconds(2500));
+  EXPECT_EQ(bare.max_queue_delay, absl::InfiniteDuration());
+  ModelConfig config;
+  a.set_batch_size(8);
+  EXPECT_EQ(Dispatcher::ModelSlot::For(a, &config).max_queue_delay,
+            absl::InfiniteDuration());  // no bound set
+  config.set_max_queue_delay_ms(3);
+  const Dispatcher::ModelSlot bounded = Dispatcher::ModelSlot::For(a, &config);
+  EXPECT_EQ(bounded.batch_cap, 8);
+  EXPECT_EQ(bounded.max_queue_delay, Milliseconds(3));
+}
+
 }  // namespace
 }  // namespace tessera

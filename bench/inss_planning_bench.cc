@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/percentile.h"
 #include "common/usage.h"
-#include "learner/torch_inss_actor.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_workload_sampler.h"
 #include "scheduler/policy_registry.h"

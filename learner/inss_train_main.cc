@@ -1,6 +1,7 @@
 // tessera_inss_train: trains InSS's SAC-Discrete actor offline on the V100
 // data and writes a checkpoint the "inss" policy loads.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,12 @@ ABSL_FLAG(std::string, evaluate, "",
           "on --eval_episodes episodes of the evaluation seeds (drawn "
           "workloads, or --workload), with the same --setup, --steps and "
           "--slo_factors as its training.");
+
+ABSL_FLAG(std::string, export_actor, "",
+          "Instead of training, write <stem>.actor.binpb, the weights the "
+          "torch-free actor of --policy=inss plans with, from the LibTorch "
+          "archive <stem>.pt of a checkpoint that has none yet (training "
+          "writes both).");
 
 namespace tessera {
 namespace {
@@ -344,7 +351,24 @@ int Train(const InssWorkloadSampler& sampler,
   return 0;
 }
 
+// --export_actor: the planning weights of an older checkpoint.
+int ExportActor(const std::string& path) {
+  const std::string stem = TorchInssActor::Stem(path);
+  if (std::filesystem::exists(stem + ".actor.binpb")) {
+    std::fprintf(stderr, "%s.actor.binpb exists already\n", stem.c_str());
+    return 2;
+  }
+  auto actor = TorchInssActor::Load(stem);
+  if (!actor.ok()) return Fail(actor);
+  if (absl::Status s = (*actor)->ExportWeights(stem); !s.ok()) return Fail(s);
+  std::printf("wrote %s.actor.binpb\n", stem.c_str());
+  return 0;
+}
+
 int Run(const std::string& command) {
+  if (!absl::GetFlag(FLAGS_export_actor).empty()) {
+    return ExportActor(absl::GetFlag(FLAGS_export_actor));
+  }
   std::shared_ptr<const InssActor> evaluated;
   const std::string evaluate = absl::GetFlag(FLAGS_evaluate);
   if (!evaluate.empty() && evaluate != "round-robin") {

@@ -116,7 +116,8 @@ absl::Status InssTrainer::Save(const std::string& stem, int episodes,
   info.set_episodes_trained(episodes);
   info.set_steps_trained(state_.steps());
   info.set_final_eval_reward(eval_reward);
-  if (auto s = agent_->SaveActor(stem + ".pt"); !s.ok()) return s;
+  RETURN_IF_ERROR(agent_->SaveActor(stem + ".pt"));
+  RETURN_IF_ERROR(agent_->SaveActorWeights(stem + ".actor.binpb"));
   RETURN_IF_ERROR(WriteTextProto(stem + ".pbtxt", info));
   Wrote(stem);
   return absl::OkStatus();

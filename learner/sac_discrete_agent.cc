@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <exception>
+#include <fstream>
 
 #include "absl/base/internal/raw_logging.h"
 #include "absl/strings/str_cat.h"
@@ -162,6 +163,44 @@ absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
           options.hidden2_size, ", ", options.slots, " models, ", options.gpus,
           " devices, ", options.levels, " share units)"));
     }
+  }
+  impl->actor->eval();
+  return std::unique_ptr<SacDiscreteAgent>(
+      new SacDiscreteAgent(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
+    const SacOptions& options, const InssActorWeights& weights) {
+  if (auto s = Validate(options); !s.ok()) return s;
+  auto impl = std::make_unique<Impl>();
+  impl->o = options;
+  impl->actor = Mlp(options);
+  torch::NoGradGuard no_grad;
+  int l = 0;
+  for (const auto& module : impl->actor->children()) {
+    auto* linear = module->as<torch::nn::Linear>();
+    if (linear == nullptr) continue;  // ReLU
+    if (l >= weights.layers_size() ||
+        weights.layers(l).weight_size() != linear->weight.numel() ||
+        weights.layers(l).bias_size() != linear->bias.numel() ||
+        weights.layers(l).inputs() != linear->weight.size(1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the InSS actor's layer ", l,
+                       " does not have the shape its .pbtxt describes (state ",
+                       options.state_size, ", hidden ", options.hidden1_size,
+                       "/", options.hidden2_size, ")"));
+    }
+    const InssActorWeights::Layer& layer = weights.layers(l++);
+    linear->weight.copy_(
+        torch::from_blob(const_cast<float*>(layer.weight().data()),
+                         linear->weight.sizes(), torch::kFloat));
+    linear->bias.copy_(torch::from_blob(const_cast<float*>(layer.bias().data()),
+                                        linear->bias.sizes(), torch::kFloat));
+  }
+  if (l != weights.layers_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the InSS actor has ",
+                                                   weights.layers_size(),
+                                                   " layers, the network ", l));
   }
   impl->actor->eval();
   return std::unique_ptr<SacDiscreteAgent>(
@@ -438,6 +477,36 @@ std::vector<float> SacDiscreteAgent::ReplayState(int index) const {
   auto row = impl_->states[index].contiguous();
   return std::vector<float>(row.data_ptr<float>(),
                             row.data_ptr<float>() + row.numel());
+}
+
+InssActorWeights SacDiscreteAgent::ActorWeights() const {
+  torch::NoGradGuard no_grad;
+  InssActorWeights weights;
+  for (const auto& module : impl_->actor->children()) {
+    auto* linear = module->as<torch::nn::Linear>();
+    if (linear == nullptr) continue;  // ReLU
+    const torch::Tensor w =
+        linear->weight.detach().contiguous().to(torch::kFloat);
+    const torch::Tensor b =
+        linear->bias.detach().contiguous().to(torch::kFloat);
+    InssActorWeights::Layer* layer = weights.add_layers();
+    layer->set_inputs(static_cast<int>(w.size(1)));
+    layer->set_outputs(static_cast<int>(w.size(0)));
+    layer->mutable_weight()->Add(w.data_ptr<float>(),
+                                 w.data_ptr<float>() + w.numel());
+    layer->mutable_bias()->Add(b.data_ptr<float>(),
+                               b.data_ptr<float>() + b.numel());
+  }
+  return weights;
+}
+
+absl::Status SacDiscreteAgent::SaveActorWeights(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !ActorWeights().SerializeToOstream(&out) || !out.flush()) {
+    return absl::InternalError(
+        absl::StrCat("cannot write the InSS actor's weights to '", path, "'"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SacDiscreteAgent::SaveActor(const std::string& path) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "inss.pb.h"
 
 namespace tessera {
 
@@ -68,6 +69,10 @@ class SacDiscreteAgent {
   // returns nullopt).
   static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> LoadActor(
       const SacOptions& options, const std::string& path);
+  // The same from weights ActorWeights() gave (INVALID_ARGUMENT when their
+  // layers do not have the shape `options` describe).
+  static absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> LoadActor(
+      const SacOptions& options, const InssActorWeights& weights);
   ~SacDiscreteAgent();
 
   // Per slot the device choice, then per slot the share-level index.
@@ -84,6 +89,10 @@ class SacDiscreteAgent {
   std::optional<UpdateStats> Update();
 
   absl::Status SaveActor(const std::string& path) const;
+  // The actor's layers as the torch-free actor reads them
+  // (scheduler/mlp_inss_actor.h), and written in the binary wire format.
+  InssActorWeights ActorWeights() const;
+  absl::Status SaveActorWeights(const std::string& path) const;
   // Everything training needs to go on where it stopped: the networks,
   // targets, temperatures, optimiser states, the replay ring and torch's
   // random generator. LoadTraining restores them into an agent created

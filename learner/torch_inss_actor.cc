@@ -1,14 +1,17 @@
 #include "learner/torch_inss_actor.h"
 
+#include <fstream>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "scheduler/inss_environment.h"
 
 namespace tessera {
 
 std::string TorchInssActor::Stem(const std::string& path) {
-  for (const char* ext : {".pt", ".pbtxt"}) {
+  for (const char* ext : {".actor.binpb", ".pt", ".pbtxt"}) {
     if (absl::EndsWith(path, ext)) {
       return path.substr(0, path.size() - std::string(ext).size());
     }
@@ -45,10 +48,23 @@ absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Load(
                      info.max_models(), " model slots and ", info.gpus(),
                      " gpus make ", expected));
   }
-  auto agent = SacDiscreteAgent::LoadActor(NetworkOptions(info), stem + ".pt");
-  if (!agent.ok()) return agent.status();
+  // The planning format ("<stem>.actor.binpb") when there is one, else
+  // the LibTorch archive.
+  std::unique_ptr<SacDiscreteAgent> agent;
+  if (std::ifstream in(stem + ".actor.binpb", std::ios::binary); in) {
+    InssActorWeights weights;
+    if (!weights.ParseFromIstream(&in)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot parse '", stem, ".actor.binpb'"));
+    }
+    ASSIGN_OR_RETURN(
+        agent, SacDiscreteAgent::LoadActor(NetworkOptions(info), weights));
+  } else {
+    ASSIGN_OR_RETURN(
+        agent, SacDiscreteAgent::LoadActor(NetworkOptions(info), stem + ".pt"));
+  }
   return std::shared_ptr<const TorchInssActor>(
-      new TorchInssActor(std::move(info), std::move(*agent)));
+      new TorchInssActor(std::move(info), std::move(agent)));
 }
 
 absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Untrained(
@@ -56,10 +72,9 @@ absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Untrained(
   SacOptions o = NetworkOptions(info);
   o.seed = seed;
   o.replay_size = o.minibatch_size;
-  auto agent = SacDiscreteAgent::Create(o);
-  if (!agent.ok()) return agent.status();
+  ASSIGN_OR_RETURN(auto agent, SacDiscreteAgent::Create(o));
   return std::shared_ptr<const TorchInssActor>(
-      new TorchInssActor(info, std::move(*agent)));
+      new TorchInssActor(info, std::move(agent)));
 }
 
 absl::StatusOr<std::vector<float>> TorchInssActor::Probabilities(

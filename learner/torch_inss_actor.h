@@ -12,8 +12,9 @@ namespace tessera {
 // InssActor backed by a SacDiscreteAgent's actor network.
 class TorchInssActor : public InssActor {
  public:
-  // Loads "<stem>.pt" and the InssCheckpointInfo "<stem>.pbtxt" beside it
-  // (`path` may name either or the stem). Errors name the file.
+  // Loads the InssCheckpointInfo "<stem>.pbtxt" and the actor beside it:
+  // "<stem>.actor.binpb" (InssActorWeights) if present, else "<stem>.pt"
+  // (`path` may name any of them or the stem). Errors name the file.
   static absl::StatusOr<std::shared_ptr<const TorchInssActor>> Load(
       const std::string& path);
   // An untrained actor of the checkpoint's shape (random weights, seeded):
@@ -23,8 +24,15 @@ class TorchInssActor : public InssActor {
 
   // The network options a checkpoint describes.
   static SacOptions NetworkOptions(const InssCheckpointInfo& info);
-  // "<stem>.pt" / "<stem>.pbtxt" for a path naming either or the stem.
+  // The stem of a path naming "<stem>.actor.binpb", ".pt", ".pbtxt" or the
+  // stem itself.
   static std::string Stem(const std::string& path);
+
+  // Writes the actor's weights for the torch-free actor to
+  // "<stem>.actor.binpb" (what --export_actor does for a checkpoint).
+  absl::Status ExportWeights(const std::string& stem) const {
+    return agent_->SaveActorWeights(stem + ".actor.binpb");
+  }
 
   const InssCheckpointInfo& info() const override { return info_; }
   absl::StatusOr<std::vector<float>> Probabilities(

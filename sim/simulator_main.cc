@@ -29,7 +29,7 @@ ABSL_FLAG(std::string, interference, "linear",
           "linear (gpulet's), pairwise (Tessera's) or none.");
 ABSL_FLAG(std::string, inss_checkpoint, "",
           "Actor checkpoint of --policy=inss (empty: the one shipped in "
-          "learner/checkpoints/, trained for the V100 models on 4 GPUs).");
+          "learner/checkpoints/, trained for the V100 models on 1-8 GPUs).");
 ABSL_FLAG(std::string, inss_fallback, "",
           "Policy that plans what the InSS checkpoint was not trained for "
           "(empty: refuse).");

@@ -1,8 +1,10 @@
 // The InSS learner with real LibTorch: the agent's save/load, the trained
 // policy plugged into the registry, and a smoke training run.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +14,9 @@
 #include "learner/inss_trainer.h"
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
+#include "scheduler/inss_environment.h"
 #include "scheduler/inss_policy.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 #include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
@@ -24,6 +28,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const char kProfile[] = TESSERA_SHARED_DIR "/data/igniter-v100/profile.jsonl";
+const char kCheckpoints[] = TESSERA_SOURCE_DIR "/learner/checkpoints/";
 
 class InssLearnerTest : public ::testing::Test {
  protected:
@@ -107,6 +112,87 @@ TEST_F(InssLearnerTest, SavedActorReloadsWithTheSameProbabilities) {
   // A state of the wrong size is refused, not crashed on.
   EXPECT_EQ((*loaded)->Probabilities({1, 2, 3}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The weights the planner reads (ActorWeights, InssActorWeights) are the
+// network's: loaded back into LibTorch they give the same probabilities.
+TEST_F(InssLearnerTest, ActorWeightsLoadBackIntoTheSameNetwork) {
+  const InssCheckpointInfo info = SmallInfo();
+  auto agent = SacDiscreteAgent::Create(Small(info));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  const InssActorWeights weights = (*agent)->ActorWeights();
+  ASSERT_EQ(weights.layers_size(), 3);
+  EXPECT_EQ(weights.layers(0).inputs(), info.state_size());
+  EXPECT_EQ(weights.layers(2).outputs(),
+            info.max_models() * (info.gpus() + info.share_units()));
+  auto copy = SacDiscreteAgent::LoadActor(Small(info), weights);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  const InssWorkloadSampler sampler = Sampler(info);
+  InssEnvironment env(&sampler, InssEnvironmentOptions{}, 3);
+  const std::vector<float> state = env.Reset();
+  const std::vector<float> a = (*agent)->Probabilities(state);
+  const std::vector<float> b = (*copy)->Probabilities(state);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]) << i;
+  InssActorWeights short_of_a_layer = weights;
+  short_of_a_layer.mutable_layers()->RemoveLast();
+  EXPECT_EQ(SacDiscreteAgent::LoadActor(Small(info), short_of_a_layer)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The torch-free actor the inss policy plans with computes the learner's
+// network: on the shipped checkpoints, over random states with random
+// devices present, every probability within 1e-5 and every head's choice
+// the same.
+TEST(InssActorEquivalenceTest, TheTorchFreeActorComputesTheLearnersNetwork) {
+  for (const char* name : {"inss_v100", "inss_emulated_4gpu"}) {
+    const std::string stem = std::string(kCheckpoints) + name;
+    auto torch_actor = TorchInssActor::Load(stem);
+    ASSERT_TRUE(torch_actor.ok()) << torch_actor.status();
+    auto plain = MlpInssActor::Load(stem);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    const InssCheckpointInfo& info = (*plain)->info();
+    const int slots = info.max_models(), gpus = info.gpus(),
+              levels = info.share_units();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> unit(0, 1);
+    double worst = 0;
+    int different_choices = 0;
+    for (int n = 0; n < 200; ++n) {
+      std::vector<float> state(info.state_size());
+      for (float& v : state) v = unit(rng);
+      const int present = 1 + static_cast<int>(rng() % gpus);
+      for (int k = 0; k < gpus; ++k) {
+        state[InssEnvironment::kSlotFeatures * slots +
+              k * InssEnvironment::kDeviceFeatures] = k < present ? 1 : 0;
+      }
+      auto a = (*torch_actor)->Probabilities(state);
+      auto b = (*plain)->Probabilities(state);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->size(), b->size());
+      for (size_t i = 0; i < a->size(); ++i) {
+        worst = std::max(worst, std::abs(double((*a)[i]) - (*b)[i]));
+      }
+      for (int h = 0; h < slots * 2; ++h) {
+        const int begin =
+            h < slots ? h * gpus : slots * gpus + (h - slots) * levels;
+        const int n_out = h < slots ? gpus : levels;
+        const auto pick = [&](const std::vector<float>& p) {
+          return std::max_element(p.begin() + begin,
+                                  p.begin() + begin + n_out) -
+                 p.begin();
+        };
+        different_choices += pick(*a) != pick(*b);
+      }
+    }
+    std::printf("[ report ] %s: largest probability difference %.2g, %d of "
+                "%d head choices differ\n",
+                name, worst, different_choices, 200 * slots * 2);
+    EXPECT_LT(worst, 1e-5) << name;
+    EXPECT_EQ(different_choices, 0) << name;
+  }
 }
 
 TEST_F(InssLearnerTest, MissingOrMismatchedCheckpointsAreClearErrors) {

@@ -1,11 +1,11 @@
-// Registers the "inss" and "inss-ni" scheduling policies: InssPolicy
-// (scheduler/, torch-free) with its actor loaded by LibTorch. Binaries that
-// offer "inss" link tessera_learner_all.
+// Registers the "inss" and "inss-ni" scheduling policies: InssPolicy with
+// its trained actor evaluated by MlpInssActor (no LibTorch).
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "learner/torch_inss_actor.h"
+#include "common/status_macros.h"
 #include "scheduler/inss_policy.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 
 namespace tessera {
@@ -23,8 +23,7 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
     path = TESSERA_INSS_DEFAULT_CHECKPOINT;
     if (!std::filesystem::exists(path + ".pbtxt")) path = kShippedRelative;
   }
-  auto actor = TorchInssActor::Load(path);
-  if (!actor.ok()) return actor.status();
+  ASSIGN_OR_RETURN(auto actor, MlpInssActor::Load(path));
   std::unique_ptr<SchedulingPolicy> fallback;
   if (!options.inss_fallback.empty()) {
     if (options.inss_fallback == "inss" || options.inss_fallback == "inss-ni") {
@@ -42,7 +41,7 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
   // inss-ni: BDA without the interference term (the fallback keeps it).
   if (name == "inss-ni") options.interference = nullptr;
   return std::unique_ptr<SchedulingPolicy>(
-      new InssPolicy(name, std::move(options), *actor, std::move(fallback)));
+      new InssPolicy(name, std::move(options), actor, std::move(fallback)));
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(

@@ -18,6 +18,7 @@
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_environment.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "sim/emulated_workload.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/simulated_inss_judge.h"
@@ -353,7 +354,7 @@ int Train(const InssWorkloadSampler& sampler,
 
 // --export_actor: the planning weights of an older checkpoint.
 int ExportActor(const std::string& path) {
-  const std::string stem = TorchInssActor::Stem(path);
+  const std::string stem = MlpInssActor::Stem(path);
   if (std::filesystem::exists(stem + ".actor.binpb")) {
     std::fprintf(stderr, "%s.actor.binpb exists already\n", stem.c_str());
     return 2;

@@ -1,23 +1,13 @@
 #include "learner/torch_inss_actor.h"
 
-#include <fstream>
+#include <filesystem>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/text_proto.h"
 #include "scheduler/inss_environment.h"
+#include "scheduler/mlp_inss_actor.h"
 
 namespace tessera {
-
-std::string TorchInssActor::Stem(const std::string& path) {
-  for (const char* ext : {".actor.binpb", ".pt", ".pbtxt"}) {
-    if (absl::EndsWith(path, ext)) {
-      return path.substr(0, path.size() - std::string(ext).size());
-    }
-  }
-  return path;
-}
 
 SacOptions TorchInssActor::NetworkOptions(const InssCheckpointInfo& info) {
   SacOptions o;
@@ -34,29 +24,13 @@ SacOptions TorchInssActor::NetworkOptions(const InssCheckpointInfo& info) {
 
 absl::StatusOr<std::shared_ptr<const TorchInssActor>> TorchInssActor::Load(
     const std::string& path) {
-  const std::string stem = Stem(path);
-  InssCheckpointInfo info;
-  if (auto s = ReadTextProto(stem + ".pbtxt", &info); !s.ok()) {
-    return absl::Status(s.code(),
-                        absl::StrCat("InSS checkpoint info: ", s.message()));
-  }
-  const int expected =
-      InssEnvironment::StateSize(info.max_models(), info.gpus());
-  if (info.state_size() != expected) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(stem, ".pbtxt: state_size ", info.state_size(), " but ",
-                     info.max_models(), " model slots and ", info.gpus(),
-                     " gpus make ", expected));
-  }
+  const std::string stem = MlpInssActor::Stem(path);
+  ASSIGN_OR_RETURN(InssCheckpointInfo info, MlpInssActor::ReadInfo(stem));
   // The planning format ("<stem>.actor.binpb") when there is one, else
   // the LibTorch archive.
   std::unique_ptr<SacDiscreteAgent> agent;
-  if (std::ifstream in(stem + ".actor.binpb", std::ios::binary); in) {
-    InssActorWeights weights;
-    if (!weights.ParseFromIstream(&in)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot parse '", stem, ".actor.binpb'"));
-    }
+  if (std::filesystem::exists(stem + ".actor.binpb")) {
+    ASSIGN_OR_RETURN(InssActorWeights weights, MlpInssActor::ReadWeights(stem));
     ASSIGN_OR_RETURN(
         agent, SacDiscreteAgent::LoadActor(NetworkOptions(info), weights));
   } else {

@@ -24,9 +24,6 @@ class TorchInssActor : public InssActor {
 
   // The network options a checkpoint describes.
   static SacOptions NetworkOptions(const InssCheckpointInfo& info);
-  // The stem of a path naming "<stem>.actor.binpb", ".pt", ".pbtxt" or the
-  // stem itself.
-  static std::string Stem(const std::string& path);
 
   // Writes the actor's weights for the torch-free actor to
   // "<stem>.actor.binpb" (what --export_actor does for a checkpoint).

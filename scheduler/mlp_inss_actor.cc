@@ -42,6 +42,17 @@ void AppendSoftmax(const std::vector<float>& logits, size_t begin, int n,
   for (int k = 0; k < n; ++k) out->push_back(static_cast<float>(e[k] / sum));
 }
 
+absl::Status CheckStateSize(const InssCheckpointInfo& info) {
+  const int expected =
+      InssEnvironment::StateSize(info.max_models(), info.gpus());
+  if (info.state_size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state_size ", info.state_size(), " but ", info.max_models(),
+        " model slots and ", info.gpus(), " gpus make ", expected));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckShape(const InssCheckpointInfo& info,
                         const InssActorWeights& weights) {
   const int outputs = info.max_models() * (info.gpus() + info.share_units());
@@ -78,15 +89,35 @@ std::string MlpInssActor::Stem(const std::string& path) {
   return path;
 }
 
+absl::StatusOr<InssCheckpointInfo> MlpInssActor::ReadInfo(
+    const std::string& stem) {
+  InssCheckpointInfo info;
+  if (absl::Status s = ReadTextProto(stem + ".pbtxt", &info); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("InSS checkpoint info: ", s.message()));
+  }
+  if (absl::Status s = CheckStateSize(info); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(stem, ".pbtxt: ", s.message()));
+  }
+  return info;
+}
+
+absl::StatusOr<InssActorWeights> MlpInssActor::ReadWeights(
+    const std::string& stem) {
+  const std::string path = stem + ".actor.binpb";
+  std::ifstream in(path, std::ios::binary);
+  InssActorWeights weights;
+  if (!in || !weights.ParseFromIstream(&in)) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read the InSS actor's weights from '", path, "'"));
+  }
+  return weights;
+}
+
 absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Create(
     InssCheckpointInfo info, InssActorWeights weights) {
-  const int expected =
-      InssEnvironment::StateSize(info.max_models(), info.gpus());
-  if (info.state_size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state_size ", info.state_size(), " but ", info.max_models(),
-        " model slots and ", info.gpus(), " gpus make ", expected));
-  }
+  RETURN_IF_ERROR(CheckStateSize(info));
   RETURN_IF_ERROR(CheckShape(info, weights));
   return std::shared_ptr<const MlpInssActor>(
       new MlpInssActor(std::move(info), std::move(weights)));
@@ -95,18 +126,8 @@ absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Create(
 absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Load(
     const std::string& path) {
   const std::string stem = Stem(path);
-  InssCheckpointInfo info;
-  if (absl::Status s = ReadTextProto(stem + ".pbtxt", &info); !s.ok()) {
-    return absl::Status(s.code(),
-                        absl::StrCat("InSS checkpoint info: ", s.message()));
-  }
-  const std::string weights_path = stem + ".actor.binpb";
-  std::ifstream in(weights_path, std::ios::binary);
-  InssActorWeights weights;
-  if (!in || !weights.ParseFromIstream(&in)) {
-    return absl::NotFoundError(absl::StrCat(
-        "cannot read the InSS actor's weights from '", weights_path, "'"));
-  }
+  ASSIGN_OR_RETURN(InssCheckpointInfo info, ReadInfo(stem));
+  ASSIGN_OR_RETURN(InssActorWeights weights, ReadWeights(stem));
   auto actor = Create(std::move(info), std::move(weights));
   if (!actor.ok()) {
     return absl::Status(actor.status().code(),

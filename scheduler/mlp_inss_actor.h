@@ -30,6 +30,11 @@ class MlpInssActor final : public InssActor {
   // The checkpoint stem of `path` (without ".pt", ".pbtxt" or
   // ".actor.binpb").
   static std::string Stem(const std::string& path);
+  // "<stem>.pbtxt", its state size checked against its model slots and
+  // devices; and "<stem>.actor.binpb" (NOT_FOUND when absent). The
+  // learner's LibTorch actor reads checkpoints with them too.
+  static absl::StatusOr<InssCheckpointInfo> ReadInfo(const std::string& stem);
+  static absl::StatusOr<InssActorWeights> ReadWeights(const std::string& stem);
 
   const InssCheckpointInfo& info() const override { return info_; }
   absl::StatusOr<std::vector<float>> Probabilities(

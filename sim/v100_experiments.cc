@@ -24,12 +24,129 @@ PolicyOptions V100Experiments::PolicyOptionsFor(const V100Setup& setup) const {
   return o;
 }
 
-void V100Experiments::Throughput(const V100Setup& setup) const {
-  const auto policies = absl::StrSplit(options_.policies, ',');
-  std::vector<std::string> names(policies.begin(), policies.end());
+namespace {
+
+// Per workload, each policy's SLO-preserved max ("efficiency:<policy>":
+// its planner efficiency).
+using ThroughputRows =
+    std::vector<std::pair<std::string, std::map<std::string, double>>>;
+
+void PrintEfficiencyTable(double slo, const std::vector<std::string>& names,
+                          const ThroughputRows& rows) {
+  std::printf(
+      "\nPlanner efficiency at each limit, SLO %.0fx (accepted "
+      "load / the most its plan holds; 0: no limit)\n%-26s",
+      slo, "workload");
+  for (const auto& n : names) std::printf(" %13s", n.c_str());
+  std::printf("\n");
+  for (const auto& [name, t] : rows) {
+    std::printf("%-26s", name.c_str());
+    for (const auto& n : names) {
+      auto it = t.find("efficiency:" + n);
+      if (it == t.end()) {
+        std::printf(" %13s", "-");
+      } else {
+        std::printf(" %13.2f", it->second);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+// Each policy's fraction of ideal where ideal ran.
+void PrintFractionOfIdeal(double slo, const std::vector<std::string>& names,
+                          const ThroughputRows& rows) {
+  bool any = false;
+  for (const auto& [name, t] : rows) any = any || t.count("ideal");
+  if (!any) return;
+  std::printf("\nFraction of ideal (%%), SLO %.0fx\n%-26s", slo, "workload");
+  for (const auto& n : names) {
+    if (n != "ideal") std::printf(" %13s", n.c_str());
+  }
+  std::printf("\n");
+  for (const auto& [name, t] : rows) {
+    auto ideal = t.find("ideal");
+    if (ideal == t.end() || ideal->second <= 0) continue;
+    std::printf("%-26s", name.c_str());
+    for (const auto& n : names) {
+      if (n == "ideal") continue;
+      auto it = t.find(n);
+      if (it == t.end()) {
+        std::printf(" %13s", "-");
+      } else {
+        std::printf(" %12.1f%%", 100 * it->second / ideal->second);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+void WriteCsvRow(double slo, const std::string& workload,
+                 const std::string& policy, const SearchResult& r,
+                 double efficiency, std::ofstream* csv) {
+  const bool violated = r.limit == SearchResult::Limit::kViolated;
+  *csv << slo << ",\"" << workload << "\"," << policy << ","
+       << r.max_throughput_rps << ","
+       << 100 * r.best.sim.max_model_violation_fraction() << ","
+       << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
+       << r.max_schedulable_scale << ","
+       << (violated                                   ? "violated"
+           : r.limit == SearchResult::Limit::kRefused ? "refused"
+                                                      : "none")
+       << "," << efficiency << "\n";
+}
+
+}  // namespace
+
+std::map<std::string, double> V100Experiments::ThroughputRow(
+    const V100Setup& setup, const Workload& w, double slo,
+    const std::vector<std::string>& names, std::ofstream* csv) const {
   SimOptions options;
   options.duration = absl::Seconds(options_.duration_s);
   options.min_requests = options_.min_requests;
+  std::vector<WorkloadModel> models;
+  for (const auto& m : w.models) models.push_back({m, options_.base_rate_rps});
+  const ClusterSnapshot snap =
+      MakeV100Snapshot(setup, options_.gpus, models, slo);
+  const ClusterSimulator sim(setup.truth.get(), Configs(snap));
+  std::printf("%-26s", w.name.c_str());
+  std::map<std::string, double> tput;
+  for (const auto& n : names) {
+    auto policy = PolicyRegistry::Create(n, PolicyOptionsFor(setup));
+    if (!policy.ok()) {
+      std::printf(" %13s", "error");
+      continue;
+    }
+    if (n == "ideal" &&
+        static_cast<int>(w.models.size()) > options_.ideal_max_models) {
+      std::printf(" %13s", "-");
+      continue;
+    }
+    const SearchResult r = SearchMaxThroughput(**policy, snap, sim, options);
+    if (r.inconclusive) {
+      std::printf(" %13s", "(budget)");
+      continue;
+    }
+    tput[n] = r.max_throughput_rps;
+    double efficiency = 0;
+    if (options_.efficiency) {
+      efficiency = PlannerEfficiency(r, snap, sim, options, 0.01);
+      tput["efficiency:" + n] = efficiency;
+    }
+    // "v": the next load was planned and its plan broke 1 % (what a
+    // policy must not do); unmarked: the policy refused it.
+    const bool violated = r.limit == SearchResult::Limit::kViolated;
+    std::printf(" %12.1f%s", r.max_throughput_rps, violated ? "v" : " ");
+    if (csv->is_open()) WriteCsvRow(slo, w.name, n, r, efficiency, csv);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  return tput;
+}
+
+void V100Experiments::Throughput(const V100Setup& setup) const {
+  const auto policies = absl::StrSplit(options_.policies, ',');
+  const std::vector<std::string> names(policies.begin(), policies.end());
   std::ofstream csv;
   if (!options_.csv.empty()) {
     csv.open(options_.csv);
@@ -46,105 +163,12 @@ void V100Experiments::Throughput(const V100Setup& setup) const {
     std::printf("%-26s", "workload");
     for (const auto& n : names) std::printf(" %13s", n.c_str());
     std::printf("\n");
-    // Per workload and policy, for the fraction-of-ideal table.
-    std::vector<std::pair<std::string, std::map<std::string, double>>> rows;
+    ThroughputRows rows;
     for (const Workload& w : V100Workloads()) {
-      std::vector<WorkloadModel> models;
-      for (const auto& m : w.models) {
-        models.push_back({m, options_.base_rate_rps});
-      }
-      const ClusterSnapshot snap =
-          MakeV100Snapshot(setup, options_.gpus, models, slo);
-      const ClusterSimulator sim(setup.truth.get(), Configs(snap));
-      std::printf("%-26s", w.name.c_str());
-      std::map<std::string, double> tput;
-      for (const auto& n : names) {
-        auto policy = PolicyRegistry::Create(n, PolicyOptionsFor(setup));
-        if (!policy.ok()) {
-          std::printf(" %13s", "error");
-          continue;
-        }
-        if (n == "ideal" &&
-            static_cast<int>(w.models.size()) > options_.ideal_max_models) {
-          std::printf(" %13s", "-");
-          continue;
-        }
-        const SearchResult r =
-            SearchMaxThroughput(**policy, snap, sim, options);
-        if (r.inconclusive) {
-          std::printf(" %13s", "(budget)");
-          continue;
-        }
-        tput[n] = r.max_throughput_rps;
-        double efficiency = 0;
-        if (options_.efficiency) {
-          efficiency = PlannerEfficiency(r, snap, sim, options, 0.01);
-          tput["efficiency:" + n] = efficiency;
-        }
-        // "v": the next load was planned and its plan broke 1 % (what a
-        // policy must not do); unmarked: the policy refused it.
-        const bool violated = r.limit == SearchResult::Limit::kViolated;
-        std::printf(" %12.1f%s", r.max_throughput_rps, violated ? "v" : " ");
-        if (csv.is_open()) {
-          csv << slo << ",\"" << w.name << "\"," << n << ","
-              << r.max_throughput_rps << ","
-              << 100 * r.best.sim.max_model_violation_fraction() << ","
-              << r.best.sim.gpus_used << "," << r.best.sim.share_sum << ","
-              << r.max_schedulable_scale << ","
-              << (violated                                   ? "violated"
-                  : r.limit == SearchResult::Limit::kRefused ? "refused"
-                                                             : "none")
-              << "," << efficiency << "\n";
-        }
-      }
-      std::printf("\n");
-      std::fflush(stdout);
-      rows.push_back({w.name, tput});
+      rows.push_back({w.name, ThroughputRow(setup, w, slo, names, &csv)});
     }
-    if (options_.efficiency) {
-      std::printf(
-          "\nPlanner efficiency at each limit, SLO %.0fx (accepted "
-          "load / the most its plan holds; 0: no limit)\n%-26s",
-          slo, "workload");
-      for (const auto& n : names) std::printf(" %13s", n.c_str());
-      std::printf("\n");
-      for (const auto& [name, t] : rows) {
-        std::printf("%-26s", name.c_str());
-        for (const auto& n : names) {
-          auto it = t.find("efficiency:" + n);
-          if (it == t.end()) {
-            std::printf(" %13s", "-");
-          } else {
-            std::printf(" %13.2f", it->second);
-          }
-        }
-        std::printf("\n");
-      }
-    }
-    // Each policy's fraction of ideal where ideal ran.
-    bool any = false;
-    for (const auto& [name, t] : rows) any = any || t.count("ideal");
-    if (!any) continue;
-    std::printf("\nFraction of ideal (%%), SLO %.0fx\n%-26s", slo, "workload");
-    for (const auto& n : names) {
-      if (n != "ideal") std::printf(" %13s", n.c_str());
-    }
-    std::printf("\n");
-    for (const auto& [name, t] : rows) {
-      auto ideal = t.find("ideal");
-      if (ideal == t.end() || ideal->second <= 0) continue;
-      std::printf("%-26s", name.c_str());
-      for (const auto& n : names) {
-        if (n == "ideal") continue;
-        auto it = t.find(n);
-        if (it == t.end()) {
-          std::printf(" %13s", "-");
-        } else {
-          std::printf(" %12.1f%%", 100 * it->second / ideal->second);
-        }
-      }
-      std::printf("\n");
-    }
+    if (options_.efficiency) PrintEfficiencyTable(slo, names, rows);
+    PrintFractionOfIdeal(slo, names, rows);
   }
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "scheduler/inss_actor.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/v100_workload.h"
+#include "sim/workload_suite.h"
 
 namespace tessera {
 
@@ -74,6 +77,12 @@ class V100Experiments {
 
  private:
   PolicyOptions PolicyOptionsFor(const V100Setup& setup) const;
+  // One workload's row of the throughput table, printed (and written to
+  // `csv` when it is open): each policy's SLO-preserved max, and its
+  // planner efficiency as "efficiency:<policy>".
+  std::map<std::string, double> ThroughputRow(
+      const V100Setup& setup, const Workload& w, double slo,
+      const std::vector<std::string>& names, std::ofstream* csv) const;
 
   const Options options_;
 };

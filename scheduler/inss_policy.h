@@ -10,9 +10,10 @@
 
 namespace tessera {
 
-// InSS (seeds/digests/inss.md), registered as "inss" by the learner
-// library (learner/inss_policy_factory.cc loads the actor checkpoint named
-// by PolicyOptions::inss_checkpoint). The two layers of Sec. 5:
+// InSS (seeds/digests/inss.md), registered as "inss" by
+// scheduler/inss_policy_factory.cc, which loads the actor checkpoint named
+// by PolicyOptions::inss_checkpoint into an MlpInssActor. The two layers
+// of Sec. 5:
 //  1. when the plan in force is an inss plan that places every model with
 //     traffic, BDA (scheduler/inss_batching.h) re-batches on the observed
 //     rates without moving anything (Case 1: no new process);

@@ -440,7 +440,8 @@ int main(int argc, char** argv) {
       "The shipped learner/checkpoints/inss_v100 (docs/scheduling.md):\n"
       "  tessera_inss_train --discount=0 --reward_scale=0.1 "
       "--out=/tmp/inss/inss_v100 --csv=/tmp/inss/training.csv   (stop any "
-      "time; add --resume to go on; then ship /tmp/inss/inss_v100-best.*)\n"
+      "time; add --resume to go on; then ship the .pbtxt and .actor.binpb of "
+      "/tmp/inss/inss_v100-best)\n"
       "Baseline: tessera_inss_train --evaluate=round-robin");
   const std::vector<std::string> args(argv, argv + argc);
   absl::ParseCommandLine(argc, argv);

@@ -388,9 +388,9 @@ TEST(RouterTest, DrainWaitsForBatchesInFlightUntilItsDeadline) {
   router.StopAccepting();
   // Held: the drain runs into its deadline.
   const absl::Time start = absl::Now();
-  const size_t undrained = router.Drain(start + absl::Milliseconds(100));
+  (void)router.Drain(start + absl::Milliseconds(100));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
-  EXPECT_LE(undrained, 12u);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // and not much later
   EXPECT_FALSE(calls.AllFinished(12, absl::ZeroDuration()));
   // Released meanwhile: the drain returns once every call is answered.
   std::thread release([&] {

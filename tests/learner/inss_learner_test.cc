@@ -187,9 +187,10 @@ TEST(InssActorEquivalenceTest, TheTorchFreeActorComputesTheLearnersNetwork) {
         different_choices += pick(*a) != pick(*b);
       }
     }
-    std::printf("[ report ] %s: largest probability difference %.2g, %d of "
-                "%d head choices differ\n",
-                name, worst, different_choices, 200 * slots * 2);
+    std::printf(
+        "[ report ] %s: largest probability difference %.2g, %d of "
+        "%d head choices differ\n",
+        name, worst, different_choices, 200 * slots * 2);
     EXPECT_LT(worst, 1e-5) << name;
     EXPECT_EQ(different_choices, 0) << name;
   }

@@ -13,12 +13,15 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "common/percentile.h"
+#include "common/text_proto.h"
 #include "common/usage.h"
 #include "perfmodel/glet_data.h"
 #include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/interference_evaluation.h"
 #include "perfmodel/interference_model.h"
+#include "perfmodel/profile_dir.h"
 
 ABSL_FLAG(std::string, v100_profile,
           "../shared/data/igniter-v100/profile.jsonl",
@@ -26,6 +29,13 @@ ABSL_FLAG(std::string, v100_profile,
 ABSL_FLAG(std::string, share100_rule, "batch1-ratio",
           "How to fill L(b>1, 100%): batch1-ratio, same-as-80 or omit.");
 ABSL_FLAG(int, seed, 1, "Seed of the random split.");
+ABSL_FLAG(std::string, profile_dir, "",
+          "Fit on a profiler's output instead of the V100 data: the "
+          "<model>.pbtxt profiles and pairs.csv of this folder "
+          "(e.g. profiles/cuda).");
+ABSL_FLAG(bool, write_interference, false,
+          "With --profile_dir: write gpulet's linear form fitted on all "
+          "its pairs to <profile_dir>/interference.pbtxt.");
 ABSL_FLAG(std::string, glet_dir, "../shared/data/glet",
           "The glet artifact's data; its published interference "
           "coefficients are applied to the V100 rows, and to its own "
@@ -34,7 +44,51 @@ ABSL_FLAG(std::string, glet_dir, "../shared/data/glet",
 namespace tessera {
 namespace {
 
+// The fit on one device kind's measured profiles and pairs.
+int RunOnProfileDir(const std::string& dir, bool write) {
+  auto loaded = ProfileDir::Load(dir);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+    return 1;
+  }
+  const auto& samples = (*loaded)->pairs();
+  std::printf("%s: %zu profiles, %zu pair samples\n\n", dir.c_str(),
+              (*loaded)->profiles().size(), samples.size());
+  if (samples.empty()) return 1;
+  PrintInterferenceErrorTable(samples, absl::GetFlag(FLAGS_seed), stdout);
+  auto linear = LinearInterference::Fit(samples);
+  if (!linear.ok()) {
+    std::fprintf(stderr, "%s\n", linear.status().ToString().c_str());
+    return 1;
+  }
+  const auto& c = linear->coefficients();
+  std::printf(
+      "\ngpulet-linear fitted on all rows: factor = %.4f L2_self + %.4f "
+      "L2_other + %.4f DRAM_self + %.4f DRAM_other + %.4f\n",
+      c[0], c[1], c[2], c[3], c[4]);
+  if (!write) return 0;
+  InterferenceProfile ip;
+  ip.set_device_kind((*loaded)->profiles().begin()->second.device_kind());
+  for (double x : c) ip.add_linear_coefficients(x);
+  ip.set_source(absl::StrCat(
+      "tessera_fit_interference --profile_dir: gpulet's linear form fitted "
+      "on the ",
+      samples.size(), " pair samples of pairs.csv; profiles: ",
+      (*loaded)->profiles().begin()->second.source()));
+  absl::Status s = WriteTextProto(dir + "/interference.pbtxt", ip);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("wrote %s/interference.pbtxt\n", dir.c_str());
+  return 0;
+}
+
 int Run() {
+  if (!absl::GetFlag(FLAGS_profile_dir).empty()) {
+    return RunOnProfileDir(absl::GetFlag(FLAGS_profile_dir),
+                           absl::GetFlag(FLAGS_write_interference));
+  }
   auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
   if (!rule.ok()) {
     std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
@@ -122,7 +176,8 @@ int Run() {
 int main(int argc, char** argv) {
   tessera::SetUsage(
       "Fits interference models (constant, gpulet's linear model, Tessera's "
-      "pairwise model) on the V100 co-location measurements and prints the "
+      "pairwise model) on the V100 co-location measurements, or on a "
+      "profiler's pairs with --profile_dir, and prints the "
       "held-out error CDF (p50/p90/p95) for a random split, leave-one-model-"
       "pair-out and leave-one-(batch,share)-cell-out.");
   absl::ParseCommandLine(argc, argv);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -200,11 +201,20 @@ exit 1
   backend->Stop(absl::Seconds(10));
 }
 
+// A GPU node's binaries may live apart from this build (docs/cuda.md: the
+// CUDA proxy beside the regular build's backend): these variables say where.
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
 // Needs a GPU, the MPS binaries and a CUDA build of LibTorch.
 TEST(RealGpuTest, TwoGpuletsShareOneGpuThroughMps) {
   if (system("nvidia-smi > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "no GPU visible (nvidia-smi failed)";
   }
+  const std::string bin = EnvOr("TESSERA_GPU_BIN_DIR", kBin);
+  const std::string models = EnvOr("TESSERA_GPU_MODEL_DIR", kModels);
   const std::string dir =
       ::testing::TempDir() + "/real_gpu_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
@@ -213,11 +223,11 @@ TEST(RealGpuTest, TwoGpuletsShareOneGpuThroughMps) {
     devices { id: "gpu0" kind: DEVICE_KIND_CUDA gpu_index: 0 }
   )pb";
   std::unique_ptr<Subprocess> backend;
-  auto port = StartServer(
-      kBin + "/tessera_backend",
-      {"--config=" + dir + "/backend.pbtxt", "--model_repository=" + kModels,
-       "--mps_dir=" + dir + "/mps"},
-      dir, "b", &backend);
+  auto port =
+      StartServer(bin + "/tessera_backend",
+                  {"--config=" + dir + "/backend.pbtxt",
+                   "--model_repository=" + models, "--mps_dir=" + dir + "/mps"},
+                  dir, "b", &backend);
   ASSERT_TRUE(port.ok()) << port.status();
   auto stub = BackendService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", *port), grpc::InsecureChannelCredentials()));
@@ -237,7 +247,19 @@ TEST(RealGpuTest, TwoGpuletsShareOneGpuThroughMps) {
   ApplyPlanResponse response;
   grpc::Status s = stub->ApplyPlan(&context, request, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(response.gpulets_size(), 2);
+  ASSERT_EQ(response.gpulets_size(), 2);
+  // Each proxy ran LeNet on the GPU at warm-up, at its own MPS share.
+  for (const GpuletStatus& g : response.gpulets()) {
+    EXPECT_EQ(g.proxy_config().device_kind(), DEVICE_KIND_CUDA);
+    EXPECT_TRUE(g.failed_models().empty()) << g.gpulet_id();
+    ASSERT_GT(g.warmup_size(), 0) << g.gpulet_id();
+    for (const MeasuredLatency& m : g.warmup()) {
+      EXPECT_GT(m.latency_ms(), 0);
+      std::cout << g.gpulet_id() << " " << g.share_percent() << "% "
+                << m.model() << " b" << m.batch_size() << ": " << m.latency_ms()
+                << " ms\n";
+    }
+  }
   backend->Stop(absl::Seconds(10));
 }
 

@@ -15,7 +15,8 @@ BackendServiceImpl::BackendServiceImpl(Options options,
       traffic_(clock_),
       node_(std::move(node)),
       starter_(options_.proxies, node_.get(), &metrics_),
-      restarts_(options_.restart) {
+      restarts_(options_.restart),
+      parked_(options_.parking) {
   if (options_.supervise_period > absl::ZeroDuration()) {
     supervisor_ = std::make_unique<ProxySupervisor>(
         options_.supervise_period, [this] { HealExitedProxies(); });
@@ -151,8 +152,36 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
   }
   applied_plan_ = request->plan();
   restarts_.Reset();
+  {
+    absl::MutexLock lock(&mu_);
+    given_up_.clear();
+  }
+  ReleaseParked({}, /*all=*/true);
   *response = std::move(*result);
   return grpc::Status::OK;
+}
+
+bool BackendServiceImpl::WillRestart(const GpuletTable::Route& route,
+                                     const std::string& id) const {
+  return options_.supervise_period > absl::ZeroDuration() && route.serving &&
+         given_up_.count(id) == 0;
+}
+
+void BackendServiceImpl::ReleaseParked(const std::vector<std::string>& ids,
+                                       bool all) {
+  std::vector<ParkedBatches::Entry> released;
+  {
+    absl::MutexLock lock(&mu_);
+    if (all) released = parked_.TakeAll();
+    for (const std::string& id : ids) {
+      for (auto& e : parked_.Take(id)) released.push_back(std::move(e));
+    }
+  }
+  if (!released.empty()) {
+    spdlog::info("routing {} batch(es) held for restarted proxies",
+                 released.size());
+  }
+  for (auto& e : released) Route(std::move(e.batch), std::move(e.reply));
 }
 
 void BackendServiceImpl::HealExitedProxies() {
@@ -179,6 +208,19 @@ void BackendServiceImpl::HealExitedProxies() {
         id, restarts_.RecentRestarts(id, clock_->Now()));
     metrics_.RecordProxyExit(id, "given_up");
   }
+  std::vector<ParkedBatches::Entry> expired, abandoned;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& id : triage.given_up) {
+      given_up_.insert(id);
+      for (auto& e : parked_.Take(id)) abandoned.push_back(std::move(e));
+    }
+    expired = parked_.TakeExpired(clock_->Now());
+  }
+  ParkedBatches::AnswerUnavailable(
+      std::move(abandoned),
+      "the gpulet's proxy keeps exiting: it stays down until the next plan");
+  ParkedBatches::AnswerExpired(std::move(expired));
   if (!triage.restart.empty()) {
     // The plan diff starts a proxy for every gpulet whose proxy is not
     // alive and keeps the others; the exited ones become replaced.
@@ -187,6 +229,7 @@ void BackendServiceImpl::HealExitedProxies() {
       spdlog::error("restarting crashed proxies failed: {}",
                     result.status().ToString());
     }
+    ReleaseParked(triage.restart);  // held again where the start failed
   }
   std::vector<GpuletEntry> dead;
   {
@@ -230,20 +273,34 @@ void BackendServiceImpl::Route(BatchRequest batch,
   {
     absl::MutexLock lock(&mu_);
     route = table_.Find(batch.gpulet_id());
+    // Its proxy exited and is about to be restarted: hold the batch for
+    // the new one.
+    if (route.proxy != nullptr && !route.proxy->alive() &&
+        WillRestart(route, batch.gpulet_id()) &&
+        parked_.Park(batch, reply, clock_->Now())) {
+      return;
+    }
   }
   if (route.proxy == nullptr) {
     reply(route.Refusal(batch, node_->id()));
     return;
   }
   const std::string gpulet = batch.gpulet_id(), model = batch.model();
-  route.proxy->Execute(std::move(batch), [this, gpulet, model,
+  const Proxy* sent_to = route.proxy.get();
+  route.proxy->Execute(std::move(batch), [this, gpulet, model, sent_to,
                                           reply = std::move(reply)](
                                              BatchResponse r) {
-    // The proxy was taken just before a stop-then-start swap stopped it:
-    // say so, so the frontend routes the calls again.
+    // The proxy was stopped for a stop-then-start swap, or exited with the
+    // batch in flight and is restarted: say so, so the frontend routes the
+    // calls again.
     if (r.status().code() == static_cast<int>(absl::StatusCode::kUnavailable)) {
       absl::MutexLock lock(&mu_);
-      if (table_.Find(gpulet).stopped_for_swap) r.set_gpulet_stopped(true);
+      const GpuletTable::Route now = table_.Find(gpulet);
+      const bool exited = now.proxy != nullptr &&
+                          (now.proxy.get() != sent_to || !now.proxy->alive());
+      if (now.stopped_for_swap || (exited && WillRestart(now, gpulet))) {
+        r.set_gpulet_stopped(true);
+      }
     }
     metrics_.RecordBatch(gpulet, model, r);
     reply(std::move(r));
@@ -309,10 +366,14 @@ void BackendServiceImpl::DrainProxies(absl::Duration timeout) {
 void BackendServiceImpl::StopProxies() {
   if (supervisor_ != nullptr) supervisor_->Stop();
   std::vector<GpuletEntry> all;
+  std::vector<ParkedBatches::Entry> parked;
   {
     absl::MutexLock lock(&mu_);
     all = table_.TakeAll();
+    parked = parked_.TakeAll();
   }
+  ParkedBatches::AnswerUnavailable(std::move(parked),
+                                   "the backend is stopping");
   for (GpuletEntry& g : all) g.proxy->Stop();
 }
 

@@ -17,6 +17,7 @@
 #include "backend/frontend_traffic.h"
 #include "backend/gpulet_starter.h"
 #include "backend/gpulet_table.h"
+#include "backend/parked_batches.h"
 #include "backend/plan_diff.h"
 #include "backend/proxy_supervisor.h"
 #include "backend/restart_budget.h"
@@ -55,6 +56,8 @@ class BackendServiceImpl final {
     // exited (0: no supervisor), and when it may restart them.
     absl::Duration supervise_period = absl::Milliseconds(100);
     RestartBudget::Options restart;
+    // Batches for a gpulet whose proxy exited, held for its restart.
+    ParkedBatches::Options parking;
     // Times the restart budget (null: the real clock).
     const Clock* clock = nullptr;
   };
@@ -105,9 +108,12 @@ class BackendServiceImpl final {
   // The supervisor's check (public for tests that drive it): a proxy of
   // the plan in force that exited is reaped and, within the restart
   // budget, restarted under the same gpulet id by applying the plan in
-  // force again (its batches in flight failed UNAVAILABLE; the frontend's
-  // routing is unchanged). Beyond the budget it stays down: not ready,
-  // counted in tessera_backend_proxy_exits_total{outcome="given_up"}.
+  // force again; the frontend's routing is unchanged. Its batches in
+  // flight failed UNAVAILABLE marked gpulet_stopped (the frontend routes
+  // their calls again); batches that arrive meanwhile are held
+  // (ParkedBatches) and sent to the new proxy. Beyond the budget it stays
+  // down: not ready, its held batches answered UNAVAILABLE, counted in
+  // tessera_backend_proxy_exits_total{outcome="given_up"}.
   void HealExitedProxies() ABSL_LOCKS_EXCLUDED(apply_mu_, mu_);
 
  private:
@@ -121,6 +127,14 @@ class BackendServiceImpl final {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends each emulated gpulet the slowdown its neighbours cause.
   void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the supervisor will restart the proxy of gpulet `id`, found
+  // at `route`, should it exit.
+  bool WillRestart(const GpuletTable::Route& route, const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Routes again the batches held for `ids` (every gpulet: empty `ids`
+  // and `all`).
+  void ReleaseParked(const std::vector<std::string>& ids, bool all = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
   const Clock* const clock_;
@@ -143,6 +157,9 @@ class BackendServiceImpl final {
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
+  ParkedBatches parked_ ABSL_GUARDED_BY(mu_);
+  // Gpulets whose restarts the budget gave up, until the next plan.
+  std::set<std::string> given_up_ ABSL_GUARDED_BY(mu_);
   // Last member: stopped before the rest is destroyed.
   std::unique_ptr<ProxySupervisor> supervisor_;
 };

@@ -50,6 +50,7 @@ GpuletTable::Route GpuletTable::Find(const std::string& id) const {
   for (const GpuletEntry& e : entries_) {
     if (e.id() != id) continue;
     if (IsRoutable(e.state)) route.proxy = e.proxy;
+    if (e.state == GpuletState::kServing) route.serving = true;
     if (e.state == GpuletState::kStoppedForSwap) route.stopped_for_swap = true;
   }
   return route;

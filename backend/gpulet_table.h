@@ -53,6 +53,9 @@ class GpuletTable {
   struct Route {
     std::shared_ptr<Proxy> proxy;  // null: not routable
     bool stopped_for_swap = false;
+    // In the plan in force (not retiring): the supervisor restarts its
+    // proxy if it exits.
+    bool serving = false;
 
     // The answer to `batch` when there is no proxy: UNAVAILABLE (retry),
     // saying whether a stop-then-start swap stopped the gpulet or backend

@@ -2,6 +2,10 @@
 // plan starts, keeps, retires and stops, and where batches go meanwhile.
 #include "backend/backend_service.h"
 
+#include <functional>
+#include <memory>
+
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/backend/fake_proxy.h"
@@ -18,7 +22,9 @@ using testing::TempModelRepository;
 
 class BackendServiceTest : public ::testing::Test {
  protected:
-  std::unique_ptr<BackendServiceImpl> MakeCpuBackend() {
+  std::unique_ptr<BackendServiceImpl> MakeCpuBackend(
+      const std::function<void(BackendServiceImpl::Options*)>& tweak =
+          nullptr) {
     BackendServiceImpl::Options options;
     options.config.set_id("b0");
     DeviceConfig* cpu = options.config.add_devices();
@@ -27,9 +33,50 @@ class BackendServiceTest : public ::testing::Test {
     for (int c : {0, 1, 2, 3}) cpu->add_cpu_cores(c);
     options.model_repository = repo_.root();
     options.proxies.launcher = launcher_;
+    if (tweak) tweak(&options);
     auto backend = BackendServiceImpl::Create(options);
     EXPECT_TRUE(backend.ok()) << backend.status();
     return backend.ok() ? std::move(*backend) : nullptr;
+  }
+
+  // A backend whose supervisor the test drives (HealExitedProxies) on
+  // `clock_`, serving gpulet g1 (model m) under plan epoch 1.
+  std::unique_ptr<BackendServiceImpl> MakeHealingBackend(int max_restarts = 5,
+                                                         int max_parked = 64) {
+    auto backend = MakeCpuBackend([&](BackendServiceImpl::Options* o) {
+      o->supervise_period = absl::Hours(1);  // never on its own
+      o->clock = &clock_;
+      o->restart.max_restarts = max_restarts;
+      o->parking.max_per_gpulet = max_parked;
+    });
+    if (backend == nullptr) return nullptr;
+    Plan plan;
+    AddGpulet(OnDevice(&plan, 1, "cpu0"), "g1", 50, {"m"});
+    ApplyPlanRequest request;
+    *request.mutable_plan() = plan;
+    ApplyPlanResponse response;
+    EXPECT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+    return backend;
+  }
+
+  // A batch's answer, once it comes.
+  struct Answer {
+    bool answered = false;
+    BatchResponse response;
+  };
+  static std::shared_ptr<Answer> Submit(BackendServiceImpl* backend,
+                                        const std::string& gpulet,
+                                        double deadline_budget_ms = 0) {
+    BatchRequest batch;
+    batch.set_gpulet_id(gpulet);
+    batch.set_model("m");
+    batch.set_deadline_budget_ms(deadline_budget_ms);
+    auto answer = std::make_shared<Answer>();
+    backend->Route(std::move(batch), [answer](BatchResponse r) {
+      answer->response = std::move(r);
+      answer->answered = true;
+    });
+    return answer;
   }
 
   // Sets `plan` to epoch `epoch` on device `device_id` of backend b0 and
@@ -80,6 +127,7 @@ class BackendServiceTest : public ::testing::Test {
 
   TempModelRepository repo_{{"m", "n"}};
   std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
+  FakeClock clock_;
 };
 
 TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
@@ -263,6 +311,83 @@ TEST_F(BackendServiceTest, StopThenStartWhereShadowsDoNotFit) {
   ASSERT_TRUE((*backend)->Health(nullptr, nullptr, &health).ok());
   EXPECT_EQ(health.stop_then_start_swaps(), 1);
   EXPECT_EQ(health.num_proxies(), 2);
+}
+
+TEST_F(BackendServiceTest, AnExitedProxysBatchesWaitForItsRestart) {
+  auto backend = MakeHealingBackend();
+  ASSERT_NE(backend, nullptr);
+  std::shared_ptr<FakeProxy> first = launcher_->Last("g1");
+  first->Stop(absl::ZeroDuration());  // the proxy process exits
+  auto held = Submit(backend.get(), "g1");
+  EXPECT_FALSE(held->answered);  // held, not failed
+
+  backend->HealExitedProxies();
+  std::shared_ptr<FakeProxy> second = launcher_->Last("g1");
+  ASSERT_NE(second, first);
+  ASSERT_TRUE(held->answered);
+  EXPECT_EQ(Code(held->response), absl::StatusCode::kOk);
+  EXPECT_EQ(second->batches(), 1);
+  EXPECT_EQ(first->batches(), 0);
+}
+
+TEST_F(BackendServiceTest,
+       AHeldBatchPastItsDeadlineIsAnsweredDeadlineExceeded) {
+  auto backend = MakeHealingBackend();
+  ASSERT_NE(backend, nullptr);
+  launcher_->Last("g1")->Stop(absl::ZeroDuration());
+  auto short_budget = Submit(backend.get(), "g1", /*deadline_budget_ms=*/50);
+  auto long_budget = Submit(backend.get(), "g1", /*deadline_budget_ms=*/5000);
+  clock_.Advance(absl::Milliseconds(100));
+  backend
+      ->HealExitedProxies();  // expires the first, restarts, routes the other
+  ASSERT_TRUE(short_budget->answered);
+  EXPECT_EQ(Code(short_budget->response), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(long_budget->answered);
+  EXPECT_EQ(Code(long_budget->response), absl::StatusCode::kOk);
+}
+
+TEST_F(BackendServiceTest,
+       BatchesHeldForARestartTheBudgetRefusesAreUnavailable) {
+  auto backend = MakeHealingBackend(/*max_restarts=*/0);
+  ASSERT_NE(backend, nullptr);
+  std::shared_ptr<FakeProxy> only = launcher_->Last("g1");
+  only->Stop(absl::ZeroDuration());
+  auto held = Submit(backend.get(), "g1");
+  EXPECT_FALSE(held->answered);
+  backend->HealExitedProxies();  // gives up
+  EXPECT_EQ(launcher_->Last("g1"), only);
+  ASSERT_TRUE(held->answered);
+  EXPECT_EQ(Code(held->response), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(held->response.status().message(), HasSubstr("keeps exiting"));
+  // From now on nothing is held for it, and the frontend is not told to
+  // route again (the gpulet stays down until the next plan).
+  auto later = Submit(backend.get(), "g1");
+  ASSERT_TRUE(later->answered);
+  EXPECT_EQ(Code(later->response), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(later->response.gpulet_stopped());
+}
+
+TEST_F(BackendServiceTest, ABatchThatCannotBeHeldTellsTheFrontendToRouteAgain) {
+  auto backend = MakeHealingBackend(/*max_restarts=*/5, /*max_parked=*/0);
+  ASSERT_NE(backend, nullptr);
+  launcher_->Last("g1")->Stop(absl::ZeroDuration());
+  // As for a batch in flight when the proxy exited: UNAVAILABLE, marked so
+  // that the frontend routes its calls again.
+  auto refused = Submit(backend.get(), "g1");
+  ASSERT_TRUE(refused->answered);
+  EXPECT_EQ(Code(refused->response), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(refused->response.gpulet_stopped());
+}
+
+TEST_F(BackendServiceTest, StoppingAnswersHeldBatches) {
+  auto backend = MakeHealingBackend();
+  ASSERT_NE(backend, nullptr);
+  launcher_->Last("g1")->Stop(absl::ZeroDuration());
+  auto held = Submit(backend.get(), "g1");
+  EXPECT_FALSE(held->answered);
+  backend->StopProxies();
+  ASSERT_TRUE(held->answered);
+  EXPECT_EQ(Code(held->response), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "backend.pb.h"
+
+namespace tessera {
+
+// Batches sent to a gpulet whose proxy exited, held while the supervisor
+// restarts it: routed again once the new proxy is up, or answered
+// DEADLINE_EXCEEDED when their deadline passes first (the request's
+// remaining budget, at most Options::max_wait) and UNAVAILABLE when the
+// restart is given up or the backend stops. Bounded per gpulet: beyond
+// the bound a batch is not held (the caller answers it at once). Not
+// thread-safe: its owner guards it.
+class ParkedBatches {
+ public:
+  struct Options {
+    int max_per_gpulet = 64;
+    absl::Duration max_wait = absl::Seconds(10);
+  };
+  using Reply = std::function<void(BatchResponse)>;
+  struct Entry {
+    BatchRequest batch;
+    Reply reply;
+    absl::Time deadline;
+  };
+
+  explicit ParkedBatches(Options options) : options_(options) {}
+
+  // Holds `batch` (received at `now`) and its reply; false, leaving both
+  // untouched, when its gpulet already holds max_per_gpulet batches.
+  bool Park(BatchRequest& batch, Reply& reply, absl::Time now);
+  // The batches held for `gpulet_id`, in arrival order.
+  std::vector<Entry> Take(const std::string& gpulet_id);
+  // The batches whose deadline is at or before `now`.
+  std::vector<Entry> TakeExpired(absl::Time now);
+  std::vector<Entry> TakeAll();
+  int size() const;
+
+  // Answers each entry: DEADLINE_EXCEEDED (expired) or UNAVAILABLE with
+  // `why` (given up, stopping).
+  static void AnswerExpired(std::vector<Entry> entries);
+  static void AnswerUnavailable(std::vector<Entry> entries,
+                                const std::string& why);
+
+ private:
+  const Options options_;
+  std::map<std::string, std::vector<Entry>> by_gpulet_;
+};
+
+}  // namespace tessera

@@ -144,6 +144,22 @@ const DeviceConfig* BackendNode::FindDevice(const std::string& id) const {
   return nullptr;
 }
 
+NodeInfo BackendNode::Describe() const {
+  NodeInfo info;
+  info.set_backend_id(id());
+  for (const DeviceConfig& d : config_.devices()) {
+    DeviceInfo* device = info.add_devices();
+    device->set_device_id(d.id());
+    device->set_kind(d.kind());
+    device->set_num_cores(d.cpu_cores_size());
+    device->set_memory_bytes(d.memory_bytes());
+    if (d.kind() == DEVICE_KIND_EMULATED) {
+      device->set_time_scale(d.time_scale());
+    }
+  }
+  return info;
+}
+
 std::map<std::string, int64_t> BackendNode::MemoryCapacities() const {
   std::map<std::string, int64_t> capacities;
   for (const DeviceConfig& d : config_.devices()) {

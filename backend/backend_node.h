@@ -39,6 +39,8 @@ class BackendNode {
   const DeviceConfig* FindDevice(const std::string& id) const;
   // Each device's memory size (0: not limited).
   std::map<std::string, int64_t> MemoryCapacities() const;
+  // What GetNodeInfo answers: this node's id and devices.
+  NodeInfo Describe() const;
 
   // This node's gpulets of `plan` (standby shadows included), by id, with
   // cores assigned on cpu devices. Fails, naming the gpulet, on a device

@@ -36,15 +36,7 @@ absl::StatusOr<std::unique_ptr<BackendServiceImpl>> BackendServiceImpl::Create(
 grpc::Status BackendServiceImpl::GetNodeInfo(grpc::ServerContext*,
                                              const GetNodeInfoRequest*,
                                              NodeInfo* response) {
-  response->set_backend_id(node_->id());
-  for (const DeviceConfig& d : node_->config().devices()) {
-    DeviceInfo* info = response->add_devices();
-    info->set_device_id(d.id());
-    info->set_kind(d.kind());
-    info->set_num_cores(d.cpu_cores_size());
-    info->set_memory_bytes(d.memory_bytes());
-    if (d.kind() == DEVICE_KIND_EMULATED) info->set_time_scale(d.time_scale());
-  }
+  *response = node_->Describe();
   return grpc::Status::OK;
 }
 
@@ -60,15 +52,8 @@ void BackendServiceImpl::UpdateInterference() {
 
 absl::Status BackendServiceImpl::CheckPlanLimits(
     const Plan& plan, const std::map<std::string, GpuletSpec>& wanted) {
-  std::map<std::string, int> per_device;
-  for (const auto& [id, spec] : wanted) {
-    if (++per_device[spec.device_id] > options_.max_gpulets_per_device) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the plan asks for more than ", options_.max_gpulets_per_device,
-          " proxy processes on device '", spec.device_id,
-          "' (--max_gpulets_per_device)"));
-    }
-  }
+  RETURN_IF_ERROR(
+      CheckGpuletsPerDevice(wanted, options_.max_gpulets_per_device));
   if (wanted.empty()) {
     absl::MutexLock lock(&mu_);
     if (!table_.Residents().empty()) {
@@ -152,11 +137,12 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
   }
   applied_plan_ = request->plan();
   restarts_.Reset();
+  std::vector<ParkedBatches::Entry> held;
   {
     absl::MutexLock lock(&mu_);
-    given_up_.clear();
+    held = parked_.ReopenAll();
   }
-  ReleaseParked({}, /*all=*/true);
+  for (auto& e : held) Route(std::move(e.batch), std::move(e.reply));
   *response = std::move(*result);
   return grpc::Status::OK;
 }
@@ -164,22 +150,16 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
 bool BackendServiceImpl::WillRestart(const GpuletTable::Route& route,
                                      const std::string& id) const {
   return options_.supervise_period > absl::ZeroDuration() && route.serving &&
-         given_up_.count(id) == 0;
+         !parked_.closed(id);
 }
 
-void BackendServiceImpl::ReleaseParked(const std::vector<std::string>& ids,
-                                       bool all) {
+void BackendServiceImpl::ReleaseParked(const std::vector<std::string>& ids) {
   std::vector<ParkedBatches::Entry> released;
   {
     absl::MutexLock lock(&mu_);
-    if (all) released = parked_.TakeAll();
     for (const std::string& id : ids) {
       for (auto& e : parked_.Take(id)) released.push_back(std::move(e));
     }
-  }
-  if (!released.empty()) {
-    spdlog::info("routing {} batch(es) held for restarted proxies",
-                 released.size());
   }
   for (auto& e : released) Route(std::move(e.batch), std::move(e.reply));
 }
@@ -212,8 +192,7 @@ void BackendServiceImpl::HealExitedProxies() {
   {
     absl::MutexLock lock(&mu_);
     for (const std::string& id : triage.given_up) {
-      given_up_.insert(id);
-      for (auto& e : parked_.Take(id)) abandoned.push_back(std::move(e));
+      for (auto& e : parked_.Close(id)) abandoned.push_back(std::move(e));
     }
     expired = parked_.TakeExpired(clock_->Now());
   }

@@ -131,9 +131,8 @@ class BackendServiceImpl final {
   // at `route`, should it exit.
   bool WillRestart(const GpuletTable::Route& route, const std::string& id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Routes again the batches held for `ids` (every gpulet: empty `ids`
-  // and `all`).
-  void ReleaseParked(const std::vector<std::string>& ids, bool all = false)
+  // Routes again the batches held for `ids`.
+  void ReleaseParked(const std::vector<std::string>& ids)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
@@ -158,8 +157,6 @@ class BackendServiceImpl final {
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
   ParkedBatches parked_ ABSL_GUARDED_BY(mu_);
-  // Gpulets whose restarts the budget gave up, until the next plan.
-  std::set<std::string> given_up_ ABSL_GUARDED_BY(mu_);
   // Last member: stopped before the rest is destroyed.
   std::unique_ptr<ProxySupervisor> supervisor_;
 };

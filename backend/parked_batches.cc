@@ -10,6 +10,7 @@
 namespace tessera {
 
 bool ParkedBatches::Park(BatchRequest& batch, Reply& reply, absl::Time now) {
+  if (closed(batch.gpulet_id())) return false;
   std::vector<Entry>& held = by_gpulet_[batch.gpulet_id()];
   if (static_cast<int>(held.size()) >= options_.max_per_gpulet) return false;
   absl::Duration wait = options_.max_wait;
@@ -28,6 +29,17 @@ std::vector<ParkedBatches::Entry> ParkedBatches::Take(
   std::vector<Entry> taken = std::move(it->second);
   by_gpulet_.erase(it);
   return taken;
+}
+
+std::vector<ParkedBatches::Entry> ParkedBatches::Close(
+    const std::string& gpulet_id) {
+  closed_.insert(gpulet_id);
+  return Take(gpulet_id);
+}
+
+std::vector<ParkedBatches::Entry> ParkedBatches::ReopenAll() {
+  closed_.clear();
+  return TakeAll();
 }
 
 std::vector<ParkedBatches::Entry> ParkedBatches::TakeExpired(absl::Time now) {

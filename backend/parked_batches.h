@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,9 @@ namespace tessera {
 // DEADLINE_EXCEEDED when their deadline passes first (the request's
 // remaining budget, at most Options::max_wait) and UNAVAILABLE when the
 // restart is given up or the backend stops. Bounded per gpulet: beyond
-// the bound a batch is not held (the caller answers it at once). Not
-// thread-safe: its owner guards it.
+// the bound, and for a gpulet whose restarts were given up (closed until
+// the next plan), a batch is not held (the caller answers it at once).
+// Not thread-safe: its owner guards it.
 class ParkedBatches {
  public:
   struct Options {
@@ -33,8 +35,18 @@ class ParkedBatches {
   explicit ParkedBatches(Options options) : options_(options) {}
 
   // Holds `batch` (received at `now`) and its reply; false, leaving both
-  // untouched, when its gpulet already holds max_per_gpulet batches.
+  // untouched, when its gpulet is closed or already holds max_per_gpulet
+  // batches.
   bool Park(BatchRequest& batch, Reply& reply, absl::Time now);
+  // No more batches are held for `gpulet_id` (its restarts were given
+  // up); returns those it held.
+  std::vector<Entry> Close(const std::string& gpulet_id);
+  bool closed(const std::string& gpulet_id) const {
+    return closed_.count(gpulet_id) > 0;
+  }
+  // A new plan: every gpulet may be held for again; returns every batch
+  // held, to be routed under that plan.
+  std::vector<Entry> ReopenAll();
   // The batches held for `gpulet_id`, in arrival order.
   std::vector<Entry> Take(const std::string& gpulet_id);
   // The batches whose deadline is at or before `now`.
@@ -51,6 +63,7 @@ class ParkedBatches {
  private:
   const Options options_;
   std::map<std::string, std::vector<Entry>> by_gpulet_;
+  std::set<std::string> closed_;
 };
 
 }  // namespace tessera

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera {
 namespace {
 
@@ -86,6 +88,20 @@ PlanDiff DiffPlan(const std::vector<ResidentGpulet>& residents,
     }
   }
   return diff;
+}
+
+absl::Status CheckGpuletsPerDevice(
+    const std::map<std::string, GpuletSpec>& wanted, int max_per_device) {
+  std::map<std::string, int> per_device;
+  for (const auto& [id, spec] : wanted) {
+    if (++per_device[spec.device_id] > max_per_device) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the plan asks for more than ", max_per_device,
+                       " proxy processes on device '", spec.device_id,
+                       "' (--max_gpulets_per_device)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "backend/gpulet_spec.h"
 #include "backend/gpulet_table.h"
 
@@ -37,5 +38,10 @@ struct PlanDiff {
 PlanDiff DiffPlan(const std::vector<ResidentGpulet>& residents,
                   const std::map<std::string, GpuletSpec>& wanted,
                   const std::map<std::string, int64_t>& memory_capacity_bytes);
+
+// INVALID_ARGUMENT when `wanted` puts more than `max_per_device` gpulets
+// (proxy processes) on one device.
+absl::Status CheckGpuletsPerDevice(
+    const std::map<std::string, GpuletSpec>& wanted, int max_per_device);
 
 }  // namespace tessera

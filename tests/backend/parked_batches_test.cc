@@ -92,5 +92,26 @@ TEST(ParkedBatchesTest, AnswersCarryTheBatchIdAndTheCode) {
   EXPECT_EQ(answers[1].status().message(), "stopping");
 }
 
+TEST(ParkedBatchesTest, AClosedGpuletHoldsNothingUntilTheNextPlan) {
+  ParkedBatches parked({64, absl::Seconds(10)});
+  std::vector<BatchResponse> answers;
+  BatchRequest first = Batch("g", 1);
+  ParkedBatches::Reply reply = Into(&answers);
+  ASSERT_TRUE(parked.Park(first, reply, kT0));
+  std::vector<ParkedBatches::Entry> given_back = parked.Close("g");
+  ASSERT_EQ(given_back.size(), 1u);
+  EXPECT_TRUE(parked.closed("g"));
+  BatchRequest second = Batch("g", 2);
+  reply = Into(&answers);
+  EXPECT_FALSE(parked.Park(second, reply, kT0));
+  BatchRequest other = Batch("h", 3);
+  EXPECT_TRUE(parked.Park(other, reply, kT0));
+  // A new plan: everything held comes back, and "g" may be held for again.
+  EXPECT_EQ(parked.ReopenAll().size(), 1u);
+  EXPECT_FALSE(parked.closed("g"));
+  reply = Into(&answers);
+  EXPECT_TRUE(parked.Park(second, reply, kT0));
+}
+
 }  // namespace
 }  // namespace tessera

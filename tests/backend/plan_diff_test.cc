@@ -117,5 +117,15 @@ TEST(PlanDiffTest, StopsFirstWhereOldAndNewProxiesOverflowTheMemory) {
   EXPECT_THAT(diff.stop_first_devices, IsEmpty());
 }
 
+TEST(CheckGpuletsPerDeviceTest, RefusesMoreProxiesThanTheBoundOnOneDevice) {
+  const auto two_on_d0 =
+      ById({Spec("a", "d0", 50, {"m"}), Spec("b", "d0", 50, {"m"}),
+            Spec("c", "d1", 50, {"m"})});
+  EXPECT_TRUE(CheckGpuletsPerDevice(two_on_d0, 2).ok());
+  const absl::Status s = CheckGpuletsPerDevice(two_on_d0, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("device 'd0'"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace tessera

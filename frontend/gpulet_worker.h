@@ -12,12 +12,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "batching/dispatcher.h"
+#include "batching/latency_estimator.h"
 #include "common/clock.h"
 #include "frontend/backend_control.h"
 #include "frontend/infer_call.h"
 #include "plan.pb.h"
-#include "scheduler/dispatcher.h"
-#include "scheduler/latency_estimator.h"
 
 namespace tessera {
 

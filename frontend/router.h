@@ -8,9 +8,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "batching/weighted_round_robin.h"
 #include "frontend/gpulet_worker.h"
 #include "frontend/request_monitor.h"
-#include "scheduler/weighted_round_robin.h"
 
 namespace tessera {
 

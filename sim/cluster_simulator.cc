@@ -5,12 +5,12 @@
 #include <queue>
 #include <random>
 
+#include "batching/dispatcher.h"
+#include "batching/latency_estimator.h"
+#include "batching/weighted_round_robin.h"
 #include "common/clock.h"
 #include "common/percentile.h"
-#include "scheduler/dispatcher.h"
-#include "scheduler/latency_estimator.h"
 #include "scheduler/standby_rule.h"
-#include "scheduler/weighted_round_robin.h"
 
 namespace tessera {
 namespace {

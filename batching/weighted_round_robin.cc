@@ -1,4 +1,4 @@
-#include "scheduler/weighted_round_robin.h"
+#include "batching/weighted_round_robin.h"
 
 namespace tessera {
 

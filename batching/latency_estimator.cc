@@ -1,4 +1,4 @@
-#include "scheduler/latency_estimator.h"
+#include "batching/latency_estimator.h"
 
 #include <cmath>
 #include <iterator>

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "batching/latency_estimator.h"
 #include "common/clock.h"
 #include "model_config.pb.h"
 #include "plan.pb.h"
-#include "scheduler/latency_estimator.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "scheduler/dispatcher.h"
+#include "batching/dispatcher.h"
 
 #include "gtest/gtest.h"
 

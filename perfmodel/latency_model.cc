@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 
@@ -161,6 +162,16 @@ double LatencyModel::L2Util(int batch, double share_percent) const {
 }
 double LatencyModel::DramUtil(int batch, double share_percent) const {
   return Lookup(kDram, batch, share_percent);
+}
+
+absl::StatusOr<std::map<std::string, LatencyModel>> BuildLatencyModels(
+    const std::map<std::string, ModelProfile>& profiles) {
+  std::map<std::string, LatencyModel> models;
+  for (const auto& [name, profile] : profiles) {
+    ASSIGN_OR_RETURN(auto m, LatencyModel::FromProfile(profile));
+    models.emplace(name, std::move(m));
+  }
+  return models;
 }
 
 }  // namespace tessera

@@ -66,4 +66,9 @@ class LatencyModel {
   int64_t memory_bytes_ = 0;
 };
 
+// One LatencyModel per profile, by model name; the first profile that
+// does not make one is the error.
+absl::StatusOr<std::map<std::string, LatencyModel>> BuildLatencyModels(
+    const std::map<std::string, ModelProfile>& profiles);
+
 }  // namespace tessera

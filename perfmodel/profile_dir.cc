@@ -8,7 +8,6 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
-#include "perfmodel/igniter_v100_data.h"
 
 namespace tessera {
 

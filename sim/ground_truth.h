@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "perfmodel/igniter_v100_data.h"
+#include "datasets/igniter_v100_data.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "perfmodel/igniter_v100_data.h"
+#include "datasets/igniter_v100_data.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/ground_truth.h"

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "datasets/igniter_coefficients.h"
+#include "datasets/igniter_evaluation.h"
 #include "gtest/gtest.h"
-#include "perfmodel/igniter_coefficients.h"
-#include "perfmodel/igniter_evaluation.h"
 
 namespace tessera {
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include "datasets/igniter_v100_data.h"
 #include "gtest/gtest.h"
-#include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/least_squares.h"
 
 namespace tessera {
@@ -149,7 +149,7 @@ TEST(IgniterV100DataTest, MissingFileIsNotFound) {
 }  // namespace
 }  // namespace tessera
 
-#include "perfmodel/glet_data.h"
+#include "datasets/glet_data.h"
 
 namespace tessera {
 namespace {

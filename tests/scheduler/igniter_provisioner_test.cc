@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
+#include "datasets/igniter_coefficients.h"
 #include "gtest/gtest.h"
-#include "perfmodel/igniter_coefficients.h"
 
 namespace tessera {
 namespace {

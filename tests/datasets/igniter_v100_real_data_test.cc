@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <random>
 
+#include "datasets/igniter_v100_data.h"
 #include "gtest/gtest.h"
-#include "perfmodel/igniter_v100_data.h"
 #include "perfmodel/interference_evaluation.h"
 #include "perfmodel/interference_model.h"
 

@@ -1,4 +1,4 @@
-#include "perfmodel/glet_data.h"
+#include "datasets/glet_data.h"
 
 #include <fstream>
 #include <vector>

@@ -1,9 +1,9 @@
-#include "perfmodel/igniter_coefficients.h"
+#include "datasets/igniter_coefficients.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "datasets/json_lines.h"
 #include "nlohmann/json.hpp"
-#include "perfmodel/json_lines.h"
 
 namespace tessera {
 namespace {

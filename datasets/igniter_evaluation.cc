@@ -1,4 +1,4 @@
-#include "perfmodel/igniter_evaluation.h"
+#include "datasets/igniter_evaluation.h"
 
 #include <algorithm>
 #include <cmath>

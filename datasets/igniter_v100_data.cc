@@ -1,10 +1,10 @@
-#include "perfmodel/igniter_v100_data.h"
+#include "datasets/igniter_v100_data.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "datasets/json_lines.h"
 #include "nlohmann/json.hpp"
-#include "perfmodel/json_lines.h"
 
 namespace tessera {
 namespace {
@@ -117,16 +117,6 @@ absl::StatusOr<IgniterV100Data> LoadIgniterV100(const std::string& path,
     }
   }
   return data;
-}
-
-absl::StatusOr<std::map<std::string, LatencyModel>> BuildLatencyModels(
-    const std::map<std::string, ModelProfile>& profiles) {
-  std::map<std::string, LatencyModel> models;
-  for (const auto& [name, profile] : profiles) {
-    ASSIGN_OR_RETURN(auto m, LatencyModel::FromProfile(profile));
-    models.emplace(name, std::move(m));
-  }
-  return models;
 }
 
 std::vector<CoLocationSample> ToSamples(

@@ -1,4 +1,4 @@
-#include "perfmodel/json_lines.h"
+#include "datasets/json_lines.h"
 
 #include <fstream>
 

@@ -46,10 +46,6 @@ struct IgniterV100Data {
 absl::StatusOr<IgniterV100Data> LoadIgniterV100(const std::string& path,
                                                 Share100Rule rule);
 
-// Latency models of every profile.
-absl::StatusOr<std::map<std::string, LatencyModel>> BuildLatencyModels(
-    const std::map<std::string, ModelProfile>& profiles);
-
 // Two samples per row (each model as `self`), pointing into `models`.
 std::vector<CoLocationSample> ToSamples(
     const std::vector<IgniterCoLocationRow>& rows,

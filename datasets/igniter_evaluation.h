@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "perfmodel/igniter_coefficients.h"
-#include "perfmodel/igniter_v100_data.h"
+#include "datasets/igniter_coefficients.h"
+#include "datasets/igniter_v100_data.h"
 
 namespace tessera {
 

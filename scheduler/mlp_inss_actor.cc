@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -121,6 +122,27 @@ absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Create(
   RETURN_IF_ERROR(CheckShape(info, weights));
   return std::shared_ptr<const MlpInssActor>(
       new MlpInssActor(std::move(info), std::move(weights)));
+}
+
+absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Untrained(
+    InssCheckpointInfo info, uint64_t seed) {
+  const int outputs = info.max_models() * (info.gpus() + info.share_units());
+  const std::vector<std::pair<int, int>> shape = {
+      {info.state_size(), info.hidden1_size()},
+      {info.hidden1_size(), info.hidden2_size()},
+      {info.hidden2_size(), outputs}};
+  std::mt19937_64 rng(seed);
+  InssActorWeights weights;
+  for (const auto& [in, out] : shape) {
+    InssActorWeights::Layer* layer = weights.add_layers();
+    layer->set_inputs(in);
+    layer->set_outputs(out);
+    const float bound = in > 0 ? 1.0f / std::sqrt(static_cast<float>(in)) : 0;
+    std::uniform_real_distribution<float> u(-bound, bound);
+    for (int i = 0; i < in * out; ++i) layer->add_weight(u(rng));
+    for (int i = 0; i < out; ++i) layer->add_bias(u(rng));
+  }
+  return Create(std::move(info), std::move(weights));
 }
 
 absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Load(

@@ -26,6 +26,12 @@ class MlpInssActor final : public InssActor {
   // An actor from weights in memory, checked as Load checks them.
   static absl::StatusOr<std::shared_ptr<const MlpInssActor>> Create(
       InssCheckpointInfo info, InssActorWeights weights);
+  // An untrained actor of `info`'s shape: each layer's weights and biases
+  // uniform in +-1/sqrt(inputs) (torch::nn::Linear's initialisation) from
+  // `seed`. Planning-time measurements use it for shapes no checkpoint
+  // was trained for.
+  static absl::StatusOr<std::shared_ptr<const MlpInssActor>> Untrained(
+      InssCheckpointInfo info, uint64_t seed);
 
   // The checkpoint stem of `path` (without ".pt", ".pbtxt" or
   // ".actor.binpb").

@@ -15,8 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/usage.h"
-#include "learner/torch_inss_actor.h"
 #include "scheduler/inss_policy.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 #include "sim/abacus_reproduction.h"
 #include "sim/emulated_workload.h"
@@ -210,7 +210,7 @@ V100Experiments::Options ExperimentOptions(const V100Setup& setup) {
   o.policy = Options(setup);
   o.untrained_inss_actor = [](const InssCheckpointInfo& info)
       -> absl::StatusOr<std::shared_ptr<const InssActor>> {
-    ASSIGN_OR_RETURN(auto actor, TorchInssActor::Untrained(info, 1));
+    ASSIGN_OR_RETURN(auto actor, MlpInssActor::Untrained(info, 1));
     return std::shared_ptr<const InssActor>(std::move(actor));
   };
   return o;

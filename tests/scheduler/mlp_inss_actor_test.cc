@@ -127,5 +127,25 @@ TEST(MlpInssActorTest, LoadsTheInfoAndWeightsBesideIt) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(MlpInssActorTest, AnUntrainedActorHasTheInfosShapeAndItsSeedsWeights) {
+  auto a = MlpInssActor::Untrained(TinyInfo(), 1);
+  auto b = MlpInssActor::Untrained(TinyInfo(), 1);
+  auto c = MlpInssActor::Untrained(TinyInfo(), 2);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status();
+  auto pa = (*a)->Probabilities(State(true, true));
+  auto pb = (*b)->Probabilities(State(true, true));
+  auto pc = (*c)->Probabilities(State(true, true));
+  ASSERT_TRUE(pa.ok() && pb.ok() && pc.ok()) << pa.status();
+  ASSERT_EQ(pa->size(), 4u);  // 1 slot x (2 devices + 2 share units)
+  EXPECT_EQ(*pa, *pb);        // same seed, same weights
+  EXPECT_NE(*pa, *pc);
+  // A softmax per head.
+  EXPECT_NEAR((*pa)[0] + (*pa)[1], 1, 1e-6);
+  EXPECT_NEAR((*pa)[2] + (*pa)[3], 1, 1e-6);
+  InssCheckpointInfo wrong = TinyInfo();
+  wrong.set_state_size(13);
+  EXPECT_FALSE(MlpInssActor::Untrained(wrong, 1).ok());
+}
+
 }  // namespace
 }  // namespace tessera

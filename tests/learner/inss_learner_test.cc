@@ -196,6 +196,37 @@ TEST(InssActorEquivalenceTest, TheTorchFreeActorComputesTheLearnersNetwork) {
   }
 }
 
+// tessera_inss_train --export_actor: a checkpoint with only its LibTorch
+// archive gets the weights the torch-free planner reads, and the planner
+// then gives the network's probabilities.
+TEST_F(InssLearnerTest, ExportedWeightsPlanAsTheArchivedNetwork) {
+  const InssCheckpointInfo info = SmallInfo();
+  auto agent = SacDiscreteAgent::Create(Small(info));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  const InssWorkloadSampler sampler = Sampler(info);
+  InssEnvironment env(&sampler, InssEnvironmentOptions{}, 4);
+  const std::vector<float> state = env.Reset();
+  InssTrainer trainer(&env, agent->get(), info, InssTrainerOptions{});
+  const std::string stem = (dir_ / "archived").string();
+  ASSERT_TRUE(trainer.Save(stem, 0, 0).ok());
+  std::filesystem::remove(stem + ".actor.binpb");  // an older checkpoint
+  EXPECT_EQ(MlpInssActor::Load(stem).status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto archived = TorchInssActor::Load(stem);
+  ASSERT_TRUE(archived.ok()) << archived.status();
+  ASSERT_TRUE((*archived)->ExportWeights(stem).ok());
+  auto planner = MlpInssActor::Load(stem);
+  ASSERT_TRUE(planner.ok()) << planner.status();
+  auto want = (*archived)->Probabilities(state);
+  auto got = (*planner)->Probabilities(state);
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    EXPECT_NEAR((*got)[i], (*want)[i], 1e-5) << i;
+  }
+}
+
 TEST_F(InssLearnerTest, MissingOrMismatchedCheckpointsAreClearErrors) {
   auto missing = TorchInssActor::Load((dir_ / "nothing.pt").string());
   EXPECT_FALSE(missing.ok());

@@ -135,12 +135,30 @@ absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::Create(
       new SacDiscreteAgent(std::move(impl)));
 }
 
-absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
-    const SacOptions& options, const std::string& path) {
-  if (auto s = Validate(options); !s.ok()) return s;
+namespace {
+
+// The network `options` describe, for a mismatch message.
+std::string Shape(const SacOptions& options) {
+  return absl::StrCat("state ", options.state_size, ", hidden ",
+                      options.hidden1_size, "/", options.hidden2_size, ", ",
+                      options.slots, " models, ", options.gpus, " devices, ",
+                      options.levels, " share units");
+}
+
+}  // namespace
+
+std::unique_ptr<SacDiscreteAgent::Impl> SacDiscreteAgent::PlanningImpl(
+    const SacOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   impl->actor = Mlp(options);
+  return impl;
+}
+
+absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
+    const SacOptions& options, const std::string& path) {
+  if (auto s = Validate(options); !s.ok()) return s;
+  std::unique_ptr<Impl> impl = PlanningImpl(options);
   // torch::load replaces parameters whatever their shape: compare with
   // the network the options describe.
   std::vector<std::vector<int64_t>> expected;
@@ -158,10 +176,8 @@ absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
     if (i >= expected.size() || loaded[i].sizes().vec() != expected[i]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot load the InSS actor from '", path,
-          "': its layers do not have the shape its .pbtxt describes (state ",
-          options.state_size, ", hidden ", options.hidden1_size, "/",
-          options.hidden2_size, ", ", options.slots, " models, ", options.gpus,
-          " devices, ", options.levels, " share units)"));
+          "': its layers do not have the shape its .pbtxt describes (",
+          Shape(options), ")"));
     }
   }
   impl->actor->eval();
@@ -172,9 +188,7 @@ absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
 absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
     const SacOptions& options, const InssActorWeights& weights) {
   if (auto s = Validate(options); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>();
-  impl->o = options;
-  impl->actor = Mlp(options);
+  std::unique_ptr<Impl> impl = PlanningImpl(options);
   torch::NoGradGuard no_grad;
   int l = 0;
   for (const auto& module : impl->actor->children()) {
@@ -186,9 +200,8 @@ absl::StatusOr<std::unique_ptr<SacDiscreteAgent>> SacDiscreteAgent::LoadActor(
         weights.layers(l).inputs() != linear->weight.size(1)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the InSS actor's layer ", l,
-                       " does not have the shape its .pbtxt describes (state ",
-                       options.state_size, ", hidden ", options.hidden1_size,
-                       "/", options.hidden2_size, ")"));
+                       " does not have the shape its .pbtxt describes (",
+                       Shape(options), ")"));
     }
     const InssActorWeights::Layer& layer = weights.layers(l++);
     linear->weight.copy_(

@@ -106,6 +106,9 @@ class SacDiscreteAgent {
  private:
   struct Impl;
   explicit SacDiscreteAgent(std::unique_ptr<Impl> impl);
+  // The actor network of valid `options`, untrained and without critics:
+  // what both LoadActor overloads fill.
+  static std::unique_ptr<Impl> PlanningImpl(const SacOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

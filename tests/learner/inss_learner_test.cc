@@ -72,25 +72,42 @@ class InssLearnerTest : public ::testing::Test {
     return o;
   }
 
+  // An untrained agent of SmallInfo() saved as checkpoint dir_/`name`
+  // (.pt, .pbtxt, .actor.binpb), and a state of its environment.
+  struct Saved {
+    std::unique_ptr<SacDiscreteAgent> agent;
+    std::string stem;
+    std::vector<float> state;
+  };
+  Saved SaveUntrained(const std::string& name, uint64_t env_seed) {
+    const InssCheckpointInfo info = SmallInfo();
+    auto agent = SacDiscreteAgent::Create(Small(info));
+    EXPECT_TRUE(agent.ok()) << agent.status();
+    if (!agent.ok()) return {};
+    const InssWorkloadSampler sampler = Sampler(info);
+    InssEnvironment env(&sampler, InssEnvironmentOptions{}, env_seed);
+    Saved saved{std::move(*agent), (dir_ / name).string(), env.Reset()};
+    InssTrainer trainer(&env, saved.agent.get(), info, InssTrainerOptions{});
+    EXPECT_TRUE(trainer.Save(saved.stem, 0, 0).ok());
+    return saved;
+  }
+
   std::unique_ptr<V100Setup> setup_;
   std::filesystem::path dir_;
 };
 
 TEST_F(InssLearnerTest, SavedActorReloadsWithTheSameProbabilities) {
   const InssCheckpointInfo info = SmallInfo();
-  auto agent = SacDiscreteAgent::Create(Small(info));
-  ASSERT_TRUE(agent.ok()) << agent.status();
-  const InssWorkloadSampler sampler = Sampler(info);
-  InssEnvironment env(&sampler, InssEnvironmentOptions{}, 3);
-  const std::vector<float> state = env.Reset();
-  InssTrainer trainer(&env, agent->get(), info, InssTrainerOptions{});
-  const std::string stem = (dir_ / "actor").string();
-  ASSERT_TRUE(trainer.Save(stem, 0, 0).ok());
+  Saved saved = SaveUntrained("actor", 3);
+  ASSERT_NE(saved.agent, nullptr);
+  auto& agent = saved.agent;
+  const std::vector<float>& state = saved.state;
+  const std::string& stem = saved.stem;
   auto loaded = TorchInssActor::Load(stem + ".pt");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   auto probs = (*loaded)->Probabilities(state);
   ASSERT_TRUE(probs.ok()) << probs.status();
-  const std::vector<float> expected = (*agent)->Probabilities(state);
+  const std::vector<float> expected = agent->Probabilities(state);
   ASSERT_EQ(probs->size(), expected.size());
   ASSERT_EQ(expected.size(), 4u * (2 + 10));
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -200,15 +217,10 @@ TEST(InssActorEquivalenceTest, TheTorchFreeActorComputesTheLearnersNetwork) {
 // archive gets the weights the torch-free planner reads, and the planner
 // then gives the network's probabilities.
 TEST_F(InssLearnerTest, ExportedWeightsPlanAsTheArchivedNetwork) {
-  const InssCheckpointInfo info = SmallInfo();
-  auto agent = SacDiscreteAgent::Create(Small(info));
-  ASSERT_TRUE(agent.ok()) << agent.status();
-  const InssWorkloadSampler sampler = Sampler(info);
-  InssEnvironment env(&sampler, InssEnvironmentOptions{}, 4);
-  const std::vector<float> state = env.Reset();
-  InssTrainer trainer(&env, agent->get(), info, InssTrainerOptions{});
-  const std::string stem = (dir_ / "archived").string();
-  ASSERT_TRUE(trainer.Save(stem, 0, 0).ok());
+  Saved saved = SaveUntrained("archived", 4);
+  ASSERT_NE(saved.agent, nullptr);
+  const std::vector<float>& state = saved.state;
+  const std::string& stem = saved.stem;
   std::filesystem::remove(stem + ".actor.binpb");  // an older checkpoint
   EXPECT_EQ(MlpInssActor::Load(stem).status().code(),
             absl::StatusCode::kNotFound);

@@ -16,6 +16,7 @@
 #include "common/usage.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_workload_sampler.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 #include "sim/inss_v100_setup.h"
 
@@ -46,7 +47,12 @@ int Run() {
   }
   PolicyOptions options;
   options.interference = (*setup)->linear;
-  options.inss_checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  auto actor = MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_checkpoint));
+  if (!actor.ok()) {
+    std::fprintf(stderr, "%s\n", actor.status().ToString().c_str());
+    return 2;
+  }
+  options.inss_actor = *std::move(actor);
   auto policy = PolicyRegistry::Create("inss", options);
   if (!policy.ok()) {
     std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());

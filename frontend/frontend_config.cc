@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <vector>
+#include "absl/strings/match.h"
+#include "scheduler/mlp_inss_actor.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -46,7 +48,17 @@ absl::StatusOr<PolicyOptions> PolicyOptionsFromConfig(
   PolicyOptions options;
   options.static_plan = config.static_plan();
   options.standby_shadows = config.standby_shadows();
-  options.inss_checkpoint = config.inss_checkpoint_path();
+  // InSS's actor, loaded here once: the configured policy or a live
+  // switch to "inss" plans with it. A checkpoint the config names, or one
+  // an inss policy needs, must load; otherwise the shipped one is loaded
+  // where present.
+  auto actor = MlpInssActor::LoadOrShipped(config.inss_checkpoint_path());
+  if (actor.ok()) {
+    options.inss_actor = *std::move(actor);
+  } else if (!config.inss_checkpoint_path().empty() ||
+             absl::StartsWith(config.policy(), "inss")) {
+    return actor.status();
+  }
   options.inss_fallback = config.inss_fallback_policy();
   ASSIGN_OR_RETURN(options.rules, ResolvePlanningRules(config.rules()));
   if (config.interference_profile().empty()) return options;

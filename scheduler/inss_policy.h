@@ -11,8 +11,8 @@
 namespace tessera {
 
 // InSS (seeds/digests/inss.md), registered as "inss" by
-// scheduler/inss_policy_factory.cc, which loads the actor checkpoint named
-// by PolicyOptions::inss_checkpoint into an MlpInssActor. The two layers
+// scheduler/inss_policy_factory.cc with the actor PolicyOptions::inss_actor
+// holds (an MlpInssActor its caller loaded). The two layers
 // of Sec. 5:
 //  1. when the plan in force is an inss plan that places every model with
 //     traffic, BDA (scheduler/inss_batching.h) re-batches on the observed

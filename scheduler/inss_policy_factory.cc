@@ -1,29 +1,22 @@
 // Registers the "inss" and "inss-ni" scheduling policies: InssPolicy with
-// its trained actor evaluated by MlpInssActor (no LibTorch).
-#include <filesystem>
-
+// the trained actor PolicyOptions carries (loaded by the caller, no I/O
+// here).
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "scheduler/inss_policy.h"
-#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 
 namespace tessera {
 namespace {
 
-constexpr char kShippedRelative[] = "learner/checkpoints/inss_v100";
-
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
     const std::string& name, PolicyOptions options) {
-  // Empty: the checkpoint shipped with the source tree, where the build
-  // found it, else relative to the working directory (an installed tree
-  // such as the docker image's /opt/tessera).
-  std::string path = options.inss_checkpoint;
-  if (path.empty()) {
-    path = TESSERA_INSS_DEFAULT_CHECKPOINT;
-    if (!std::filesystem::exists(path + ".pbtxt")) path = kShippedRelative;
+  if (options.inss_actor == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name,
+        " needs its trained actor (PolicyOptions::inss_actor, e.g. "
+        "MlpInssActor::LoadOrShipped), and none was loaded"));
   }
-  ASSIGN_OR_RETURN(auto actor, MlpInssActor::Load(path));
   std::unique_ptr<SchedulingPolicy> fallback;
   if (!options.inss_fallback.empty()) {
     if (options.inss_fallback == "inss" || options.inss_fallback == "inss-ni") {
@@ -40,8 +33,9 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
   }
   // inss-ni: BDA without the interference term (the fallback keeps it).
   if (name == "inss-ni") options.interference = nullptr;
-  return std::unique_ptr<SchedulingPolicy>(
-      new InssPolicy(name, std::move(options), actor, std::move(fallback)));
+  std::shared_ptr<const InssActor> actor = options.inss_actor;
+  return std::unique_ptr<SchedulingPolicy>(new InssPolicy(
+      name, std::move(options), std::move(actor), std::move(fallback)));
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateInss(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -143,6 +144,16 @@ absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Untrained(
     for (int i = 0; i < out; ++i) layer->add_bias(u(rng));
   }
   return Create(std::move(info), std::move(weights));
+}
+
+absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::LoadOrShipped(
+    const std::string& path) {
+  if (!path.empty()) return Load(path);
+  std::string shipped = TESSERA_INSS_DEFAULT_CHECKPOINT;
+  if (!std::filesystem::exists(shipped + ".pbtxt")) {
+    shipped = "learner/checkpoints/inss_v100";
+  }
+  return Load(shipped);
 }
 
 absl::StatusOr<std::shared_ptr<const MlpInssActor>> MlpInssActor::Load(

@@ -23,6 +23,12 @@ class MlpInssActor final : public InssActor {
   // naming the file, when the layers do not match the info's shape.
   static absl::StatusOr<std::shared_ptr<const MlpInssActor>> Load(
       const std::string& path);
+  // Load(path); an empty `path` names the checkpoint shipped with the
+  // source tree (learner/checkpoints/inss_v100) where the build found it,
+  // else relative to the working directory (an installed tree such as the
+  // docker image's /opt/tessera).
+  static absl::StatusOr<std::shared_ptr<const MlpInssActor>> LoadOrShipped(
+      const std::string& path);
   // An actor from weights in memory, checked as Load checks them.
   static absl::StatusOr<std::shared_ptr<const MlpInssActor>> Create(
       InssCheckpointInfo info, InssActorWeights weights);

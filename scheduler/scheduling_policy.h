@@ -61,6 +61,7 @@ class SchedulingPolicy {
   virtual std::string name() const = 0;
 };
 
+class InssActor;
 class InterferenceModel;
 
 // Options handed to policy factories. Grows with the policies.
@@ -76,11 +77,11 @@ struct PolicyOptions {
   // The planning rules (proto/policy_rules.proto), resolved: every field
   // set (ResolvePlanningRules). Default: the "tessera" preset.
   PlanningRules rules = PresetRules(RULES_PRESET_TESSERA);
-  // "inss": the actor checkpoint (path of its .pt; the .pbtxt beside it
-  // says what it was trained for), and the policy that plans a snapshot
-  // the checkpoint does not match (empty: refuse with
-  // FAILED_PRECONDITION).
-  std::string inss_checkpoint;
+  // "inss" and "inss-ni": the actor they plan with, loaded once by the
+  // caller (MlpInssActor::LoadOrShipped; null: they cannot be created),
+  // and the policy that plans a snapshot the actor was not trained for
+  // (empty: refuse with FAILED_PRECONDITION).
+  std::shared_ptr<const InssActor> inss_actor;
   std::string inss_fallback;
 };
 

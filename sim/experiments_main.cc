@@ -191,7 +191,14 @@ PolicyOptions Options(const V100Setup& setup) {
   o.rules = FlagRules();
   o.interference = setup.linear;
   o.standby_shadows = absl::GetFlag(FLAGS_standby_shadows);
-  o.inss_checkpoint = absl::GetFlag(FLAGS_inss_checkpoint);
+  // Loaded once; where it cannot be, the inss rows say why at creation.
+  auto actor =
+      MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_inss_checkpoint));
+  if (actor.ok()) {
+    o.inss_actor = *std::move(actor);
+  } else {
+    std::fprintf(stderr, "inss actor: %s\n", actor.status().ToString().c_str());
+  }
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/usage.h"
+#include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
 #include "sim/cluster_simulator.h"
 #include "sim/emulated_workload.h"
@@ -192,7 +193,14 @@ int Run() {
     return 2;
   }
   policy_options.rules = *rules;
-  policy_options.inss_checkpoint = absl::GetFlag(FLAGS_inss_checkpoint);
+  if (auto actor =
+          MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_inss_checkpoint));
+      actor.ok()) {
+    policy_options.inss_actor = *std::move(actor);
+  } else if (!absl::GetFlag(FLAGS_inss_checkpoint).empty()) {
+    std::fprintf(stderr, "%s\n", actor.status().ToString().c_str());
+    return 2;
+  }
   policy_options.inss_fallback = absl::GetFlag(FLAGS_inss_fallback);
   const std::string intf = absl::GetFlag(FLAGS_interference);
   if (intf != "none" && intf != "linear" && intf != "pairwise") {

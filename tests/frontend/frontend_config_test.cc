@@ -69,5 +69,18 @@ TEST(FrontendConfigTest, InterferenceProfileMustBeTheLinearForm) {
   EXPECT_EQ(options->interference, nullptr);
 }
 
+TEST(FrontendConfigTest, InssActorIsLoadedOnceWithTheConfig) {
+  FrontendConfig c = OneBackend();
+  // The shipped actor, for a live switch to "inss" later.
+  auto options = PolicyOptionsFromConfig(c);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_NE(options->inss_actor, nullptr);
+  // A checkpoint the config names must load, whatever the policy.
+  c.set_inss_checkpoint_path(::testing::TempDir() + "/no_such_checkpoint");
+  options = PolicyOptionsFromConfig(c);
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(options.status().message(), HasSubstr("no_such_checkpoint"));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -255,19 +255,26 @@ TEST_F(InssLearnerTest, MissingOrMismatchedCheckpointsAreClearErrors) {
   auto odd = TorchInssActor::Load(stem);
   EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(odd.status().message(), HasSubstr("cannot load"));
-  // Through the registry: "inss" with a bad path fails to create.
+  // A bad path does not load, and "inss" without an actor is not created.
+  EXPECT_FALSE(MlpInssActor::LoadOrShipped((dir_ / "nothing").string()).ok());
   PolicyOptions options;
-  options.inss_checkpoint = (dir_ / "nothing").string();
-  EXPECT_FALSE(PolicyRegistry::Create("inss", options).ok());
-  options.inss_checkpoint = stem;
+  auto none = PolicyRegistry::Create("inss", options);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("actor"));
+  auto shipped = MlpInssActor::LoadOrShipped("");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  options.inss_actor = *shipped;
   options.inss_fallback = "no-such-policy";
   EXPECT_FALSE(PolicyRegistry::Create("inss", options).ok());
 }
 
 TEST_F(InssLearnerTest, ShippedCheckpointPlansWhatItCovers) {
+  auto shipped = MlpInssActor::LoadOrShipped("");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
   auto policy = PolicyRegistry::Create("inss", [&] {
     PolicyOptions o;
     o.interference = setup_->linear;
+    o.inss_actor = *shipped;
     return o;
   }());
   ASSERT_TRUE(policy.ok()) << policy.status();
@@ -294,6 +301,7 @@ TEST_F(InssLearnerTest, ShippedCheckpointPlansWhatItCovers) {
   auto ni = PolicyRegistry::Create("inss-ni", [&] {
     PolicyOptions o;
     o.interference = setup_->linear;
+    o.inss_actor = *shipped;
     return o;
   }());
   ASSERT_TRUE(ni.ok()) << ni.status();
@@ -335,6 +343,9 @@ TEST_F(InssLearnerTest, ReproductionHasTheTablesShapeAndServesLightLoads) {
   PolicyOptions base;
   base.interference = setup_->linear;
   base.rules = PresetRules(RULES_PRESET_TESSERA);
+  auto shipped = MlpInssActor::LoadOrShipped("");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  base.inss_actor = *shipped;
   auto result = reproduction.Run(base);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->slos.size(), 1u);

@@ -15,8 +15,9 @@ BackendServiceImpl::BackendServiceImpl(Options options,
       traffic_(clock_),
       node_(std::move(node)),
       starter_(options_.proxies, node_.get(), &metrics_),
-      restarts_(options_.restart),
-      parked_(options_.parking) {
+      recovery_({options_.supervise_period > absl::ZeroDuration(),
+                 options_.restart, options_.parking},
+                clock_, &metrics_) {
   if (options_.supervise_period > absl::ZeroDuration()) {
     supervisor_ = std::make_unique<ProxySupervisor>(
         options_.supervise_period, [this] { HealExitedProxies(); });
@@ -136,32 +137,13 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
     return ToGrpcStatus(result.status());
   }
   applied_plan_ = request->plan();
-  restarts_.Reset();
-  std::vector<ParkedBatches::Entry> held;
-  {
-    absl::MutexLock lock(&mu_);
-    held = parked_.ReopenAll();
-  }
-  for (auto& e : held) Route(std::move(e.batch), std::move(e.reply));
+  RouteAll(recovery_.PlanApplied());
   *response = std::move(*result);
   return grpc::Status::OK;
 }
 
-bool BackendServiceImpl::WillRestart(const GpuletTable::Route& route,
-                                     const std::string& id) const {
-  return options_.supervise_period > absl::ZeroDuration() && route.serving &&
-         !parked_.closed(id);
-}
-
-void BackendServiceImpl::ReleaseParked(const std::vector<std::string>& ids) {
-  std::vector<ParkedBatches::Entry> released;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const std::string& id : ids) {
-      for (auto& e : parked_.Take(id)) released.push_back(std::move(e));
-    }
-  }
-  for (auto& e : released) Route(std::move(e.batch), std::move(e.reply));
+void BackendServiceImpl::RouteAll(std::vector<ParkedBatches::Entry> batches) {
+  for (auto& e : batches) Route(std::move(e.batch), std::move(e.reply));
 }
 
 void BackendServiceImpl::HealExitedProxies() {
@@ -170,37 +152,10 @@ void BackendServiceImpl::HealExitedProxies() {
   std::vector<std::string> exited;
   {
     absl::MutexLock lock(&mu_);
-    for (const ResidentGpulet& r : table_.Residents()) {
-      if (r.state == GpuletState::kServing && !r.alive) {
-        exited.push_back(r.spec.id());
-      }
-    }
+    exited = table_.Exited();
   }
-  const RestartBudget::Triage triage = restarts_.Sort(exited, clock_->Now());
-  for (const std::string& id : triage.restart) {
-    spdlog::warn("gpulet {}: its proxy exited; restarting it", id);
-    metrics_.RecordProxyExit(id, "restarted");
-  }
-  for (const std::string& id : triage.given_up) {
-    spdlog::error(
-        "gpulet {}: its proxy keeps exiting ({} restarts within the budget's "
-        "window); leaving it down until the next plan",
-        id, restarts_.RecentRestarts(id, clock_->Now()));
-    metrics_.RecordProxyExit(id, "given_up");
-  }
-  std::vector<ParkedBatches::Entry> expired, abandoned;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const std::string& id : triage.given_up) {
-      for (auto& e : parked_.Close(id)) abandoned.push_back(std::move(e));
-    }
-    expired = parked_.TakeExpired(clock_->Now());
-  }
-  ParkedBatches::AnswerUnavailable(
-      std::move(abandoned),
-      "the gpulet's proxy keeps exiting: it stays down until the next plan");
-  ParkedBatches::AnswerExpired(std::move(expired));
-  if (!triage.restart.empty()) {
+  const std::vector<std::string> restart = recovery_.Triage(exited);
+  if (!restart.empty()) {
     // The plan diff starts a proxy for every gpulet whose proxy is not
     // alive and keeps the others; the exited ones become replaced.
     auto result = DoApplyPlan(*applied_plan_);
@@ -208,7 +163,7 @@ void BackendServiceImpl::HealExitedProxies() {
       spdlog::error("restarting crashed proxies failed: {}",
                     result.status().ToString());
     }
-    ReleaseParked(triage.restart);  // held again where the start failed
+    RouteAll(recovery_.Release(restart));  // held again where it failed
   }
   std::vector<GpuletEntry> dead;
   {
@@ -254,11 +209,7 @@ void BackendServiceImpl::Route(BatchRequest batch,
     route = table_.Find(batch.gpulet_id());
     // Its proxy exited and is about to be restarted: hold the batch for
     // the new one.
-    if (route.proxy != nullptr && !route.proxy->alive() &&
-        WillRestart(route, batch.gpulet_id()) &&
-        parked_.Park(batch, reply, clock_->Now())) {
-      return;
-    }
+    if (recovery_.Hold(route, batch, reply)) return;
   }
   if (route.proxy == nullptr) {
     reply(route.Refusal(batch, node_->id()));
@@ -277,7 +228,8 @@ void BackendServiceImpl::Route(BatchRequest batch,
       const GpuletTable::Route now = table_.Find(gpulet);
       const bool exited = now.proxy != nullptr &&
                           (now.proxy.get() != sent_to || !now.proxy->alive());
-      if (now.stopped_for_swap || (exited && WillRestart(now, gpulet))) {
+      if (now.stopped_for_swap ||
+          (exited && recovery_.WillRestart(now, gpulet))) {
         r.set_gpulet_stopped(true);
       }
     }
@@ -304,12 +256,7 @@ grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
 
 bool BackendServiceImpl::Ready() const {
   absl::MutexLock lock(&mu_);
-  const auto routable = table_.Routable();
-  bool ready = !routable.empty();
-  for (const auto& [id, g] : routable) {
-    ready = ready && (g.state == GpuletState::kRetiring || g.proxy->alive());
-  }
-  return ready;
+  return table_.Ready();
 }
 
 std::string BackendServiceImpl::RenderMetrics() {
@@ -345,14 +292,11 @@ void BackendServiceImpl::DrainProxies(absl::Duration timeout) {
 void BackendServiceImpl::StopProxies() {
   if (supervisor_ != nullptr) supervisor_->Stop();
   std::vector<GpuletEntry> all;
-  std::vector<ParkedBatches::Entry> parked;
   {
     absl::MutexLock lock(&mu_);
     all = table_.TakeAll();
-    parked = parked_.TakeAll();
   }
-  ParkedBatches::AnswerUnavailable(std::move(parked),
-                                   "the backend is stopping");
+  recovery_.Stop();
   for (GpuletEntry& g : all) g.proxy->Stop();
 }
 

@@ -17,10 +17,9 @@
 #include "backend/frontend_traffic.h"
 #include "backend/gpulet_starter.h"
 #include "backend/gpulet_table.h"
-#include "backend/parked_batches.h"
 #include "backend/plan_diff.h"
+#include "backend/proxy_recovery.h"
 #include "backend/proxy_supervisor.h"
-#include "backend/restart_budget.h"
 #include "common/clock.h"
 #include "config.pb.h"
 
@@ -127,12 +126,8 @@ class BackendServiceImpl final {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends each emulated gpulet the slowdown its neighbours cause.
   void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the supervisor will restart the proxy of gpulet `id`, found
-  // at `route`, should it exit.
-  bool WillRestart(const GpuletTable::Route& route, const std::string& id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Routes again the batches held for `ids`.
-  void ReleaseParked(const std::vector<std::string>& ids)
+  // Routes each batch again (held while its proxy restarted).
+  void RouteAll(std::vector<ParkedBatches::Entry> batches)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
@@ -148,15 +143,15 @@ class BackendServiceImpl final {
   // serving path.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // The last plan applied (the supervisor re-applies it to restart a
-  // crashed proxy) and the restarts it allows.
+  // crashed proxy).
   std::optional<Plan> applied_plan_ ABSL_GUARDED_BY(apply_mu_);
-  RestartBudget restarts_ ABSL_GUARDED_BY(apply_mu_);
+  // Which crashed proxies to restart, and their batches meanwhile.
+  ProxyRecovery recovery_;
   mutable absl::Mutex mu_;
   GpuletTable table_ ABSL_GUARDED_BY(mu_);
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t swaps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stop_then_start_swaps_ ABSL_GUARDED_BY(mu_) = 0;
-  ParkedBatches parked_ ABSL_GUARDED_BY(mu_);
   // Last member: stopped before the rest is destroyed.
   std::unique_ptr<ProxySupervisor> supervisor_;
 };

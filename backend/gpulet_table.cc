@@ -82,6 +82,28 @@ std::vector<ResidentGpulet> GpuletTable::Residents() const {
   return residents;
 }
 
+std::vector<std::string> GpuletTable::Exited() const {
+  std::vector<std::string> exited;
+  for (const GpuletEntry& e : entries_) {
+    if (e.state == GpuletState::kServing &&
+        (e.proxy == nullptr || !e.proxy->alive())) {
+      exited.push_back(e.id());
+    }
+  }
+  return exited;
+}
+
+bool GpuletTable::Ready() const {
+  bool any = false;
+  for (const GpuletEntry& e : entries_) {
+    if (e.state == GpuletState::kRetiring) any = true;
+    if (e.state != GpuletState::kServing) continue;
+    if (e.proxy == nullptr || !e.proxy->alive()) return false;
+    any = true;
+  }
+  return any;
+}
+
 int GpuletTable::num_proxies() const {
   return static_cast<int>(
       std::count_if(entries_.begin(), entries_.end(),

@@ -71,6 +71,11 @@ class GpuletTable {
   // Every entry with a proxy (serving, retiring, replaced).
   std::vector<GpuletEntry> Live() const;
   std::vector<ResidentGpulet> Residents() const;
+  // The serving gpulets whose proxy has exited.
+  std::vector<std::string> Exited() const;
+  // Some gpulet is routable, and every serving one has a live proxy
+  // (retiring ones only drain).
+  bool Ready() const;
   int num_proxies() const;
 
   // Removes the entries with a proxy on `device_id` except the routable

@@ -1,6 +1,7 @@
 #include "frontend/frontend_config.h"
 
 #include <memory>
+#include <set>
 #include <vector>
 #include "absl/strings/match.h"
 #include "scheduler/mlp_inss_actor.h"
@@ -9,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/static_policy.h"
 
 namespace tessera {
 
@@ -73,6 +75,19 @@ absl::StatusOr<PolicyOptions> PolicyOptionsFromConfig(
       std::make_shared<LinearInterference>(std::vector<double>(
           ip.linear_coefficients().begin(), ip.linear_coefficients().end()));
   return options;
+}
+
+absl::Status CheckStaticPlan(const std::string& policy,
+                             const PolicyOptions& options,
+                             const ModelRepository& repository) {
+  std::set<std::string> known;
+  for (const std::string& name : repository.ModelNames()) known.insert(name);
+  for (const auto& [name, why] : repository.invalid()) known.insert(name);
+  RETURN_IF_ERROR(
+      StaticPolicy::CheckStaticPlanModels(options.static_plan, known));
+  if (policy != "static") return absl::OkStatus();
+  return StaticPolicy::CheckStaticPlanServes(options.static_plan,
+                                             repository.ModelNames());
 }
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/model_repository.h"
 #include "config.pb.h"
 #include "scheduler/scheduling_policy.h"
 
@@ -19,5 +20,12 @@ absl::Status ValidateFrontendConfig(FrontendConfig* config);
 // form).
 absl::StatusOr<PolicyOptions> PolicyOptionsFromConfig(
     const FrontendConfig& config);
+
+// Refuses a static plan (PolicyOptions::static_plan) naming a model the
+// repository does not know, valid or not, and, under `policy` "static", one
+// that leaves a servable model of the repository unserved.
+absl::Status CheckStaticPlan(const std::string& policy,
+                             const PolicyOptions& options,
+                             const ModelRepository& repository);
 
 }  // namespace tessera

@@ -1,21 +1,19 @@
 #include "frontend/frontend_server.h"
 
 #include <algorithm>
-#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_tuning.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
-#include "frontend/admin_service.h"
+#include "frontend/admin_server.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "scheduler/policy_registry.h"
-#include "scheduler/static_policy.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -44,19 +42,8 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
                                       options.config.time_scale()));
   ASSIGN_OR_RETURN(PolicyOptions policy_options,
                    PolicyOptionsFromConfig(options.config));
-  {
-    std::set<std::string> known;
-    for (const std::string& name : repository->ModelNames()) {
-      known.insert(name);
-    }
-    for (const auto& [name, why] : repository->invalid()) known.insert(name);
-    RETURN_IF_ERROR(
-        StaticPolicy::CheckStaticPlanModels(policy_options.static_plan, known));
-    if (options.config.policy() == "static") {
-      RETURN_IF_ERROR(StaticPolicy::CheckStaticPlanServes(
-          policy_options.static_plan, repository->ModelNames()));
-    }
-  }
+  RETURN_IF_ERROR(
+      CheckStaticPlan(options.config.policy(), policy_options, *repository));
   ASSIGN_OR_RETURN(auto policy, PolicyRegistry::Create(options.config.policy(),
                                                        policy_options));
   return std::unique_ptr<FrontendServer>(new FrontendServer(
@@ -198,27 +185,11 @@ absl::Status FrontendServer::StartHttp() {
 
 absl::Status FrontendServer::StartAdmin() {
   if (options_.admin_listen.empty()) return absl::OkStatus();
-  admin_service_ =
-      std::make_unique<AdminServiceImpl>(this, options_.admin_secret);
-  grpc::ServerBuilder admin;
-  admin.AddListeningPort(
-      options_.admin_listen,
-      options_.tls.ServerCredentials(/*require_client_certificates=*/false),
-      &admin_port_);
-  admin.RegisterService(admin_service_.get());
-  // A queue nobody polls makes this a "hybrid" server: gRPC then gives
-  // its synchronous handler threads queues that do not poll either, and
-  // the admin port's events are polled by the event loop, the only
-  // thread of the frontend that waits in gRPC's poller. That needs one
-  // epoll set for the process; with another poller the admin server
-  // keeps a polling thread of its own.
-  if (GrpcPollsOneEpollSet()) admin_unpolled_cq_ = admin.AddCompletionQueue();
-  admin_server_ = admin.BuildAndStart();
-  if (admin_server_ == nullptr || admin_port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen for admin RPCs on ", options_.admin_listen));
-  }
-  spdlog::info("frontend admin service on port {}", admin_port_);
+  ASSIGN_OR_RETURN(
+      admin_, AdminServer::Start(options_.admin_listen,
+                                 options_.tls.ServerCredentials(
+                                     /*require_client_certificates=*/false),
+                                 this, options_.admin_secret));
   return absl::OkStatus();
 }
 
@@ -298,13 +269,7 @@ void FrontendServer::Shutdown() {
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   }
-  if (admin_server_ != nullptr) {
-    admin_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-  }
-  if (admin_unpolled_cq_ != nullptr) {
-    admin_unpolled_cq_->Shutdown();
-    RunCompletionQueue(admin_unpolled_cq_.get());  // drains it
-  }
+  if (admin_ != nullptr) admin_->Shutdown(absl::Now() + absl::Seconds(2));
   for (auto& b : backends_) b->Shutdown();
   router_.Install({});
   coordinator_.DropRetired();

@@ -22,6 +22,7 @@
 #include "common/shared_secret.h"
 #include "common/tls_config.h"
 #include "config.pb.h"
+#include "frontend/admin_server.h"
 #include "frontend/admission_control.h"
 #include "frontend/backend_client.h"
 #include "frontend/control_loops.h"
@@ -125,7 +126,7 @@ class FrontendServer {
   // What the admin service reports.
   AdminStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
   // Admin port actually bound (0 without an admin service).
-  int admin_port() const { return admin_port_; }
+  int admin_port() const { return admin_ == nullptr ? 0 : admin_->port(); }
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -174,10 +175,7 @@ class FrontendServer {
   // The planner and heartbeat threads; created by Start().
   std::unique_ptr<ControlLoops> control_;
   std::unique_ptr<HttpEndpoint> http_;
-  std::unique_ptr<AdminService::Service> admin_service_;
-  std::unique_ptr<grpc::ServerCompletionQueue> admin_unpolled_cq_;
-  std::unique_ptr<grpc::Server> admin_server_;
-  int admin_port_ = 0;
+  std::unique_ptr<AdminServer> admin_;
 };
 
 }  // namespace tessera

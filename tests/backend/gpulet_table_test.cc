@@ -57,6 +57,31 @@ TEST(GpuletTableTest, SwitchRetiresDroppedAndReplacesChangedGpulets) {
   EXPECT_THAT(table.TakeRetired(), IsEmpty());
 }
 
+TEST(GpuletTableTest, ReadyWhileEveryServingProxyLivesAndListsTheExited) {
+  GpuletTable table;
+  EXPECT_FALSE(table.Ready());  // nothing to route to
+  auto a = std::make_shared<FakeProxy>("a");
+  auto b = std::make_shared<FakeProxy>("b");
+  table.Switch({Entry("a", "d0", a), Entry("b", "d0", b)});
+  EXPECT_TRUE(table.Ready());
+  EXPECT_THAT(table.Exited(), IsEmpty());
+
+  a->Stop(absl::ZeroDuration());
+  EXPECT_FALSE(table.Ready());
+  EXPECT_THAT(table.Exited(), ElementsAre("a"));
+
+  // A plan without a: it retires (not restarted, not counted), b serves.
+  table.Switch({Entry("b", "d0", b)});
+  EXPECT_TRUE(table.Ready());
+  EXPECT_THAT(table.Exited(), IsEmpty());
+  // Only retiring gpulets left: routable while they drain.
+  b->Stop(absl::ZeroDuration());
+  EXPECT_THAT(table.Exited(), ElementsAre("b"));
+  table.Switch({});
+  EXPECT_TRUE(table.Ready());
+  EXPECT_THAT(table.Exited(), IsEmpty());
+}
+
 TEST(GpuletTableTest, RetiringGpuletReturnsToServiceWhenAPlanKeepsIt) {
   auto a = std::make_shared<FakeProxy>("a");
   GpuletTable table;

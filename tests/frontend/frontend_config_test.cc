@@ -82,5 +82,43 @@ TEST(FrontendConfigTest, InssActorIsLoadedOnceWithTheConfig) {
   EXPECT_THAT(options.status().message(), HasSubstr("no_such_checkpoint"));
 }
 
+// A repository with "a" and "b" valid and "broken" invalid (no slo_ms).
+TEST(FrontendConfigTest, StaticPlanNamesKnownModelsAndServesAllUnderStatic) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) /
+                        ("static_repo_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const std::string name : {"a", "b", "broken"}) {
+    fs::create_directories(root / name / "1");
+    std::ofstream(root / name / "1" / "model.pt") << "x";
+    std::ofstream(root / name / "config.pbtxt")
+        << "name: \"" << name << "\" max_batch_size: 4 "
+        << (name == "broken" ? "" : "slo_ms: 10 ")
+        << "input { name: \"x\" data_type: TYPE_FP32 dims: [ -1, 3 ] } "
+           "output { name: \"y\" data_type: TYPE_FP32 dims: [ -1, 2 ] }";
+  }
+  auto repo = ModelRepository::Load(root.string(),
+                                    ModelRepository::InvalidEntries::kSkip);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  ASSERT_EQ((*repo)->ModelNames().size(), 2u);
+
+  PolicyOptions options;
+  GpuletPlan* g = options.static_plan.add_devices()->add_gpulets();
+  g->add_models()->set_model("a");
+  g->add_models()->set_model("broken");  // known, though it cannot load
+  EXPECT_TRUE(CheckStaticPlan("gpulet", options, **repo).ok());
+  // Under the static policy nothing else serves b.
+  absl::Status unserved = CheckStaticPlan("static", options, **repo);
+  EXPECT_EQ(unserved.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unserved.message(), HasSubstr("b"));
+  g->add_models()->set_model("b");
+  EXPECT_TRUE(CheckStaticPlan("static", options, **repo).ok());
+  g->add_models()->set_model("nowhere");
+  absl::Status unknown = CheckStaticPlan("gpulet", options, **repo);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.message(), HasSubstr("nowhere"));
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace tessera

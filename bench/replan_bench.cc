@@ -30,6 +30,9 @@ ABSL_FLAG(int, replans, 8, "Re-plans per cluster size (policy switches).");
 ABSL_FLAG(double, time_scale, 1, "The emulated GPUs' time scale.");
 ABSL_FLAG(std::string, models, "resnet50,googlenet,vgg16,ssd_mobilenet",
           "Models of the emulated set to serve.");
+ABSL_FLAG(std::string, bin_dir, TESSERA_BIN_DIR,
+          "Tessera binaries the cluster runs (those of another build, to "
+          "compare).");
 ABSL_FLAG(std::string, rates_rps, "20,85",
           "Per cluster size of --backends, the rate every model is planned "
           "at (min_rate_rps; no traffic is sent): heavier for larger "
@@ -64,7 +67,7 @@ struct Measured {
 // Re-plan times (ms) of a cluster of `n` backends.
 absl::StatusOr<Measured> Measure(int n, double rate_rps) {
   testing::LocalCluster::Options options;
-  options.bin_dir = TESSERA_BIN_DIR;
+  options.bin_dir = absl::GetFlag(FLAGS_bin_dir);
   auto repository = testing::MakeSubsetRepository(
       kRoot + "/configs/emulated/models",
       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty()),

@@ -20,25 +20,31 @@ namespace tessera {
 namespace {
 
 // Runs `call` on every backend at once, one thread each, and returns the
-// results in the map's order: a plan change takes the slowest backend's
-// time, not the sum of all.
+// results in their order: a plan change takes the slowest backend's time,
+// not the sum of all.
 template <typename Call>
-auto OnEveryBackend(const std::map<std::string, BackendControl*>& backends,
-                    Call call) {
+auto OnEach(const std::vector<BackendControl*>& backends, Call call) {
   using Result = decltype(call(static_cast<BackendControl*>(nullptr)));
   std::vector<std::optional<Result>> results(backends.size());
   std::vector<std::thread> threads;
-  size_t i = 0;
-  for (const auto& [id, backend] : backends) {
+  for (size_t i = 0; i < backends.size(); ++i) {
     threads.emplace_back(
-        [&results, &call, i, b = backend] { results[i].emplace(call(b)); });
-    ++i;
+        [&results, &call, i, b = backends[i]] { results[i].emplace(call(b)); });
   }
   for (std::thread& t : threads) t.join();
   std::vector<Result> out;
   out.reserve(results.size());
   for (auto& r : results) out.push_back(std::move(*r));
   return out;
+}
+
+// OnEach in the map's order.
+template <typename Call>
+auto OnEveryBackend(const std::map<std::string, BackendControl*>& backends,
+                    Call call) {
+  std::vector<BackendControl*> in_order;
+  for (const auto& [id, backend] : backends) in_order.push_back(backend);
+  return OnEach(in_order, std::move(call));
 }
 
 }  // namespace
@@ -174,17 +180,23 @@ absl::Status PlanCoordinator::CheckNode(const BackendControl& backend,
 absl::Status PlanCoordinator::CollectNodes(
     std::map<std::string, BackendControl*>* backends,
     std::vector<NodeInfo>* nodes) const {
+  std::vector<BackendControl*> alive;
   for (BackendControl* backend : backends_) {
-    if (!deps_.trigger->Alive(backend->id())) continue;
-    auto info = backend->GetNodeInfo(absl::Seconds(5));
-    if (!info.ok()) {
+    if (deps_.trigger->Alive(backend->id())) alive.push_back(backend);
+  }
+  std::vector<absl::StatusOr<NodeInfo>> infos = OnEach(
+      alive,
+      [](BackendControl* b) { return b->GetNodeInfo(absl::Seconds(5)); });
+  for (size_t i = 0; i < alive.size(); ++i) {
+    BackendControl* backend = alive[i];
+    if (!infos[i].ok()) {
       return absl::UnavailableError(
           absl::StrCat("backend '", backend->id(), "' at ", backend->address(),
-                       ": ", info.status().message()));
+                       ": ", infos[i].status().message()));
     }
-    RETURN_IF_ERROR(CheckNode(*backend, *info));
+    RETURN_IF_ERROR(CheckNode(*backend, *infos[i]));
     (*backends)[backend->id()] = backend;
-    nodes->push_back(std::move(*info));
+    nodes->push_back(std::move(*infos[i]));
   }
   if (nodes->empty()) return absl::UnavailableError("no backend is alive");
   return absl::OkStatus();

@@ -99,7 +99,8 @@ class PlanCoordinator {
   void DropRetired();
 
  private:
-  // The live backends (by id) and what they have.
+  // The live backends (by id) and what they have, asked all at once; the
+  // nodes in the order of SetBackends.
   absl::Status CollectNodes(std::map<std::string, BackendControl*>* backends,
                             std::vector<NodeInfo>* nodes) const;
   absl::Status CheckNode(const BackendControl& backend,

@@ -40,16 +40,24 @@ class Rendezvous {
 };
 
 // A backend with one cpu device that accepts every plan (or refuses, when
-// told), records the calls, and holds ApplyPlan until every backend of the
-// test has entered it (bounded), so a test can see them overlap.
+// told), records the calls, and holds GetNodeInfo and ApplyPlan until every
+// backend of the test has entered it (bounded), so a test can see them
+// overlap.
 class FakeBackend final : public BackendControl {
  public:
-  FakeBackend(std::string id, Rendezvous* all_applying)
-      : id_(std::move(id)), address_("fake:" + id_), applying_(all_applying) {}
+  FakeBackend(std::string id, Rendezvous* all_applying,
+              Rendezvous* all_asked = nullptr)
+      : id_(std::move(id)),
+        address_("fake:" + id_),
+        applying_(all_applying),
+        asked_(all_asked) {}
 
   const std::string& id() const override { return id_; }
   const std::string& address() const override { return address_; }
   absl::StatusOr<NodeInfo> GetNodeInfo(absl::Duration) override {
+    if (asked_ != nullptr && !asked_->Arrive()) {
+      return absl::DeadlineExceededError("the other backends were never asked");
+    }
     NodeInfo info;
     info.set_backend_id(id_);
     DeviceInfo* d = info.add_devices();
@@ -112,6 +120,7 @@ class FakeBackend final : public BackendControl {
   const std::string id_;
   const std::string address_;
   Rendezvous* applying_;
+  Rendezvous* asked_;
   mutable absl::Mutex mu_;
   bool refuse_ ABSL_GUARDED_BY(mu_) = false;
   bool down_ ABSL_GUARDED_BY(mu_) = false;
@@ -161,11 +170,14 @@ class PlanCoordinatorFixture : public ::testing::Test {
   std::unique_ptr<PlanCoordinator> MakeCoordinator(int backends,
                                                    bool overlap = false) {
     std::vector<std::string> ids;
-    if (overlap) applying_ = std::make_unique<Rendezvous>(backends);
+    if (overlap) {
+      applying_ = std::make_unique<Rendezvous>(backends);
+      asked_ = std::make_unique<Rendezvous>(backends);
+    }
     for (int i = 0; i < backends; ++i) {
       ids.push_back("b" + std::to_string(i));
-      backends_.push_back(
-          std::make_unique<FakeBackend>(ids.back(), applying_.get()));
+      backends_.push_back(std::make_unique<FakeBackend>(
+          ids.back(), applying_.get(), asked_.get()));
     }
     trigger_ = std::make_unique<ReplanTrigger>(ReplanTrigger::Options(), ids);
     PlanCoordinator::Options options;
@@ -191,6 +203,7 @@ class PlanCoordinatorFixture : public ::testing::Test {
   UnloadedModels unloaded_;
   ProfileStore profiles_;
   std::unique_ptr<Rendezvous> applying_;
+  std::unique_ptr<Rendezvous> asked_;
   std::vector<std::unique_ptr<FakeBackend>> backends_;
   std::unique_ptr<ReplanTrigger> trigger_;
 };

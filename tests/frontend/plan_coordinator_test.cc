@@ -25,8 +25,9 @@ using testing::OneGpuletPerBackend;
 class PlanCoordinatorTest : public testing::PlanCoordinatorFixture {};
 
 TEST_F(PlanCoordinatorTest, AppliesOnEveryBackendAtOnceThenCommits) {
-  // Each fake waits in ApplyPlan until all four are in it: applied one
-  // after another, the first would give up after 30 s and fail the plan.
+  // Each fake waits in GetNodeInfo, and then in ApplyPlan, until all four
+  // are in it: asked or applied one after another, the first would give up
+  // after 30 s and fail the plan.
   auto coordinator = MakeCoordinator(4, /*overlap=*/true);
   ASSERT_TRUE(coordinator->PlanAndApply("initial plan").ok());
   for (const auto& b : backends_) {
@@ -36,6 +37,9 @@ TEST_F(PlanCoordinatorTest, AppliesOnEveryBackendAtOnceThenCommits) {
   const Plan plan = coordinator->current_plan();
   EXPECT_EQ(plan.epoch(), 1);
   EXPECT_EQ(plan.devices_size(), 4);
+  for (int i = 0; i < 4; ++i) {  // the nodes in the order of the config
+    EXPECT_EQ(plan.devices(i).backend_id(), "b" + std::to_string(i));
+  }
   EXPECT_THAT(plan.reason(), HasSubstr("initial plan"));
   EXPECT_EQ(router_.workers().size(), 4u);
   EXPECT_TRUE(router_.Serves("m"));

@@ -1,5 +1,7 @@
 #include "bench/overhead_probes.h"
 
+#include <cctype>
+
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,11 +33,44 @@ bool Call(inference::GRPCInferenceService::Stub* stub,
   return s.ok();
 }
 
+namespace {
+
+// A thread's name without its trailing number ("fe-loop-0" -> "fe-loop").
+std::string ThreadKind(std::string name) {
+  while (!name.empty() &&
+         std::isdigit(static_cast<unsigned char>(name.back()))) {
+    name.pop_back();
+  }
+  while (!name.empty() && (name.back() == '-' || name.back() == '_')) {
+    name.pop_back();
+  }
+  return name.empty() ? "(unnamed)" : name;
+}
+
+}  // namespace
+
+ProcessCounters PerRequest(const ProcessCounters& now,
+                           const ProcessCounters& before, int n) {
+  const double per = 1.0 / std::max(1, n);
+  ProcessCounters d;
+  d.cpu_us = (now.cpu_us - before.cpu_us) * per;
+  d.switches = (now.switches - before.switches) * per;
+  for (const auto& [kind, us] : now.cpu_us_by_thread) {
+    auto it = before.cpu_us_by_thread.find(kind);
+    const double was = it == before.cpu_us_by_thread.end() ? 0 : it->second;
+    if (us - was > 0) d.cpu_us_by_thread[kind] = (us - was) * per;
+  }
+  return d;
+}
+
 ProcessCounters ReadCounters(pid_t pid) {
   ProcessCounters c;
   for (const auto& [tid, name] : testing::ThreadNames(pid)) {
     const testing::ThreadCounters t = testing::ReadThreadCounters(pid, tid);
-    if (t.on_cpu_ns > 0) c.cpu_us += t.on_cpu_ns / 1e3;
+    if (t.on_cpu_ns > 0) {
+      c.cpu_us += t.on_cpu_ns / 1e3;
+      c.cpu_us_by_thread[ThreadKind(name)] += t.on_cpu_ns / 1e3;
+    }
     if (t.voluntary_switches > 0) c.switches += t.voluntary_switches;
     if (t.involuntary_switches > 0) c.switches += t.involuntary_switches;
   }

@@ -35,7 +35,14 @@ Samples Difference(const Samples& a, const Samples& b);
 struct ProcessCounters {
   double cpu_us = 0;
   double switches = 0;
+  // cpu_us by thread name, its trailing number dropped ("fe-loop-0" and
+  // "fe-loop-1" count as "fe-loop"): shows which threads do the work, e.g.
+  // gRPC's own threads beside the event loops.
+  std::map<std::string, double> cpu_us_by_thread;
 };
+// now - before, per request of `n`.
+ProcessCounters PerRequest(const ProcessCounters& now,
+                           const ProcessCounters& before, int n);
 ProcessCounters ReadCounters(pid_t pid);
 
 // Round trip (us, p50 of 500) of a 100-byte message between this thread

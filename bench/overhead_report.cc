@@ -171,6 +171,17 @@ void PrintCostTable(const std::vector<std::string>& models,
                 absl::StrFormat("%s (%.0f)", cell("proxy"), exec_mean).c_str());
   }
   std::printf(
+      "\nFrontend CPU per request by thread (us; gRPC's own threads "
+      "beside the event loops hand events over with wake-ups)\n\n");
+  for (const auto& m : models) {
+    std::string line;
+    for (const auto& [kind, us] :
+         results.at(m).cost.at("frontend").cpu_us_by_thread) {
+      if (us >= 1) absl::StrAppendFormat(&line, "  %s %.0f", kind, us);
+    }
+    std::printf("%-10s%s\n", m.c_str(), line.c_str());
+  }
+  std::printf(
       "\nAn echo crosses one process boundary and back; a request crosses "
       "three (frontend, backend, proxy). On a VM every thread switch that "
       "wakes another core costs the waker tens of microseconds.\n");

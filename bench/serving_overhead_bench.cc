@@ -367,10 +367,7 @@ bool MeasureEndToEnd(const std::string& m,
     }
   }
   for (const auto& [name, pid] : processes) {
-    const ProcessCounters now = ReadCounters(pid);
-    const double n = std::max(1, answered);
-    r->cost[name] = {(now.cpu_us - before[name].cpu_us) / n,
-                     (now.switches - before[name].switches) / n};
+    r->cost[name] = PerRequest(ReadCounters(pid), before[name], answered);
   }
   if (answered == 0) {
     std::fprintf(stderr, "no end-to-end request for %s succeeded\n", m.c_str());

@@ -13,12 +13,12 @@ bool ProxyRecovery::WillRestart(const GpuletTable::Route& route,
 
 bool ProxyRecovery::Hold(const GpuletTable::Route& route, BatchRequest& batch,
                          ParkedBatches::Reply& reply) {
-  if (route.proxy == nullptr || route.proxy->alive() ||
-      !WillRestart(route, batch.gpulet_id())) {
+  if (!options_.enabled || !route.serving || route.proxy == nullptr ||
+      route.proxy->alive()) {
     return false;
   }
   absl::MutexLock lock(&mu_);
-  return parked_.Park(batch, reply, clock_->Now());
+  return parked_.Park(batch, reply, clock_->Now());  // refuses a closed one
 }
 
 std::vector<std::string> ProxyRecovery::Triage(

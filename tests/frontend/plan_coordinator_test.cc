@@ -68,6 +68,20 @@ TEST_F(PlanCoordinatorTest, ARefusalRollsBackTheBackendsThatAccepted) {
   EXPECT_EQ(router_.workers()[0]->options().epoch, 1);
 }
 
+// Nodes are asked at once but planned in the order the backends were given
+// (the config's), not in the order they answer or by id.
+TEST_F(PlanCoordinatorTest, NodesArePlannedInTheOrderOfTheBackends) {
+  auto coordinator = MakeCoordinator(3);
+  coordinator->SetBackends(
+      {backends_[2].get(), backends_[0].get(), backends_[1].get()});
+  ASSERT_TRUE(coordinator->PlanAndApply("initial plan").ok());
+  const Plan plan = coordinator->current_plan();
+  ASSERT_EQ(plan.devices_size(), 3);
+  EXPECT_EQ(plan.devices(0).backend_id(), "b2");
+  EXPECT_EQ(plan.devices(1).backend_id(), "b0");
+  EXPECT_EQ(plan.devices(2).backend_id(), "b1");
+}
+
 TEST_F(PlanCoordinatorTest, LostBackendsAndUnloadedModelsAreLeftOut) {
   auto coordinator = MakeCoordinator(2);
   for (int i = 0; i < 3; ++i) {

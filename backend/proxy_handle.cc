@@ -272,6 +272,15 @@ void ProxyHandle::Launch(Pending p, int slot) {
   }
   status = channel_->Send(command);
   if (status.ok()) return;
+  if (absl::IsUnavailable(status)) {
+    // The socket is broken: the proxy is gone, though the reader may not
+    // have seen it yet. Say so now, as the reader would, so that the batch
+    // fails as on a dead proxy (alive() false) and is routed again.
+    FailAll(absl::UnavailableError(
+        absl::StrCat("proxy of gpulet '", options_.config.gpulet_id(),
+                     "' is down: ", status.message())));
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     auto it = running_.find(id);

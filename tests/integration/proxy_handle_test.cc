@@ -2,6 +2,7 @@
 // ExecuteAndWait the profiler and the benchmarks use.
 #include "backend/proxy_handle.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <string>
@@ -107,6 +108,31 @@ TEST(ProxyHandleTest, DroppedModelsAreRefusedAndTheOthersServeOn) {
   EXPECT_EQ(served->status().code(), 0) << served->status().message();
   EXPECT_EQ((*handle)->pid(), pid);
   EXPECT_TRUE((*handle)->alive());
+}
+
+// kill -9 of the proxy: the batches sent after it fail UNAVAILABLE and the
+// handle says it is not alive as soon as one has failed, whichever notices
+// first (the reader's end of file, or a send on the broken socket), so the
+// backend treats the batch as one on a dead proxy and routes it again.
+TEST(ProxyHandleTest, AKilledProxyFailsBatchesUnavailableAndIsNotAlive) {
+  const ModelConfig lenet = EmulatedConfig("lenet");
+  auto handle =
+      ProxyHandle::Start(EmulatedProxy("kill-test", {lenet}, /*scale=*/1));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_EQ(::kill((*handle)->pid(), SIGKILL), 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (true) {
+    auto r = (*handle)->ExecuteAndWait(OneItem(lenet), absl::Seconds(10));
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (r->status().code() != 0) {
+      EXPECT_EQ(r->status().code(),
+                static_cast<int>(absl::StatusCode::kUnavailable))
+          << r->status().message();
+      EXPECT_FALSE((*handle)->alive());
+      break;
+    }
+    ASSERT_LT(absl::Now(), deadline) << "batches still served after kill -9";
+  }
 }
 
 }  // namespace

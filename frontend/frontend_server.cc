@@ -12,7 +12,6 @@
 #include "frontend/frontend_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "scheduler/policy_registry.h"
 #include "spdlog/spdlog.h"
 
@@ -91,10 +90,10 @@ FrontendServer::FrontendServer(Options options, const Clock* clock,
 FrontendServer::~FrontendServer() { Shutdown(); }
 
 absl::Status FrontendServer::Start() {
-  // grpc.health.v1.Health (NOT_SERVING until the frontend is ready, then
-  // following readiness at every heartbeat) and server reflection, for
-  // load balancers, Kubernetes probes and grpcurl.
-  grpc::EnableDefaultHealthCheckService(true);
+  // grpc.health.v1.Health (our own, on the event loops: HealthService)
+  // and server reflection, for load balancers, Kubernetes probes and
+  // grpcurl.
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(
@@ -105,6 +104,7 @@ absl::Status FrontendServer::Start() {
   builder.SetMaxSendMessageSize(-1);
   ApplyTransportTuning(&builder);
   builder.RegisterService(&async_);
+  builder.RegisterService(&health_async_);
   for (int i = 0; i < std::max(1, options_.event_loops); ++i) {
     cqs_.push_back(builder.AddCompletionQueue());
   }
@@ -119,7 +119,6 @@ absl::Status FrontendServer::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));
   }
-  server_->GetHealthCheckService()->SetServingStatus(false);
   for (const BackendEndpoint& b : options_.config.backends()) {
     backends_.push_back(std::make_unique<BackendClient>(
         b.id(), b.address(), cqs_[backends_.size() % cqs_.size()].get(),
@@ -131,6 +130,7 @@ absl::Status FrontendServer::Start() {
   for (size_t i = 0; i < cqs_.size(); ++i) {
     grpc::ServerCompletionQueue* cq = cqs_[i].get();
     service_.Arm(&async_, cq, &calls_);
+    health_.Arm(&health_async_, cq, &calls_);
     loops_.emplace_back([this, cq, i, poll = options_.poll] {
       NameThisThread(absl::StrCat("fe-loop-", i));
       RunCompletionQueue(cq, poll, &backlog_);
@@ -154,7 +154,7 @@ absl::Status FrontendServer::Start() {
       ControlLoops::Deps{
           &coordinator_, &trigger_, &monitor_, &router_, controls_, clock_,
           [this] {
-            server_->GetHealthCheckService()->SetServingStatus(Ready());
+            health_.Refresh();
             const int64_t trimmed = trimmer_.Tick(admission_.usage().bytes);
             if (trimmed > 0) {
               spdlog::info("returned {} MiB of free heap to the OS",
@@ -245,7 +245,7 @@ void FrontendServer::Shutdown() {
   repository_control_.Stop();
   if (control_ != nullptr) control_->Stop();
   // Health checks say NOT_SERVING from now on (load balancers stop sending).
-  if (server_ != nullptr) server_->GetHealthCheckService()->Shutdown();
+  health_.Shutdown();
   trigger_.Stop();
   coordinator_.Stop();
   http_.reset();

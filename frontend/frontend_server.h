@@ -27,6 +27,7 @@
 #include "frontend/backend_client.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_metrics.h"
+#include "frontend/health_service.h"
 #include "frontend/inference_service.h"
 #include "frontend/plan_coordinator.h"
 #include "frontend/profile_store.h"
@@ -146,7 +147,7 @@ class FrontendServer {
   // The event loops: each thread polls one completion queue for KServe
   // calls and its backends' streams (docs/ARCHITECTURE.md, threads).
   AsyncCallCount calls_;
-  InferenceService::AsyncService async_{&service_};
+  InferenceService::AsyncService async_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
   std::vector<std::thread> loops_;
   std::vector<std::unique_ptr<BackendClient>> backends_;
@@ -162,6 +163,10 @@ class FrontendServer {
   HeapTrimmer trimmer_;
   InferenceService service_;
   RestInferenceService rest_{&service_, {}};
+  // grpc.health.v1.Health: the frontend is SERVING while Ready().
+  HealthService health_{[this] { return Ready(); },
+                        {inference::GRPCInferenceService::service_full_name()}};
+  HealthService::AsyncService health_async_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 

@@ -4,30 +4,50 @@
 
 namespace tessera {
 
+void InferStream::Arm(InferenceService* service,
+                      InferenceService::AsyncService* async,
+                      grpc::ServerCompletionQueue* cq, AsyncCallCount* calls) {
+  new InferStream(service, async, cq, calls);
+}
+
 InferStream::InferStream(InferenceService* service,
-                         grpc::CallbackServerContext* context)
-    : service_(service),
-      // The stream's deadline bounds its calls, but it marks no call's
-      // arrival (see InferenceService::CallOrigin).
-      origin_{context->peer(), absl::FromChrono(context->deadline()),
-              /*deadline_marks_arrival=*/false} {
+                         InferenceService::AsyncService* async,
+                         grpc::ServerCompletionQueue* cq, AsyncCallCount* calls)
+    : service_(service), async_(async), cq_(cq), calls_(calls) {
+  calls_->Created();
+  async_->RequestModelStreamInfer(&context_, &stream_, cq_, cq_, &accepted_);
+}
+
+InferStream::~InferStream() { calls_->Destroyed(); }
+
+void InferStream::OnAccepted(bool ok) {
+  if (!ok) {  // the server is shutting down
+    delete this;
+    return;
+  }
+  Arm(service_, async_, cq_, calls_);
+  // The stream's deadline bounds its calls, but it marks no call's
+  // arrival (see InferenceService::CallOrigin).
+  origin_ = InferenceService::CallOrigin{context_.peer(),
+                                         absl::FromChrono(context_.deadline()),
+                                         /*deadline_marks_arrival=*/false};
   {
     absl::MutexLock lock(&state_->mu);
     state_->stream = this;
   }
-  reading_ = std::make_shared<Pending>();
-  StartRead(&reading_->request);
+  StartRead();
 }
 
-void InferStream::OnReadDone(bool ok) {
-  if (!ok) {
-    Step step;
-    {
-      absl::MutexLock lock(&state_->mu);
-      state_->reads_done = true;
-      step = Next(state_.get());
-    }
-    step.Run();
+void InferStream::StartRead() {
+  reading_ = std::make_shared<Pending>();
+  stream_.Read(&reading_->request, &read_);
+}
+
+void InferStream::OnRead(bool ok) {
+  if (!ok) {  // the client closed its side, or went away
+    absl::MutexLock lock(&state_->mu);
+    state_->reads_done = true;
+    Next(state_.get());
     return;
   }
   std::shared_ptr<Pending> pending = std::move(reading_);
@@ -35,84 +55,66 @@ void InferStream::OnReadDone(bool ok) {
     absl::MutexLock lock(&state_->mu);
     state_->order.push_back(pending);
   }
-  service_->Infer(
-      origin_, &pending->request, &pending->response,
-      [state = state_, pending](const grpc::Status& status) {
-        Step step;
-        {
-          absl::MutexLock lock(&state->mu);
-          if (status.ok()) {
-            *pending->answer.mutable_infer_response() =
-                std::move(pending->response);
-          } else {
-            pending->answer.set_error_message(status.error_message());
-            // The error names its request (Triton's clients match answers
-            // to requests by id).
-            pending->answer.mutable_infer_response()->set_id(
-                pending->request.id());
-            pending->answer.mutable_infer_response()->set_model_name(
-                pending->request.model_name());
-          }
-          pending->answered = true;
-          step = Next(state.get());
-        }
-        step.Run();
-      });
-  reading_ = std::make_shared<Pending>();
-  StartRead(&reading_->request);
+  // Read the next request before this one is served: Infer may finish it
+  // inline, and the stream must not finish while a read is pending.
+  StartRead();
+  service_->Infer(*origin_, &pending->request, &pending->response,
+                  [state = state_, pending](const grpc::Status& status) {
+                    absl::MutexLock lock(&state->mu);
+                    if (status.ok()) {
+                      *pending->answer.mutable_infer_response() =
+                          std::move(pending->response);
+                    } else {
+                      pending->answer.set_error_message(status.error_message());
+                      // The error names its request (Triton's clients match
+                      // answers to requests by id).
+                      pending->answer.mutable_infer_response()->set_id(
+                          pending->request.id());
+                      pending->answer.mutable_infer_response()->set_model_name(
+                          pending->request.model_name());
+                    }
+                    pending->answered = true;
+                    Next(state.get());
+                  });
 }
 
-void InferStream::OnWriteDone(bool ok) {
-  Step step;
-  {
-    absl::MutexLock lock(&state_->mu);
-    state_->writing = false;
-    if (!ok) state_->broken = true;
-    state_->order.pop_front();
-    step = Next(state_.get());
-  }
-  step.Run();
+void InferStream::OnWritten(bool ok) {
+  absl::MutexLock lock(&state_->mu);
+  state_->writing = false;
+  if (!ok) state_->broken = true;
+  state_->order.pop_front();
+  Next(state_.get());
 }
 
-InferStream::Step InferStream::Next(State* state) {
-  Step step;
-  if (state->stream == nullptr || state->writing || state->finished) {
-    return step;
-  }
+void InferStream::Next(State* state) {
+  InferStream* stream = state->stream;
+  if (stream == nullptr || state->writing || state->finishing) return;
   if (state->broken) {
     // The client is gone: answers have nowhere to go.
     if (state->reads_done) {
-      state->finished = true;
-      step.stream = state->stream;
-      step.finish =
-          grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+      state->finishing = true;
+      stream->stream_.Finish(
+          grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"),
+          &stream->finished_);
     }
-    return step;
+    return;
   }
   if (!state->order.empty()) {
     const Pending& next = *state->order.front();
-    if (!next.answered) return step;
+    if (!next.answered) return;
     state->writing = true;
-    step.stream = state->stream;
-    step.write = &next.answer;
-    return step;
+    stream->stream_.Write(next.answer, &stream->written_);
+    return;
   }
   if (state->reads_done) {
-    state->finished = true;
-    step.stream = state->stream;
-    step.finish = grpc::Status::OK;
+    state->finishing = true;
+    stream->stream_.Finish(grpc::Status::OK, &stream->finished_);
   }
-  return step;
 }
 
-void InferStream::Step::Run() const {
-  // The stream lives until OnDone, which comes only after the Finish below
-  // and after the write below completes.
-  if (write != nullptr) stream->StartWrite(write);
-  if (finish.has_value()) stream->Finish(*finish);
-}
-
-void InferStream::OnDone() {
+void InferStream::OnFinished(bool) {
+  // Finish starts only after the last read and write completed: nothing
+  // of this stream is pending on the queue now.
   {
     absl::MutexLock lock(&state_->mu);
     state_->stream = nullptr;

@@ -6,28 +6,27 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/async_call.h"
 #include "frontend/inference_service.h"
 #include "grpc_service.grpc.pb.h"
-#include "grpcpp/support/server_callback.h"
 
 namespace tessera {
 
-// One ModelStreamInfer stream (gRPC's callback API): reads requests one
-// after another, hands each to InferenceService::Infer as it arrives (so
-// a stream's requests batch with everyone's), and writes the answers in
-// the order the requests came, each failed one as its error_message. The
-// stream ends OK after the client closes its side and every answer is
-// written; a client that goes away ends it CANCELLED. Deletes itself when
-// gRPC is done with it.
-class InferStream final
-    : public grpc::ServerBidiReactor<inference::ModelInferRequest,
-                                     inference::ModelStreamInferResponse> {
+// One ModelStreamInfer stream on gRPC's asynchronous API (the event loop
+// that accepted it runs its reads and completions; gRPC's callback API
+// would start threads of its own that poll every socket of the process,
+// docs/benchmarks.md). Reads requests one after another, hands each to
+// InferenceService::Infer as it arrives (so a stream's requests batch with
+// everyone's), and writes the answers in the order the requests came, each
+// failed one as its error_message. The stream ends OK after the client
+// closes its side and every answer is written; a client that goes away
+// ends it CANCELLED. Deletes itself when its last operation completes.
+class InferStream {
  public:
-  InferStream(InferenceService* service, grpc::CallbackServerContext* context);
-
-  void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
-  void OnDone() override;
+  // Arms one stream on `cq`; it arms the next when it is accepted.
+  static void Arm(InferenceService* service,
+                  InferenceService::AsyncService* async,
+                  grpc::ServerCompletionQueue* cq, AsyncCallCount* calls);
 
  private:
   // One request from its arrival until its answer is written. Held by the
@@ -39,30 +38,46 @@ class InferStream final
     bool answered = false;
   };
   // What outlives the stream: the finish callbacks of calls still in the
-  // router may run after OnDone.
+  // router may run after it is gone.
   struct State {
     absl::Mutex mu;
-    InferStream* stream ABSL_GUARDED_BY(mu);
+    InferStream* stream ABSL_GUARDED_BY(mu) = nullptr;  // null: finished
     std::deque<std::shared_ptr<Pending>> order ABSL_GUARDED_BY(mu);
     bool writing ABSL_GUARDED_BY(mu) = false;
     bool reads_done ABSL_GUARDED_BY(mu) = false;
     bool broken ABSL_GUARDED_BY(mu) = false;  // a write failed
-    bool finished ABSL_GUARDED_BY(mu) = false;
+    bool finishing ABSL_GUARDED_BY(mu) = false;
   };
 
-  // What to do next, decided under the lock and done after it (gRPC may
-  // run a reaction inline): write the next answer when it is ready and
-  // nothing is being written, or finish the stream when nothing is left.
-  struct Step {
-    InferStream* stream = nullptr;
-    const inference::ModelStreamInferResponse* write = nullptr;
-    std::optional<grpc::Status> finish;
-    void Run() const;
-  };
-  static Step Next(State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu);
+  InferStream(InferenceService* service, InferenceService::AsyncService* async,
+              grpc::ServerCompletionQueue* cq, AsyncCallCount* calls);
+  ~InferStream();
+
+  void OnAccepted(bool ok);
+  void OnRead(bool ok);
+  void OnWritten(bool ok);
+  void OnFinished(bool ok);
+  void StartRead();
+  // Writes the next answer when it is ready and nothing is being written,
+  // or finishes the stream when nothing is left. Operations of the
+  // asynchronous API complete on the queue, never inline, so they start
+  // under the lock.
+  static void Next(State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu);
 
   InferenceService* const service_;
-  const InferenceService::CallOrigin origin_;
+  InferenceService::AsyncService* const async_;
+  grpc::ServerCompletionQueue* const cq_;
+  AsyncCallCount* const calls_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse,
+                                inference::ModelInferRequest>
+      stream_{&context_};
+  AsyncOp<InferStream> accepted_{this, &InferStream::OnAccepted};
+  AsyncOp<InferStream> read_{this, &InferStream::OnRead};
+  AsyncOp<InferStream> written_{this, &InferStream::OnWritten};
+  AsyncOp<InferStream> finished_{this, &InferStream::OnFinished};
+  // Known once the stream is accepted.
+  std::optional<InferenceService::CallOrigin> origin_;
   const std::shared_ptr<State> state_ = std::make_shared<State>();
   // The request being read (only the reading side touches it).
   std::shared_ptr<Pending> reading_;

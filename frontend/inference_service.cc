@@ -48,13 +48,6 @@ void FillTensorMetadata(const TensorConfig& t,
 
 }  // namespace
 
-grpc::ServerBidiReactor<inference::ModelInferRequest,
-                        inference::ModelStreamInferResponse>*
-InferenceService::AsyncService::ModelStreamInfer(
-    grpc::CallbackServerContext* context) {
-  return new InferStream(service_, context);
-}
-
 void InferenceService::Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
                            AsyncCallCount* calls) {
   ArmHandler(this, calls, async, cq, &AsyncService::RequestServerLive,
@@ -80,6 +73,7 @@ void InferenceService::Arm(AsyncService* async, grpc::ServerCompletionQueue* cq,
   ArmHandler(this, calls, async, cq,
              &AsyncService::RequestRepositoryModelUnload,
              &InferenceService::RepositoryModelUnload);
+  InferStream::Arm(this, async, cq, calls);
 }
 
 void InferenceService::ServerLive(grpc::ServerContext* context,

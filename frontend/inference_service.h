@@ -44,21 +44,8 @@ class InferenceService {
         admin_secret_(std::move(admin_secret)),
         admission_(admission) {}
 
-  // The generated service: every method on the asynchronous API but
-  // ModelStreamInfer, which runs on gRPC's callback API (InferStream).
-  class AsyncService final
-      : public inference::GRPCInferenceService::
-            WithCallbackMethod_ModelStreamInfer<
-                inference::GRPCInferenceService::AsyncService> {
-   public:
-    explicit AsyncService(InferenceService* service) : service_(service) {}
-    grpc::ServerBidiReactor<inference::ModelInferRequest,
-                            inference::ModelStreamInferResponse>*
-    ModelStreamInfer(grpc::CallbackServerContext* context) override;
-
-   private:
-    InferenceService* const service_;
-  };
+  // The generated service, every method on the asynchronous API.
+  using AsyncService = inference::GRPCInferenceService::AsyncService;
   // Finishes a call with its status (exactly once, from any thread).
   using Finish = UnaryFinish;
 

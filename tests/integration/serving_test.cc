@@ -324,6 +324,62 @@ TEST_F(ServingTest, EveryModelMatchesInProcessReferenceUnderConcurrency) {
             << " early SLO rejections retried\n";
 }
 
+// A stream's answers come in the order of its requests, a failed one as
+// its error_message; outputs match the reference. A client that cancels
+// with requests in flight ends its stream CANCELLED and the server serves
+// on (the frontend shuts down cleanly afterwards: TearDownTestSuite).
+TEST_F(ServingTest, StreamAnswersInOrderAndSurvivesAClientThatLeaves) {
+  auto ref = ReferenceModel::Load(repo_->ModelPath("lenet", 1), 1);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  std::vector<std::vector<RawTensor>> inputs;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    auto stream = stub_->ModelStreamInfer(&context);
+    for (int i = 0; i < 8; ++i) {
+      inputs.push_back(RandomInputs(Config("lenet"), 1 + i % 3, 500 + i));
+      auto request = MakeRequest(Config("lenet"), inputs.back(), false);
+      request.set_id(absl::StrCat("s", i));
+      if (i == 5) request.set_model_name("no_such_model");
+      ASSERT_TRUE(stream->Write(request));
+    }
+    ASSERT_TRUE(stream->WritesDone());
+    inference::ModelStreamInferResponse answer;
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(stream->Read(&answer)) << "answer " << i;
+      EXPECT_EQ(answer.infer_response().id(), absl::StrCat("s", i));
+      if (i == 5) {
+        EXPECT_THAT(answer.error_message(), HasSubstr("no_such_model"));
+        continue;
+      }
+      ASSERT_EQ(answer.error_message(), "") << i;
+      auto expected = (*ref)->Run(inputs[i]);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      ExpectMatchesReference((*expected)[0],
+                             answer.infer_response().raw_output_contents(0),
+                             absl::StrCat("stream answer ", i));
+    }
+    EXPECT_FALSE(stream->Read(&answer));
+    grpc::Status end = stream->Finish();
+    EXPECT_TRUE(end.ok()) << end.error_message();
+  }
+  for (int round = 0; round < 3; ++round) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    auto stream = stub_->ModelStreamInfer(&context);
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_TRUE(stream->Write(MakeRequest(
+          Config("lenet"), RandomInputs(Config("lenet"), 4, i), false)));
+    }
+    context.TryCancel();
+    inference::ModelStreamInferResponse answer;
+    while (stream->Read(&answer)) {
+    }
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  ExpectStillServing();
+}
+
 TEST_F(ServingTest, RequestedOutputSubsetIsReturned) {
   auto inputs = RandomInputs(Config("bert_tiny"), 2, 77);
   auto request = MakeRequest(Config("bert_tiny"), inputs, false);

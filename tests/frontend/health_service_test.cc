@@ -94,30 +94,31 @@ TEST_F(HealthServiceTest, WatchSendsTheStatusThenEachChangeAndEndsAtShutdown) {
   HealthCheckRequest request;
   request.set_service(kService);
   auto reader = stub_->Watch(&context, request);
-  HealthCheckResponse response;
-  ASSERT_TRUE(reader->Read(&response));
-  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  // The next message on the watch.
+  auto next = [&reader] {
+    HealthCheckResponse response;
+    EXPECT_TRUE(reader->Read(&response));
+    return response.status();
+  };
+  EXPECT_EQ(next(), HealthCheckResponse::NOT_SERVING);
   ready_ = true;
   health_.Refresh();
-  ASSERT_TRUE(reader->Read(&response));
-  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  EXPECT_EQ(next(), HealthCheckResponse::SERVING);
   // Refreshes without a change send nothing: the next message is the
   // next change.
   health_.Refresh();
   health_.Refresh();
   ready_ = false;
   health_.Refresh();
-  ASSERT_TRUE(reader->Read(&response));
-  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(next(), HealthCheckResponse::NOT_SERVING);
   ready_ = true;
   health_.Refresh();
-  ASSERT_TRUE(reader->Read(&response));
-  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  EXPECT_EQ(next(), HealthCheckResponse::SERVING);
   // Shutdown says NOT_SERVING and ends the watch (the server's own
   // shutdown then waits for no open stream).
   health_.Shutdown();
-  ASSERT_TRUE(reader->Read(&response));
-  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(next(), HealthCheckResponse::NOT_SERVING);
+  HealthCheckResponse response;
   EXPECT_FALSE(reader->Read(&response));
   grpc::Status end = reader->Finish();
   EXPECT_TRUE(end.ok()) << end.error_message();

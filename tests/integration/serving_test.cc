@@ -25,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "health.grpc.pb.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/integration/reference_model.h"
 
@@ -1067,6 +1068,25 @@ TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
   const ModelConfig& resnet = setup->config("resnet18");
   auto cluster = LocalCluster::Start(setup->options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
+  // A health watch on the frontend says SERVING now and NOT_SERVING once
+  // the heartbeats miss the dead backend.
+  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      (*cluster)->frontend_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  auto watch =
+      health->Watch(&watch_context, grpc::health::v1::HealthCheckRequest());
+  // Reads the watch until it says `status`; false if it ends first.
+  auto watch_until =
+      [&watch](grpc::health::v1::HealthCheckResponse::ServingStatus status) {
+        grpc::health::v1::HealthCheckResponse response;
+        while (watch->Read(&response)) {
+          if (response.status() == status) return true;
+        }
+        return false;
+      };
+  ASSERT_TRUE(watch_until(grpc::health::v1::HealthCheckResponse::SERVING));
 
   std::atomic<int> ok{0}, unavailable{0}, other{0};
   std::atomic<bool> stop{false};
@@ -1109,6 +1129,9 @@ TEST(BackendFailureTest, KilledBackendYieldsUnavailableAndNoHang) {
             &response, absl::Seconds(20));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_TRUE((*cluster)->frontend()->Running());
+  EXPECT_TRUE(watch_until(grpc::health::v1::HealthCheckResponse::NOT_SERVING));
+  watch_context.TryCancel();
+  (void)watch->Finish();
   // The proxies notice their control channel closing and exit.
   for (pid_t pid : proxies) {
     const absl::Time deadline = absl::Now() + absl::Seconds(20);

@@ -24,7 +24,14 @@ absl::Status ValidateFrontendConfig(FrontendConfig* c) {
           "every backend needs an id and an address");
     }
   }
-  if (c->policy().empty()) c->set_policy("static");
+  // Without a policy: the static plan when one is given or there are no
+  // profiles to plan with, Tessera's own policy otherwise.
+  if (c->policy().empty()) {
+    c->set_policy(c->static_plan().devices_size() > 0 ||
+                          c->profile_dir().empty()
+                      ? "static"
+                      : "tessera");
+  }
   if (c->time_scale() == 0) c->set_time_scale(1);
   if (c->replan_period_s() == 0) c->set_replan_period_s(20);
   if (c->rate_window_s() == 0) c->set_rate_window_s(20);

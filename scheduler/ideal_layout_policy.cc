@@ -6,27 +6,10 @@
 #include "common/status_macros.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/gpulet_placer.h"
+#include "scheduler/layout_multisets.h"
 #include "scheduler/policy_registry.h"
 
 namespace tessera {
-namespace {
-
-// The per-GPU layouts of the artifact's full search (percent).
-const std::vector<std::vector<double>>& GpuLayouts() {
-  static const std::vector<std::vector<double>> layouts = {
-      {100}, {20, 80}, {40, 60}, {50, 50}};
-  return layouts;
-}
-
-// Number of multisets of n GPUs over k layouts: C(n + k - 1, k - 1).
-double MultisetCount(int n, int k) {
-  double c = 1;
-  for (int i = 1; i < k; ++i) c = c * (n + i) / i;
-  return c;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> IdealLayoutPolicy::Create(
     const PolicyOptions& options) {
   return std::unique_ptr<SchedulingPolicy>(new IdealLayoutPolicy(options));
@@ -47,22 +30,19 @@ absl::StatusOr<Plan> IdealLayoutPolicy::Schedule(
         "{20, 40, 50, 60, 80, 100}");
   }
   const int n = static_cast<int>(gpus.size());
-  const int k = static_cast<int>(GpuLayouts().size());
-  if (MultisetCount(n, k) > kMaxLayouts) {
+  if (LayoutMultisets::Count(n) > kMaxLayouts) {
     return absl::FailedPreconditionError(absl::StrCat(
         "ideal-layout: ", n, " GPUs make more than ", kMaxLayouts, " layouts"));
   }
   const GpuletPlacer placer(options_.interference.get(),
                             options_.rules.gpulet());
-  // Layout index per GPU, non-decreasing (a multiset).
-  std::vector<int> choice(n, 0);
   std::vector<GpuLayout> best;
   double best_share = 0;
   int best_gpus = 0, tried = 0, succeeded = 0;
-  while (true) {
+  for (const std::vector<int>& choice : LayoutMultisets::All(n)) {
     std::vector<GpuLayout> layouts;
     for (int g = 0; g < n; ++g) {
-      layouts.emplace_back(gpus[g], GpuLayouts()[choice[g]]);
+      layouts.emplace_back(gpus[g], LayoutMultisets::GpuLayouts()[choice[g]]);
     }
     ++tried;
     if (placer.Partition(order, grid, /*fixed=*/true, &layouts).ok()) {
@@ -82,12 +62,6 @@ absl::StatusOr<Plan> IdealLayoutPolicy::Schedule(
         best_gpus = used;
       }
     }
-    // Next non-decreasing sequence.
-    int g = n - 1;
-    while (g >= 0 && choice[g] == k - 1) --g;
-    if (g < 0) break;
-    ++choice[g];
-    for (int h = g + 1; h < n; ++h) choice[h] = choice[g];
   }
   if (best.empty()) {
     return absl::ResourceExhaustedError(

@@ -11,6 +11,15 @@
 namespace tessera {
 namespace {
 
+// Tessera's own policy has no paper: both presets search the same way.
+void SetTesseraDefaults(TesseraRules* t) {
+  t->set_objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT);
+  for (const char* seed : {"sbp", "greedy", "gpulet", "igniter", "las"}) {
+    t->add_seed_policies(seed);
+  }
+  t->set_layout_budget(64);
+}
+
 PlanningRules TesseraDefaults() {
   PlanningRules r;
   r.set_preset(RULES_PRESET_TESSERA);
@@ -58,6 +67,7 @@ PlanningRules TesseraDefaults() {
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
   r.set_max_partitions_per_gpu(0);
+  SetTesseraDefaults(r.mutable_tessera());
   return r;
 }
 
@@ -102,6 +112,7 @@ PlanningRules PaperDefaults() {
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
   r.set_max_partitions_per_gpu(0);
+  SetTesseraDefaults(r.mutable_tessera());
   return r;
 }
 
@@ -155,6 +166,10 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
     return absl::InvalidArgumentError("planning rules: unknown preset");
   }
   PlanningRules out = PresetRules(rules.preset());
+  // A list that is set replaces the preset's (MergeFrom would append).
+  if (rules.tessera().seed_policies_size() > 0) {
+    out.mutable_tessera()->clear_seed_policies();
+  }
   // Set fields override the preset's (proto3 `optional` tracks presence,
   // which MergeFrom honours).
   out.MergeFrom(rules);
@@ -201,6 +216,16 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
   RETURN_IF_ERROR(Check(out.max_partitions_per_gpu() >= 0,
                         "max_partitions_per_gpu", ">= 0"));
+  const TesseraRules& t = out.tessera();
+  RETURN_IF_ERROR(Check(TesseraObjective_IsValid(t.objective()) &&
+                            t.objective() != TESSERA_OBJECTIVE_UNSPECIFIED,
+                        "tessera.objective", "MAX_THROUGHPUT or FEWEST_GPUS"));
+  RETURN_IF_ERROR(
+      Check(t.layout_budget() >= 0, "tessera.layout_budget", ">= 0"));
+  for (const std::string& seed : t.seed_policies()) {
+    RETURN_IF_ERROR(Check(seed != "tessera", "tessera.seed_policies",
+                          "other policies than 'tessera'"));
+  }
   return out;
 }
 

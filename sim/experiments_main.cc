@@ -43,7 +43,10 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "beside gpulet-noint, sbp and ideal-layout), additions (each of "
           "Tessera's additions switched off, over the rules suite), "
           "suite (--policies under the rules of the flags over "
-          "--suite_half), calibrate (each policy family's margins on the "
+          "--suite_half), compare (--policies per case of --suite_half, "
+          "against the best non-oracle policy and the best known, with "
+          "tessera's gain over the best seed policy), calibrate (each "
+          "policy family's margins on the "
           "suite's calibration half, "
           "checked on the held-out half), reproduce (the papers' headline "
           "experiments of --reproduce, with a verdict per claim, under the "
@@ -534,8 +537,9 @@ int Run() {
     return 2;
   }
   const std::vector<std::string> known = {
-      "throughput", "sweep",     "gpus",  "share100",  "planning",     "checks",
-      "additions",  "calibrate", "suite", "reproduce", "inss-fidelity"};
+      "throughput", "sweep",   "gpus",      "share100",
+      "planning",   "checks",  "additions", "calibrate",
+      "suite",      "compare", "reproduce", "inss-fidelity"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -565,6 +569,7 @@ int Run() {
     if (e == "additions") report.Additions();
     if (e == "calibrate") report.Calibrate();
     if (e == "suite") report.Suite();
+    if (e == "compare") report.Compare();
     if (e == "throughput") experiments.Throughput(**setup);
     if (e == "sweep") experiments.Sweep(**setup);
     if (e == "gpus") experiments.GpusNeeded(**setup);

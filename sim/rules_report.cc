@@ -172,6 +172,110 @@ void RulesReport::Suite() const {
   }
 }
 
+namespace {
+
+bool IsOracle(const std::string& policy) {
+  return policy == "ideal" || policy == "ideal-layout";
+}
+
+// The highest SLO-preserved max of case `i` among `policies` passing
+// `keep`, and that policy's name.
+template <typename Keep>
+std::pair<double, std::string> BestOf(
+    const std::vector<std::string>& policies,
+    const std::vector<std::vector<RulesStudy::CaseOutcome>>& results, size_t i,
+    Keep keep) {
+  std::pair<double, std::string> best{0, "-"};
+  for (size_t k = 0; k < policies.size(); ++k) {
+    if (!keep(policies[k]) || results[k][i].refused) continue;
+    if (results[k][i].max_rps > best.first) {
+      best = {results[k][i].max_rps, policies[k]};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void RulesReport::Compare() const {
+  const std::vector<SuiteCase> cases = SuiteHalf(options_.suite_half);
+  const RulesStudy study(setup_, options_.study);
+  std::vector<std::string> policies;
+  for (absl::string_view name : absl::StrSplit(options_.policies, ',')) {
+    if (name != "ideal") policies.emplace_back(name);
+  }
+  std::vector<std::vector<RulesStudy::CaseOutcome>> results;
+  for (const std::string& policy : policies) {
+    std::fprintf(stderr, "compare: %s over %zu cases\n", policy.c_str(),
+                 cases.size());
+    results.push_back(study.Run(policy, options_.policy, cases));
+  }
+  const auto tessera_it =
+      std::find(policies.begin(), policies.end(), "tessera");
+  const bool has_tessera = tessera_it != policies.end();
+  const size_t t = tessera_it - policies.begin();
+  std::fprintf(out_,
+               "\nPer case, %s (%zu cases, %d V100s), rules %s (SLO-preserved "
+               "max req/s; v: the next load's plan broke; e: planner "
+               "efficiency)\n%-30s",
+               options_.suite_half.c_str(), cases.size(), options_.study.gpus,
+               DescribeRules(options_.policy.rules).c_str(), "case");
+  for (const std::string& p : policies) std::fprintf(out_, " %14s", p.c_str());
+  std::fprintf(out_, " %12s %12s%s\n", "best seed", "best known",
+               has_tessera ? "   tessera/seed  tessera/known" : "");
+  int at_least_every_seed = 0, within_2 = 0, seed_within_2 = 0;
+  double gain_sum = 0;
+  std::vector<double> totals(policies.size(), 0);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::fprintf(out_, "%-30s", cases[i].label().c_str());
+    for (size_t k = 0; k < policies.size(); ++k) {
+      std::fprintf(out_, " %14s", LimitMark(results[k][i]).c_str());
+      if (!results[k][i].refused) totals[k] += results[k][i].max_rps;
+    }
+    const auto seed = BestOf(policies, results, i, [](const std::string& p) {
+      return !IsOracle(p) && p != "tessera";
+    });
+    const auto known =
+        BestOf(policies, results, i, [](const std::string&) { return true; });
+    std::fprintf(out_, " %12.1f %12.1f", seed.first, known.first);
+    if (has_tessera) {
+      const double mine = results[t][i].refused ? 0 : results[t][i].max_rps;
+      const double vs_seed = seed.first > 0 ? mine / seed.first : 1;
+      const double vs_known = known.first > 0 ? mine / known.first : 1;
+      at_least_every_seed += mine >= seed.first - 1e-9 ? 1 : 0;
+      within_2 += vs_known >= 0.98 ? 1 : 0;
+      seed_within_2 +=
+          (known.first <= 0 || seed.first / known.first >= 0.98) ? 1 : 0;
+      gain_sum += vs_seed - 1;
+      std::fprintf(out_, " %10.3f (%s) %8.3f", vs_seed, seed.second.c_str(),
+                   vs_known);
+    }
+    std::fprintf(out_, "\n");
+  }
+  std::fprintf(out_, "%-30s", "total");
+  for (double total : totals) std::fprintf(out_, " %14.1f", total);
+  std::fprintf(out_, "\n");
+  for (size_t k = 0; k < policies.size(); ++k) {
+    const auto s = RulesStudy::Summarise(results[k]);
+    std::fprintf(out_, "%s: %d of %d limits broken, %d refused every load",
+                 policies[k].c_str(), s.broken, s.cases, s.refused);
+    if (s.measured > 0) {
+      std::fprintf(out_, ", efficiency %.2f / %.2f / %.2f", s.min_efficiency,
+                   s.mean_efficiency, s.max_efficiency);
+    }
+    std::fprintf(out_, "\n");
+  }
+  if (has_tessera && !cases.empty()) {
+    std::fprintf(out_,
+                 "tessera: >= every seed policy on %d of %zu cases, >= 0.98 "
+                 "of best known on %d, mean gain over the best seed %+.1f%% "
+                 "(the best seed itself within 2%% of best known on %d)\n",
+                 at_least_every_seed, cases.size(), within_2,
+                 100 * gain_sum / cases.size(), seed_within_2);
+  }
+  std::fflush(out_);
+}
+
 void RulesReport::Calibrate() const {
   const std::vector<SuiteCase> calibration = SuiteHalf("calibration");
   const std::vector<SuiteCase> held_out = SuiteHalf("held-out");

@@ -23,7 +23,10 @@ std::vector<SuiteCase> SuiteHalf(const std::string& half);
 //    on), per policy, over the suite;
 //  * Suite: every policy under the given rules over one half;
 //  * Calibrate: each family's margins on the calibration half, checked on
-//    the held-out half.
+//    the held-out half;
+//  * Compare: every policy per case of one half, against the best
+//    non-oracle policy and the best known (MEASURES.md), with "tessera"'s
+//    gain over the best seed policy when it is among the policies.
 class RulesReport {
  public:
   struct Options {
@@ -47,6 +50,7 @@ class RulesReport {
   void Additions() const;
   void Suite() const;
   void Calibrate() const;
+  void Compare() const;
 
  private:
   RulesStudy::Options StudyWithEfficiency(bool efficiency) const;

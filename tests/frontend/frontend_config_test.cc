@@ -23,6 +23,15 @@ TEST(FrontendConfigTest, FillsTheDocumentedDefaults) {
   FrontendConfig c = OneBackend();
   ASSERT_TRUE(ValidateFrontendConfig(&c).ok());
   EXPECT_EQ(c.policy(), "static");
+  // With profiles and no static plan: Tessera's own policy.
+  FrontendConfig profiled = OneBackend();
+  profiled.set_profile_dir("profiles");
+  ASSERT_TRUE(ValidateFrontendConfig(&profiled).ok());
+  EXPECT_EQ(profiled.policy(), "tessera");
+  profiled.mutable_static_plan()->add_devices()->set_backend_id("b0");
+  profiled.clear_policy();
+  ASSERT_TRUE(ValidateFrontendConfig(&profiled).ok());
+  EXPECT_EQ(profiled.policy(), "static");
   EXPECT_EQ(c.time_scale(), 1);
   EXPECT_EQ(c.replan_period_s(), 20);
   EXPECT_EQ(c.rate_window_s(), 20);

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/scheduling_policy.h"
+
+namespace tessera {
+
+// Tessera's own placement policy ("tessera"). No single heuristic wins
+// everywhere (whole-GPU replicas on the V100 pairs, spatial splits on the
+// tight-SLO mixes), so it plans with several and keeps the best plan:
+//  * the seed policies of TesseraRules.seed_policies (default sbp, greedy,
+//    gpulet, igniter, las; and inss when PolicyOptions carries its actor),
+//    each under its own family's planning rules;
+//  * gpulet's heuristic (GpuletPlacer, with the configured interference
+//    model and gpulet's check) on fixed partition layouts of the cluster,
+//    at most TesseraRules.layout_budget of them, simplest first
+//    (LayoutMultisets::Simplest; every layout when there are that few).
+// Every candidate is feasible by the rules of the planner that made it.
+// Among them TesseraRules.objective picks: MAX_THROUGHPUT, the least GPU
+// share in use; FEWEST_GPUS, the fewest GPUs, then the least share; ties
+// go to the plan that moves the fewest gpulets of the plan in force
+// (AssignGpuletIds), then to the earlier candidate. A pure function of
+// the snapshot: the search is bounded by counts, not by a clock.
+class TesseraPolicy : public SchedulingPolicy {
+ public:
+  // NOT_FOUND for an unknown seed; the error of a seed that cannot be
+  // built from `options` (gpulet without an interference model);
+  // INVALID_ARGUMENT without an interference model while layout_budget > 0.
+  static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
+      const PolicyOptions& options);
+  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  std::string name() const override { return "tessera"; }
+
+  // What a plan costs under the objective; public for tests.
+  struct Cost {
+    int gpus = 0;      // devices with at least one gpulet
+    double share = 0;  // percent, summed over gpulets
+    int moved = 0;     // gpulets new against the plan in force
+  };
+  static Cost CostOf(const Plan& plan, const Plan& current);
+  // Whether `a` is strictly better than `b` under `objective`.
+  static bool Better(TesseraObjective objective, const Cost& a, const Cost& b);
+
+ private:
+  struct Candidate {
+    Plan plan;
+    std::string source;
+    Cost cost;
+  };
+  TesseraPolicy(PolicyOptions options,
+                std::vector<std::unique_ptr<SchedulingPolicy>> seeds)
+      : options_(std::move(options)), seeds_(std::move(seeds)) {}
+
+  // gpulet's heuristic on the fixed layouts; the best feasible one, if any.
+  absl::StatusOr<std::vector<Candidate>> LayoutCandidates(
+      const ClusterSnapshot& snapshot) const;
+
+  PolicyOptions options_;
+  std::vector<std::unique_ptr<SchedulingPolicy>> seeds_;
+};
+
+}  // namespace tessera

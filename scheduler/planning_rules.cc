@@ -14,10 +14,18 @@ namespace {
 // Tessera's own policy has no paper: both presets search the same way.
 void SetTesseraDefaults(TesseraRules* t) {
   t->set_objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT);
-  for (const char* seed : {"sbp", "greedy", "gpulet", "igniter", "las"}) {
+  for (const char* seed :
+       {"sbp", "greedy", "gpulet", "gpulet-noint", "igniter", "las"}) {
     t->add_seed_policies(seed);
   }
+  t->set_large_cluster_gpus(16);
+  t->set_keep_plan_in_force(true);
+  for (const char* seed : {"greedy", "gpulet", "gpulet-noint"}) {
+    t->add_large_cluster_seeds(seed);
+  }
   t->set_layout_budget(64);
+  t->set_layout_reverse_order(true);
+  t->set_interference_within_headroom(true);
 }
 
 PlanningRules TesseraDefaults() {
@@ -170,6 +178,9 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
   if (rules.tessera().seed_policies_size() > 0) {
     out.mutable_tessera()->clear_seed_policies();
   }
+  if (rules.tessera().large_cluster_seeds_size() > 0) {
+    out.mutable_tessera()->clear_large_cluster_seeds();
+  }
   // Set fields override the preset's (proto3 `optional` tracks presence,
   // which MergeFrom honours).
   out.MergeFrom(rules);
@@ -226,6 +237,12 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
     RETURN_IF_ERROR(Check(seed != "tessera", "tessera.seed_policies",
                           "other policies than 'tessera'"));
   }
+  for (const std::string& seed : t.large_cluster_seeds()) {
+    RETURN_IF_ERROR(Check(seed != "tessera", "tessera.large_cluster_seeds",
+                          "other policies than 'tessera'"));
+  }
+  RETURN_IF_ERROR(
+      Check(t.large_cluster_gpus() >= 1, "tessera.large_cluster_gpus", ">= 1"));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "scheduler/gpu_layout.h"
 #include "scheduler/gpulet_placer.h"
 #include "scheduler/layout_multisets.h"
+#include "scheduler/plan_check.h"
 #include "scheduler/plan_ids.h"
 #include "scheduler/policy_registry.h"
 
@@ -19,29 +20,24 @@ constexpr double kShareEpsilon = 1e-6;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SchedulingPolicy>> TesseraPolicy::Create(
+namespace {
+
+// Builds the seed policies `names`; the gpulet seed plans with Tessera's
+// interference charge.
+absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> MakeSeeds(
+    const google::protobuf::RepeatedPtrField<std::string>& names,
     const PolicyOptions& options) {
-  std::vector<std::string> names(
-      options.rules.tessera().seed_policies().begin(),
-      options.rules.tessera().seed_policies().end());
-  if (options.inss_actor != nullptr &&
-      std::find(names.begin(), names.end(), "inss") == names.end()) {
-    names.push_back("inss");
-  }
-  if (options.interference == nullptr &&
-      options.rules.tessera().layout_budget() > 0) {
-    return absl::InvalidArgumentError(
-        "tessera: its layout search plans with an interference model (the "
-        "frontend's interference_profile); none is configured (or set "
-        "rules { tessera { layout_budget: 0 } })");
-  }
+  PolicyOptions gpulet_options = options;
+  gpulet_options.rules.mutable_gpulet()->set_interference_within_headroom(
+      options.rules.tessera().interference_within_headroom());
   std::vector<std::unique_ptr<SchedulingPolicy>> seeds;
   for (const std::string& name : names) {
     if (name == "tessera") {
       return absl::InvalidArgumentError(
           "tessera: 'tessera' cannot seed itself");
     }
-    auto seed = PolicyRegistry::Create(name, options);
+    auto seed = PolicyRegistry::Create(
+        name, name == "gpulet" ? gpulet_options : options);
     if (!seed.ok()) {
       return absl::Status(seed.status().code(),
                           absl::StrCat("tessera: seed policy '", name,
@@ -49,8 +45,29 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> TesseraPolicy::Create(
     }
     seeds.push_back(*std::move(seed));
   }
+  return seeds;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>> TesseraPolicy::Create(
+    const PolicyOptions& options) {
+  const TesseraRules& rules = options.rules.tessera();
+  if (options.interference == nullptr && rules.layout_budget() > 0) {
+    return absl::InvalidArgumentError(
+        "tessera: its layout search plans with an interference model (the "
+        "frontend's interference_profile); none is configured (or set "
+        "rules { tessera { layout_budget: 0 } })");
+  }
+  google::protobuf::RepeatedPtrField<std::string> names = rules.seed_policies();
+  if (options.inss_actor != nullptr &&
+      std::find(names.begin(), names.end(), "inss") == names.end()) {
+    *names.Add() = "inss";
+  }
+  ASSIGN_OR_RETURN(auto seeds, MakeSeeds(names, options));
+  ASSIGN_OR_RETURN(auto large, MakeSeeds(rules.large_cluster_seeds(), options));
   return std::unique_ptr<SchedulingPolicy>(
-      new TesseraPolicy(options, std::move(seeds)));
+      new TesseraPolicy(options, std::move(seeds), std::move(large)));
 }
 
 TesseraPolicy::Cost TesseraPolicy::CostOf(const Plan& plan,
@@ -80,6 +97,27 @@ bool TesseraPolicy::Better(TesseraObjective objective, const Cost& a,
   return a.moved < b.moved;
 }
 
+std::optional<TesseraPolicy::Candidate> TesseraPolicy::KeptPlan(
+    const ClusterSnapshot& snapshot) const {
+  const Plan& current = snapshot.current_plan;
+  if (!options_.rules.tessera().keep_plan_in_force() ||
+      current.policy() != name() || current.devices_size() == 0) {
+    return std::nullopt;
+  }
+  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
+  if (!inputs.ok()) return std::nullopt;
+  const PlanCheck check(
+      inputs->get(), options_.interference.get(),
+      options_.rules.tessera().interference_within_headroom());
+  auto layouts = check.Check(current);
+  if (!layouts.ok()) return std::nullopt;
+  Candidate c{BuildPlan(*layouts, name(), ""),
+              "the plan in force, which still holds today's rates",
+              {}};
+  c.cost = CostOf(c.plan, current);
+  return c;
+}
+
 absl::StatusOr<std::vector<TesseraPolicy::Candidate>>
 TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
   const int budget = options_.rules.tessera().layout_budget();
@@ -91,37 +129,47 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
   if (inputs->share_grid() != AllowedShares()) {
     return std::vector<Candidate>{};
   }
-  const std::vector<const ModelDemand*> order =
-      GpuletPlacer::PaperOrder(inputs->demands());
-  if (order.empty()) return std::vector<Candidate>{};
+  std::vector<std::vector<const ModelDemand*>> orders = {
+      GpuletPlacer::PaperOrder(inputs->demands())};
+  if (orders[0].empty()) return std::vector<Candidate>{};
+  const TesseraRules& rules = options_.rules.tessera();
+  if (rules.layout_reverse_order() && orders[0].size() > 1) {
+    orders.emplace_back(orders[0].rbegin(), orders[0].rend());
+  }
   const auto& gpus = inputs->gpus();
-  const GpuletPlacer placer(options_.interference.get(),
-                            options_.rules.gpulet());
+  GpuletRules placer_rules = options_.rules.gpulet();
+  placer_rules.set_interference_within_headroom(
+      rules.interference_within_headroom());
+  const GpuletPlacer placer(options_.interference.get(), placer_rules);
   const auto& kinds = LayoutMultisets::GpuLayouts();
+  // Every order gets the same layouts: the budget shared out.
+  const int per_order = std::max<int>(1, budget / orders.size());
   const auto layouts =
-      LayoutMultisets::Simplest(static_cast<int>(gpus.size()), budget);
+      LayoutMultisets::Simplest(static_cast<int>(gpus.size()), per_order);
   std::vector<Candidate> best;
-  int fit = 0;
-  for (const std::vector<int>& choice : layouts) {
-    std::vector<GpuLayout> trial;
-    for (size_t g = 0; g < gpus.size(); ++g) {
-      trial.emplace_back(gpus[g], kinds[choice[g]]);
-    }
-    if (!placer.Partition(order, inputs->share_grid(), /*fixed=*/true, &trial)
-             .ok()) {
-      continue;
-    }
-    ++fit;
-    Candidate c{BuildPlan(trial, name(), ""), "", {}};
-    c.cost = CostOf(c.plan, snapshot.current_plan);
-    if (best.empty() ||
-        Better(options_.rules.tessera().objective(), c.cost, best[0].cost)) {
-      best.assign(1, std::move(c));
+  int fit = 0, tried = 0;
+  for (const auto& order : orders) {
+    for (const std::vector<int>& choice : layouts) {
+      std::vector<GpuLayout> trial;
+      for (size_t g = 0; g < gpus.size(); ++g) {
+        trial.emplace_back(gpus[g], kinds[choice[g]]);
+      }
+      ++tried;
+      if (!placer.Partition(order, inputs->share_grid(), /*fixed=*/true, &trial)
+               .ok()) {
+        continue;
+      }
+      ++fit;
+      Candidate c{BuildPlan(trial, name(), ""), "", {}};
+      c.cost = CostOf(c.plan, snapshot.current_plan);
+      if (best.empty() || Better(rules.objective(), c.cost, best[0].cost)) {
+        best.assign(1, std::move(c));
+      }
     }
   }
   if (!best.empty()) {
     best[0].source = absl::StrCat("gpulet's heuristic on fixed layouts (", fit,
-                                  " fit of ", layouts.size(), " tried)");
+                                  " fit of ", tried, " tried)");
   }
   return best;
 }
@@ -129,9 +177,18 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
 absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   const TesseraObjective objective = options_.rules.tessera().objective();
+  // A plan in force that still holds moves nothing: kept at once for the
+  // most throughput, and under the fewest GPUs while no candidate needs
+  // fewer GPUs.
+  std::optional<Candidate> kept = KeptPlan(snapshot);
+  if (kept && objective == TESSERA_OBJECTIVE_MAX_THROUGHPUT) {
+    return Finish(*std::move(kept), 1);
+  }
   std::vector<Candidate> candidates;
   std::vector<std::string> refusals;
-  for (const auto& seed : seeds_) {
+  const bool large = static_cast<int>(snapshot.devices.size()) >
+                     options_.rules.tessera().large_cluster_gpus();
+  for (const auto& seed : large ? large_cluster_seeds_ : seeds_) {
     absl::StatusOr<Plan> plan = seed->Schedule(snapshot);
     if (!plan.ok()) {
       refusals.push_back(
@@ -142,27 +199,46 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     c.cost = CostOf(c.plan, snapshot.current_plan);
     candidates.push_back(std::move(c));
   }
-  ASSIGN_OR_RETURN(std::vector<Candidate> from_layouts,
-                   LayoutCandidates(snapshot));
-  if (from_layouts.empty() && options_.rules.tessera().layout_budget() > 0) {
+  std::vector<Candidate> from_layouts;
+  if (!large) {
+    ASSIGN_OR_RETURN(from_layouts, LayoutCandidates(snapshot));
+  }
+  if (!large && from_layouts.empty() &&
+      options_.rules.tessera().layout_budget() > 0) {
     refusals.push_back("fixed layouts: gpulet's heuristic fits none");
   }
   for (Candidate& c : from_layouts) candidates.push_back(std::move(c));
+  if (kept &&
+      (candidates.empty() || kept->cost.gpus <= BestOf(candidates).cost.gpus)) {
+    return Finish(*std::move(kept), candidates.size() + 1);
+  }
   if (candidates.empty()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("tessera: no candidate plans the load (",
                      absl::StrJoin(refusals, "; "), ")"));
   }
+  const size_t feasible = candidates.size();
+  return Finish(std::move(BestOf(candidates)), feasible);
+}
+
+TesseraPolicy::Candidate& TesseraPolicy::BestOf(
+    std::vector<Candidate>& candidates) const {
   size_t best = 0;
   for (size_t i = 1; i < candidates.size(); ++i) {
-    if (Better(objective, candidates[i].cost, candidates[best].cost)) best = i;
+    if (Better(options_.rules.tessera().objective(), candidates[i].cost,
+               candidates[best].cost)) {
+      best = i;
+    }
   }
-  Candidate& chosen = candidates[best];
+  return candidates[best];
+}
+
+Plan TesseraPolicy::Finish(Candidate chosen, size_t feasible) const {
   Plan plan = std::move(chosen.plan);
   plan.set_policy(name());
   plan.set_reason(absl::StrCat(chosen.source, ": ", chosen.cost.share, "% on ",
                                chosen.cost.gpus, " GPU(s), ", chosen.cost.moved,
-                               " gpulet(s) new; ", candidates.size(),
+                               " gpulet(s) new; ", feasible,
                                " feasible candidate(s)"));
   return plan;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,18 +14,28 @@ namespace tessera {
 // everywhere (whole-GPU replicas on the V100 pairs, spatial splits on the
 // tight-SLO mixes), so it plans with several and keeps the best plan:
 //  * the seed policies of TesseraRules.seed_policies (default sbp, greedy,
-//    gpulet, igniter, las; and inss when PolicyOptions carries its actor),
-//    each under its own family's planning rules;
+//    gpulet, gpulet-noint, igniter, las; and inss when PolicyOptions
+//    carries its actor), each under its own family's planning rules;
 //  * gpulet's heuristic (GpuletPlacer, with the configured interference
 //    model and gpulet's check) on fixed partition layouts of the cluster,
-//    at most TesseraRules.layout_budget of them, simplest first
-//    (LayoutMultisets::Simplest; every layout when there are that few).
+//    simplest first (LayoutMultisets::Simplest; every layout when there
+//    are few), in gpulet's order of the models and its reverse, at most
+//    TesseraRules.layout_budget runs.
+// Its gpulet planning (the layout search and the gpulet seed) charges a
+// co-located gpulet max(headroom, interference) rather than their product
+// (TesseraRules.interference_within_headroom).
 // Every candidate is feasible by the rules of the planner that made it.
 // Among them TesseraRules.objective picks: MAX_THROUGHPUT, the least GPU
 // share in use; FEWEST_GPUS, the fewest GPUs, then the least share; ties
 // go to the plan that moves the fewest gpulets of the plan in force
-// (AssignGpuletIds), then to the earlier candidate. A pure function of
-// the snapshot: the search is bounded by counts, not by a clock.
+// (AssignGpuletIds), then to the earlier candidate. A plan in force that
+// Tessera made and that still passes PlanCheck at today's rates is kept
+// (TesseraRules.keep_plan_in_force): under MAX_THROUGHPUT without a
+// search, under FEWEST_GPUS unless a candidate needs fewer GPUs. A pure
+// function of the snapshot: the search is bounded by counts, not by a clock. On
+// more than TesseraRules.large_cluster_gpus GPUs it plans with the seeds of
+// large_cluster_seeds alone (default greedy, gpulet, gpulet-noint), which
+// take a fraction of a second on 1,000 GPUs.
 class TesseraPolicy : public SchedulingPolicy {
  public:
   // NOT_FOUND for an unknown seed; the error of a seed that cannot be
@@ -52,15 +63,26 @@ class TesseraPolicy : public SchedulingPolicy {
     Cost cost;
   };
   TesseraPolicy(PolicyOptions options,
-                std::vector<std::unique_ptr<SchedulingPolicy>> seeds)
-      : options_(std::move(options)), seeds_(std::move(seeds)) {}
+                std::vector<std::unique_ptr<SchedulingPolicy>> seeds,
+                std::vector<std::unique_ptr<SchedulingPolicy>> large)
+      : options_(std::move(options)),
+        seeds_(std::move(seeds)),
+        large_cluster_seeds_(std::move(large)) {}
 
+  // The plan in force (if Tessera made it and keep_plan_in_force), re-solved
+  // for today's rates, when it passes PlanCheck.
+  std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot) const;
+  // The best of `candidates` (not empty) under the objective.
+  Candidate& BestOf(std::vector<Candidate>& candidates) const;
+  // `chosen` as Tessera's plan, its reason naming where it came from.
+  Plan Finish(Candidate chosen, size_t feasible) const;
   // gpulet's heuristic on the fixed layouts; the best feasible one, if any.
   absl::StatusOr<std::vector<Candidate>> LayoutCandidates(
       const ClusterSnapshot& snapshot) const;
 
   PolicyOptions options_;
   std::vector<std::unique_ptr<SchedulingPolicy>> seeds_;
+  std::vector<std::unique_ptr<SchedulingPolicy>> large_cluster_seeds_;
 };
 
 }  // namespace tessera

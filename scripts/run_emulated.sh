@@ -7,6 +7,10 @@
 # $TESSERA_LOG_DIR/scenario-<policy>.csv and a plot next to it.
 # Usage: scripts/run_emulated.sh [--policy=gpulet] [--serve] [--no-setup]
 #          [--scenario-args="..."] [--loadgen-search] [--loadgen-report]
+#          [--rules="PlanningRules text"] [--tag=NAME]
+#   --rules           planning rules added to the frontend config, e.g.
+#                     --rules='tessera { objective: TESSERA_OBJECTIVE_FEWEST_GPUS }'
+#   --tag             name the outputs <policy>-<tag> instead of <policy>
 #   --serve           keep serving (Ctrl-C to stop) instead of the scenario
 #   --loadgen-search  measure the SLO-preserved max throughput instead
 #   --loadgen-report  one 45 s load generator run at 5x the base mix,
@@ -23,6 +27,8 @@ POLICY=gpulet
 MODE=scenario
 SETUP=1
 SCENARIO_ARGS=""
+RULES=""
+TAG=""
 for arg in "$@"; do
   case "$arg" in
     --policy=*) POLICY="${arg#*=}" ;;
@@ -31,7 +37,9 @@ for arg in "$@"; do
     --loadgen-report) MODE=report ;;
     --no-setup) SETUP=0 ;;
     --scenario-args=*) SCENARIO_ARGS="${arg#*=}" ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --rules=*) RULES="${arg#*=}" ;;
+    --tag=*) TAG="${arg#*=}" ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run_emulated.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +53,8 @@ CONFIG="$LOG_DIR/emulated-frontend.pbtxt"
 sed -e "s/127.0.0.1:8101/127.0.0.1:$B0/" -e "s/127.0.0.1:8102/127.0.0.1:$B1/" \
   -e "s|\"profiles|\"$ROOT/profiles|g" \
   "$ROOT/configs/emulated_cluster.pbtxt" > "$CONFIG"
+[[ -n "$RULES" ]] && echo "rules { $RULES }" >> "$CONFIG"
+NAME="$POLICY${TAG:+-$TAG}"
 
 PIDS=()
 cleanup() {
@@ -96,19 +106,19 @@ case "$MODE" in
     "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only \
       --load=lenet:150,googlenet:25,resnet50:37.5,vgg16:15,ssd_mobilenet:15 \
       --slos=lenet:50,googlenet:660,resnet50:1080,vgg16:1420,ssd_mobilenet:1360 \
-      --duration_s=45 --warmup_s=15 --json="$LOG_DIR/loadgen-$POLICY.json" ;;
+      --duration_s=45 --warmup_s=15 --json="$LOG_DIR/loadgen-$NAME.json" ;;
   search)
     "$BIN/tessera_loadgen" --server="127.0.0.1:$PORT" --shape_only --search \
       --load=lenet:30,googlenet:5,resnet50:7.5,vgg16:3,ssd_mobilenet:3 \
       --slos=lenet:50,googlenet:660,resnet50:1080,vgg16:1420,ssd_mobilenet:1360 \
       --duration_s=30 --warmup_s=12 --search_steps=10 ;;
   scenario)
-    CSV="$LOG_DIR/scenario-$POLICY.csv"
+    CSV="$LOG_DIR/scenario-$NAME.csv"
     # shellcheck disable=SC2086
     "$BIN/tessera_scenario" --frontend="127.0.0.1:$PORT" \
       --backends="127.0.0.1:$B0,127.0.0.1:$B1" \
       --cluster_token_file="$LOG_DIR/cluster_token" \
       --model_repository="$MODELS" --time_scale=10 --csv="$CSV" $SCENARIO_ARGS
     /usr/bin/python3 "$ROOT/scripts/plot_scenario.py" "$CSV" \
-      --title="policy $POLICY, 4 emulated GPUs, k = 10" || true ;;
+      --title="policy $NAME, 4 emulated GPUs, k = 10" || true ;;
 esac

@@ -227,8 +227,11 @@ void V100Experiments::GpusNeeded(const V100Setup& setup) const {
 void V100Experiments::Sweep(const V100Setup& setup) const {
   const std::vector<std::string> all = {"alexnet", "resnet50", "vgg19", "ssd"};
   const double r = options_.base_rate_rps;
-  const std::vector<std::string> names = {"sbp", "greedy", "gpulet-noint",
-                                          "gpulet"};
+  // Every policy of --policies but the exhaustive "ideal".
+  std::vector<std::string> names;
+  for (absl::string_view n : absl::StrSplit(options_.policies, ',')) {
+    if (n != "ideal") names.emplace_back(n);
+  }
   SimOptions options;
   options.duration = absl::Seconds(10);
   std::printf(
@@ -239,6 +242,11 @@ void V100Experiments::Sweep(const V100Setup& setup) const {
               "planned but >1%");
   for (const auto& n : names) {
     auto policy = PolicyRegistry::Create(n, PolicyOptionsFor(setup));
+    if (!policy.ok()) {
+      std::printf("%-13s %s\n", n.c_str(),
+                  std::string(policy.status().message()).c_str());
+      continue;
+    }
     int planned = 0, held = 0;
     for (int code = 1; code < 81; ++code) {
       std::vector<WorkloadModel> models;

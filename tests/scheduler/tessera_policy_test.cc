@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/plan_ids.h"
 #include "scheduler/planning_rules.h"
 #include "tests/scheduler/policy_test_util.h"
 
@@ -48,7 +49,7 @@ TEST(TesseraPolicyTest, FindsTheLeastShareThatNoSeedPolicyFinds) {
   const auto cost = TesseraPolicy::CostOf(*plan, Plan());
   EXPECT_DOUBLE_EQ(cost.share, 90);
   EXPECT_EQ(cost.gpus, 2);
-  EXPECT_NE(plan->reason().find("fixed layouts (10 fit of 10 tried)"),
+  EXPECT_NE(plan->reason().find("fixed layouts (20 fit of 20 tried)"),
             std::string::npos)
       << plan->reason();
   // Each of those seeds alone uses more.
@@ -116,12 +117,13 @@ TEST(TesseraPolicyTest, RefusalNamesEveryCandidate) {
 TEST(TesseraPolicyTest, TheLayoutBudgetBoundsTheSearch) {
   PolicyOptions o = Options();
   o.rules.mutable_tessera()->clear_seed_policies();
-  o.rules.mutable_tessera()->set_layout_budget(3);
+  // 3 layouts in each of the two orders.
+  o.rules.mutable_tessera()->set_layout_budget(6);
   auto plan = RunPolicyWith("tessera", TwoModelsOnTwoGpus(), o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   // The three homogeneous layouts tried first hold no 40 + 50 pair.
   EXPECT_GT(TesseraPolicy::CostOf(*plan, Plan()).share, 90);
-  EXPECT_NE(plan->reason().find(" of 3 tried)"), std::string::npos)
+  EXPECT_NE(plan->reason().find(" of 6 tried)"), std::string::npos)
       << plan->reason();
   // Without layouts and seeds nothing plans.
   o.rules.mutable_tessera()->set_layout_budget(0);
@@ -154,6 +156,9 @@ TEST(TesseraPolicyTest, UnknownSeedsAreErrors) {
             std::string::npos);
   o.rules.mutable_tessera()->clear_seed_policies();
   o.rules.mutable_tessera()->add_seed_policies("greedy");
+  EXPECT_EQ(PolicyRegistry::Create("tessera", o).status().code(),
+            absl::StatusCode::kInvalidArgument);  // a large-cluster seed
+  o.rules.mutable_tessera()->clear_large_cluster_seeds();
   EXPECT_TRUE(PolicyRegistry::Create("tessera", o).ok());
 }
 
@@ -169,6 +174,64 @@ TEST(TesseraPolicyTest, TheObjectiveOrdersCosts) {
       TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, stays, split));
   EXPECT_FALSE(
       TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, split, stays));
+}
+
+// Beyond large_cluster_gpus only the large-cluster seeds plan: no layout
+// search, and a seed left out of that list cannot be chosen.
+TEST(TesseraPolicyTest, LargeClustersPlanWithTheLargeClusterSeedsAlone) {
+  ClusterSnapshot s = Snapshot(3);
+  AddModel(&s, LinearProfile("x", 0, 1), 300, 100);
+  AddModel(&s, LinearProfile("y", 0, 1), 550, 100);
+  PolicyOptions o = Options();
+  o.rules.mutable_tessera()->set_large_cluster_gpus(2);
+  o.rules.mutable_tessera()->clear_large_cluster_seeds();
+  o.rules.mutable_tessera()->add_large_cluster_seeds("sbp");
+  auto plan = RunPolicyWith("tessera", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->reason().rfind("sbp's plan", 0), 0u) << plan->reason();
+  // The same cluster under the limit searches layouts too.
+  o.rules.mutable_tessera()->set_large_cluster_gpus(3);
+  plan = RunPolicyWith("tessera", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->reason().rfind("sbp's plan", 0), std::string::npos)
+      << plan->reason();
+}
+
+// A plan in force that still holds is kept, re-batched, whatever a fresh
+// search would find; one that no longer holds is replaced.
+TEST(TesseraPolicyTest, KeepsThePlanInForceWhileItHolds) {
+  ClusterSnapshot s = TwoModelsOnTwoGpus();
+  auto first = RunPolicyWith("tessera", s, Options());
+  ASSERT_TRUE(first.ok());
+  s.current_plan = *first;
+  s.current_plan.set_epoch(1);
+  // Lower rates: the 90 % plan still holds them.
+  s.models[0].rate_rps = 150;
+  s.models[1].rate_rps = 275;
+  auto kept = RunPolicyWith("tessera", s, Options());
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->reason().rfind("the plan in force", 0), 0u) << kept->reason();
+  EXPECT_EQ(TesseraPolicy::CostOf(*kept, s.current_plan).moved, 0);
+  EXPECT_NEAR(PlannedRateRps(*kept, "x"), 150, 1e-6);
+  EXPECT_NEAR(PlannedRateRps(*kept, "y"), 275, 1e-6);
+  // Off: the search runs again.
+  PolicyOptions o = Options();
+  o.rules.mutable_tessera()->set_keep_plan_in_force(false);
+  auto fresh = RunPolicyWith("tessera", s, o);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->reason().rfind("the plan in force", 0), std::string::npos);
+  // Fewest GPUs: the 2-GPU plan in force gives way to a 1-GPU plan.
+  auto fewer =
+      RunPolicyWith("tessera", s, Options(TESSERA_OBJECTIVE_FEWEST_GPUS));
+  ASSERT_TRUE(fewer.ok());
+  EXPECT_EQ(TesseraPolicy::CostOf(*fewer, Plan()).gpus, 1) << fewer->reason();
+  // Higher rates than the plan holds (Y's 50 % gpulet serves at most
+  // 500): a new plan.
+  s.models[1].rate_rps = 700;
+  auto replaced = RunPolicyWith("tessera", s, Options());
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(replaced->reason().rfind("the plan in force", 0), std::string::npos)
+      << replaced->reason();
 }
 
 // Re-planning an unchanged snapshot keeps every gpulet of the plan in

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "perfmodel/interference_model.h"
+#include "plan.pb.h"
+#include "scheduler/gpu_layout.h"
+
+namespace tessera {
+
+// The shared feasibility check of a plan against the demands of a
+// snapshot, under the shared time-sharing solver's rules: every model with
+// traffic is served; a model's rate (with the rules' headroom, as in
+// `inputs`) is split over its gpulets in the plan's proportions; every
+// gpulet, re-solved with SolveTimeShare at its share with its latencies
+// inflated by its neighbours on the GPU (`interference`; null: solo),
+// keeps every SLO of its round. Returns the re-solved layouts (their
+// batches and duty cycles for today's rates), or FAILED_PRECONDITION
+// naming what breaks. Gpulets of another scheduler than BATCHES, devices
+// the snapshot lacks and models it does not serve fail the check.
+class PlanCheck {
+ public:
+  PlanCheck(const PolicyInputs* inputs, const InterferenceModel* interference,
+            bool interference_within_headroom)
+      : inputs_(inputs),
+        interference_(interference),
+        within_headroom_(interference_within_headroom) {}
+
+  absl::StatusOr<std::vector<GpuLayout>> Check(const Plan& plan) const;
+
+ private:
+  const PolicyInputs* inputs_;
+  const InterferenceModel* interference_;
+  bool within_headroom_;
+};
+
+}  // namespace tessera

@@ -15,7 +15,7 @@ absl::Status Broken(const std::string& why) {
 }  // namespace
 
 absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
-    const Plan& plan) const {
+    const Plan& plan, double rate_scale) const {
   std::map<std::string, const ModelDemand*> demand_of;
   for (const ModelDemand& d : inputs_->demands()) demand_of[d.name] = &d;
   // Each model's planned rate in all, to split today's in proportion.
@@ -60,8 +60,8 @@ absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
           return Broken(
               absl::StrCat("model '", a.model(), "' has no traffic now"));
         }
-        const double rate =
-            it->second->rate_rps * a.rate_rps() / planned[a.model()];
+        const double rate = rate_scale * it->second->rate_rps * a.rate_rps() /
+                            planned[a.model()];
         layout.slots()[k].slices.push_back(Slice{it->second, rate});
       }
     }
@@ -75,6 +75,18 @@ absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
     }
   }
   return layouts;
+}
+
+double PlanCheck::ScaleMargin(const Plan& plan, double max_scale,
+                              int steps) const {
+  if (!Check(plan, 1).ok()) return 0;
+  if (Check(plan, max_scale).ok()) return max_scale;
+  double lo = 1, hi = max_scale;
+  for (int i = 0; i < steps; ++i) {
+    const double mid = (lo + hi) / 2;
+    (Check(plan, mid).ok() ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 }  // namespace tessera

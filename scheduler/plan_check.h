@@ -27,7 +27,14 @@ class PlanCheck {
         interference_(interference),
         within_headroom_(interference_within_headroom) {}
 
-  absl::StatusOr<std::vector<GpuLayout>> Check(const Plan& plan) const;
+  // `rate_scale`: every model's rate multiplied by it (how far the plan
+  // stretches).
+  absl::StatusOr<std::vector<GpuLayout>> Check(const Plan& plan,
+                                               double rate_scale = 1) const;
+
+  // The largest s in [1, max_scale] (to within (max_scale - 1) / 2^steps)
+  // for which Check(plan, s) passes; 0 if it fails at s = 1.
+  double ScaleMargin(const Plan& plan, double max_scale, int steps) const;
 
  private:
   const PolicyInputs* inputs_;

@@ -17,6 +17,9 @@ namespace tessera {
 namespace {
 
 constexpr double kShareEpsilon = 1e-6;
+// Margins closer than this are a tie (the search's resolution is
+// (kMarginMaxScale - 1) / 2^kMarginSteps).
+constexpr double kMarginTolerance = 0.1;
 
 }  // namespace
 
@@ -92,6 +95,8 @@ bool TesseraPolicy::Better(TesseraObjective objective, const Cost& a,
   if (objective == TESSERA_OBJECTIVE_FEWEST_GPUS && a.gpus != b.gpus) {
     return a.gpus < b.gpus;
   }
+  if (a.margin > b.margin + kMarginTolerance) return true;
+  if (a.margin < b.margin - kMarginTolerance) return false;
   if (a.share < b.share - kShareEpsilon) return true;
   if (a.share > b.share + kShareEpsilon) return false;
   return a.moved < b.moved;
@@ -115,6 +120,7 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::KeptPlan(
               "the plan in force, which still holds today's rates",
               {}};
   c.cost = CostOf(c.plan, current);
+  c.cost.margin = check.ScaleMargin(current, kMarginMaxScale, kMarginSteps);
   return c;
 }
 
@@ -208,6 +214,16 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     refusals.push_back("fixed layouts: gpulet's heuristic fits none");
   }
   for (Candidate& c : from_layouts) candidates.push_back(std::move(c));
+  if (!large && !candidates.empty()) {
+    ASSIGN_OR_RETURN(auto inputs,
+                     PolicyInputs::FromSnapshot(snapshot, options_));
+    const PlanCheck check(
+        inputs.get(), options_.interference.get(),
+        options_.rules.tessera().interference_within_headroom());
+    for (Candidate& c : candidates) {
+      c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
+    }
+  }
   if (kept &&
       (candidates.empty() || kept->cost.gpus <= BestOf(candidates).cost.gpus)) {
     return Finish(*std::move(kept), candidates.size() + 1);
@@ -236,10 +252,10 @@ TesseraPolicy::Candidate& TesseraPolicy::BestOf(
 Plan TesseraPolicy::Finish(Candidate chosen, size_t feasible) const {
   Plan plan = std::move(chosen.plan);
   plan.set_policy(name());
-  plan.set_reason(absl::StrCat(chosen.source, ": ", chosen.cost.share, "% on ",
-                               chosen.cost.gpus, " GPU(s), ", chosen.cost.moved,
-                               " gpulet(s) new; ", feasible,
-                               " feasible candidate(s)"));
+  plan.set_reason(absl::StrCat(
+      chosen.source, ": ", chosen.cost.share, "% on ", chosen.cost.gpus,
+      " GPU(s), holds ", chosen.cost.margin, "x the rates, ", chosen.cost.moved,
+      " gpulet(s) new; ", feasible, " feasible candidate(s)"));
   return plan;
 }
 

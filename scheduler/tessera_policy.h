@@ -25,12 +25,14 @@ namespace tessera {
 // co-located gpulet max(headroom, interference) rather than their product
 // (TesseraRules.interference_within_headroom).
 // Every candidate is feasible by the rules of the planner that made it.
-// Among them TesseraRules.objective picks: MAX_THROUGHPUT, the least GPU
-// share in use; FEWEST_GPUS, the fewest GPUs, then the least share; ties
-// go to the plan that moves the fewest gpulets of the plan in force
-// (AssignGpuletIds), then to the earlier candidate. A plan in force that
-// Tessera made and that still passes PlanCheck at today's rates is kept
-// (TesseraRules.keep_plan_in_force): under MAX_THROUGHPUT without a
+// Among them TesseraRules.objective picks: MAX_THROUGHPUT, the plan with
+// the most room for every rate to grow (Cost.margin, by the shared check
+// PlanCheck), then the least GPU share in use; FEWEST_GPUS, the fewest
+// GPUs, then the most room, then the least share; ties go to the plan
+// that moves the fewest gpulets of the plan in force (AssignGpuletIds),
+// then to the earlier candidate. Room is not measured on large clusters. A plan
+// in force that Tessera made and that still passes PlanCheck at today's rates
+// is kept (TesseraRules.keep_plan_in_force): under MAX_THROUGHPUT without a
 // search, under FEWEST_GPUS unless a candidate needs fewer GPUs. A pure
 // function of the snapshot: the search is bounded by counts, not by a clock. On
 // more than TesseraRules.large_cluster_gpus GPUs it plans with the seeds of
@@ -51,7 +53,13 @@ class TesseraPolicy : public SchedulingPolicy {
     int gpus = 0;      // devices with at least one gpulet
     double share = 0;  // percent, summed over gpulets
     int moved = 0;     // gpulets new against the plan in force
+    // How far every rate may grow before the plan breaks the shared check
+    // (PlanCheck::ScaleMargin, up to kMarginMaxScale); 0: not checked, or
+    // the check cannot confirm the plan (another family's latency model).
+    double margin = 0;
   };
+  static constexpr double kMarginMaxScale = 4;
+  static constexpr int kMarginSteps = 5;
   static Cost CostOf(const Plan& plan, const Plan& current);
   // Whether `a` is strictly better than `b` under `objective`.
   static bool Better(TesseraObjective objective, const Cost& a, const Cost& b);

@@ -265,7 +265,10 @@ void RulesReport::Compare() const {
     }
     std::fprintf(out_, "\n");
   }
-  if (has_tessera && !cases.empty()) {
+  const bool has_seed = std::any_of(
+      policies.begin(), policies.end(),
+      [](const std::string& p) { return !IsOracle(p) && p != "tessera"; });
+  if (has_tessera && has_seed && !cases.empty()) {
     std::fprintf(out_,
                  "tessera: >= every seed policy on %d of %zu cases, >= 0.98 "
                  "of best known on %d, mean gain over the best seed %+.1f%% "

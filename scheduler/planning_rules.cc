@@ -20,6 +20,7 @@ void SetTesseraDefaults(TesseraRules* t) {
   }
   t->set_large_cluster_gpus(16);
   t->set_keep_plan_in_force(true);
+  t->set_keep_tolerance(0.02);
   for (const char* seed : {"greedy", "gpulet", "gpulet-noint"}) {
     t->add_large_cluster_seeds(seed);
   }
@@ -243,6 +244,8 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
   }
   RETURN_IF_ERROR(
       Check(t.large_cluster_gpus() >= 1, "tessera.large_cluster_gpus", ">= 1"));
+  RETURN_IF_ERROR(Check(t.keep_tolerance() >= 0 && t.keep_tolerance() < 1,
+                        "tessera.keep_tolerance", "in [0, 1)"));
   return out;
 }
 

@@ -183,13 +183,9 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
 absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   const TesseraObjective objective = options_.rules.tessera().objective();
-  // A plan in force that still holds moves nothing: kept at once for the
-  // most throughput, and under the fewest GPUs while no candidate needs
-  // fewer GPUs.
+  // A plan in force that still holds moves nothing; it is weighed against
+  // the best new plan below.
   std::optional<Candidate> kept = KeptPlan(snapshot);
-  if (kept && objective == TESSERA_OBJECTIVE_MAX_THROUGHPUT) {
-    return Finish(*std::move(kept), 1);
-  }
   std::vector<Candidate> candidates;
   std::vector<std::string> refusals;
   const bool large = static_cast<int>(snapshot.devices.size()) >
@@ -224,8 +220,7 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
       c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
     }
   }
-  if (kept &&
-      (candidates.empty() || kept->cost.gpus <= BestOf(candidates).cost.gpus)) {
+  if (kept && (candidates.empty() || Keeps(*kept, BestOf(candidates)))) {
     return Finish(*std::move(kept), candidates.size() + 1);
   }
   if (candidates.empty()) {
@@ -235,6 +230,14 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   }
   const size_t feasible = candidates.size();
   return Finish(std::move(BestOf(candidates)), feasible);
+}
+
+bool TesseraPolicy::Keeps(const Candidate& kept, const Candidate& best) const {
+  const TesseraRules& rules = options_.rules.tessera();
+  if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
+    return kept.cost.gpus <= best.cost.gpus;
+  }
+  return kept.cost.margin >= (1 - rules.keep_tolerance()) * best.cost.margin;
 }
 
 TesseraPolicy::Candidate& TesseraPolicy::BestOf(

@@ -30,14 +30,15 @@ namespace tessera {
 // PlanCheck), then the least GPU share in use; FEWEST_GPUS, the fewest
 // GPUs, then the most room, then the least share; ties go to the plan
 // that moves the fewest gpulets of the plan in force (AssignGpuletIds),
-// then to the earlier candidate. Room is not measured on large clusters. A plan
-// in force that Tessera made and that still passes PlanCheck at today's rates
-// is kept (TesseraRules.keep_plan_in_force): under MAX_THROUGHPUT without a
-// search, under FEWEST_GPUS unless a candidate needs fewer GPUs. A pure
-// function of the snapshot: the search is bounded by counts, not by a clock. On
-// more than TesseraRules.large_cluster_gpus GPUs it plans with the seeds of
-// large_cluster_seeds alone (default greedy, gpulet, gpulet-noint), which
-// take a fraction of a second on 1,000 GPUs.
+// then to the earlier candidate. Room is not measured on large clusters.
+// A plan in force that Tessera made and that still passes PlanCheck at
+// today's rates is kept (TesseraRules.keep_plan_in_force): under
+// MAX_THROUGHPUT unless the best candidate has more than keep_tolerance
+// more room, under FEWEST_GPUS unless a candidate needs fewer GPUs.
+// A pure function of the snapshot: the search is bounded by counts, not
+// by a clock. On more than TesseraRules.large_cluster_gpus GPUs it plans
+// with the seeds of large_cluster_seeds alone (default greedy, gpulet,
+// gpulet-noint), which take a fraction of a second on 1,000 GPUs.
 class TesseraPolicy : public SchedulingPolicy {
  public:
   // NOT_FOUND for an unknown seed; the error of a seed that cannot be
@@ -80,6 +81,10 @@ class TesseraPolicy : public SchedulingPolicy {
   // The plan in force (if Tessera made it and keep_plan_in_force), re-solved
   // for today's rates, when it passes PlanCheck.
   std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot) const;
+  // Whether the plan in force `kept` stays against the best new plan:
+  // under FEWEST_GPUS while it needs no more GPUs, under MAX_THROUGHPUT
+  // while its margin is within keep_tolerance of the new plan's.
+  bool Keeps(const Candidate& kept, const Candidate& best) const;
   // The best of `candidates` (not empty) under the objective.
   Candidate& BestOf(std::vector<Candidate>& candidates) const;
   // `chosen` as Tessera's plan, its reason naming where it came from.

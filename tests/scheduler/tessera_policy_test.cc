@@ -226,10 +226,13 @@ TEST(TesseraPolicyTest, KeepsThePlanInForceWhileItHolds) {
   ASSERT_TRUE(first.ok());
   s.current_plan = *first;
   s.current_plan.set_epoch(1);
-  // Lower rates: the 90 % plan still holds them.
+  // Lower rates: the plan still holds them. With a tolerance that lets it
+  // give up any room it is kept whatever a new plan would hold.
   s.models[0].rate_rps = 150;
   s.models[1].rate_rps = 275;
-  auto kept = RunPolicyWith("tessera", s, Options());
+  PolicyOptions any_room = Options();
+  any_room.rules.mutable_tessera()->set_keep_tolerance(0.99);
+  auto kept = RunPolicyWith("tessera", s, any_room);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(kept->reason().rfind("the plan in force", 0), 0u) << kept->reason();
   EXPECT_EQ(TesseraPolicy::CostOf(*kept, s.current_plan).moved, 0);
@@ -249,10 +252,45 @@ TEST(TesseraPolicyTest, KeepsThePlanInForceWhileItHolds) {
   // Higher rates than the plan holds (it held 1.5x of 550 for Y): a new
   // plan.
   s.models[1].rate_rps = 1000;
-  auto replaced = RunPolicyWith("tessera", s, Options());
+  auto replaced = RunPolicyWith("tessera", s, any_room);
   ASSERT_TRUE(replaced.ok()) << replaced.status();
   EXPECT_EQ(replaced->reason().rfind("the plan in force", 0), std::string::npos)
       << replaced->reason();
+}
+
+// X and Y at 100 req/s each on 20 % gpulets of their own: the plan holds
+// 2x the rates (a 20 % gpulet serves 200), a whole GPU holds both 4x. With
+// keep_tolerance t the plan in force stays while 2 >= (1 - t) * 4.
+TEST(TesseraPolicyTest, KeepsAPlanInForceWithinTheTolerance) {
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("x", 0, 1), 100, 100);
+  AddModel(&s, LinearProfile("y", 0, 1), 100, 100);
+  Plan& tight = s.current_plan;
+  tight.set_epoch(1);
+  tight.set_policy("tessera");
+  DevicePlan* d = tight.add_devices();
+  d->set_backend_id("b0");
+  d->set_device_id("gpu0");
+  for (const char* model : {"x", "y"}) {
+    GpuletPlan* g = d->add_gpulets();
+    g->set_share_percent(20);
+    ModelAssignment* a = g->add_models();
+    a->set_model(model);
+    a->set_rate_rps(100);
+  }
+  for (const auto& [tolerance, keeps] :
+       {std::pair{0.02, false}, {0.45, false}, {0.55, true}}) {
+    PolicyOptions o = Options();
+    o.rules.mutable_tessera()->set_keep_tolerance(tolerance);
+    auto plan = RunPolicyWith("tessera", s, o);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->reason().rfind("the plan in force", 0) == 0, keeps)
+        << tolerance << ": " << plan->reason();
+  }
+  EXPECT_EQ(RulesFromFlags("tessera", "tessera { keep_tolerance: 1 }")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Re-planning an unchanged snapshot keeps every gpulet of the plan in

@@ -1460,6 +1460,60 @@ TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
   EXPECT_EQ(ids(*rebatched), ids(*provisioned));
 }
 
+// Tessera's own policy plans the live cluster and serves a rate change
+// with nothing lost; the re-plan keeps the plan in force, which still
+// holds, and starts no new gpulet.
+TEST_F(EmulatedClusterTest, TesseraPlansTheLiveClusterAndKeepsAPlanThatHolds) {
+  StartCluster();
+  ASSERT_NE(cluster_, nullptr);
+  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  auto admin = Admin();
+  ASSERT_TRUE(SetPolicy(admin.get(), "tessera").ok());
+  auto first = WaitForPlan(
+      quiet->epoch(), [](const Plan& p) { return p.policy() == "tessera"; },
+      absl::Seconds(20));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(WaitForQuiescence(absl::Seconds(1), absl::Seconds(30)).ok());
+  LoadGenerator::Options lo;
+  lo.duration = absl::Seconds(6);
+  lo.timeout = absl::Seconds(30);
+  const LoadGenerator::Result result = LoadGenerator::Run(
+      stub_.get(), {Load("lenet", {{absl::ZeroDuration(), 30}})}, lo);
+  EXPECT_EQ(result.lost, 0);
+  for (const auto& r : result.records) {
+    EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
+                r.code == absl::StatusCode::kDeadlineExceeded)
+        << absl::StatusCodeToString(r.code);
+  }
+  // lenet from ~0 to 30 req/s: the monitor re-plans, with tessera.
+  auto replanned = WaitForPlan(
+      first->epoch(),
+      [](const Plan& p) {
+        return absl::StrContains(p.reason(), "rate change");
+      },
+      absl::Seconds(20));
+  ASSERT_TRUE(replanned.ok()) << replanned.status();
+  EXPECT_EQ(replanned->policy(), "tessera");
+  // lenet at 30 req/s is far within what the plan holds (4x its rates):
+  // kept, re-batched, with the same gpulets and shares.
+  EXPECT_THAT(replanned->reason(), ::testing::HasSubstr("the plan in force"));
+  auto ids = [](const Plan& plan) {
+    std::map<std::string, double> out;  // gpulet -> share
+    for (const auto& d : plan.devices()) {
+      for (const auto& g : d.gpulets()) out[g.gpulet_id()] = g.share_percent();
+    }
+    return out;
+  };
+  EXPECT_EQ(ids(*replanned), ids(*first));
+  auto final_plan = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+  ASSERT_TRUE(final_plan.ok()) << final_plan.status();
+  EXPECT_EQ(final_plan->policy(), "tessera");
+  ExpectAppliedPlanMatches(*final_plan, backends_);
+  std::cout << "[ info ] " << result.sent
+            << " sent; re-plan: " << replanned->reason() << "\n";
+}
+
 // Closed loop: exactly `concurrency` calls outstanding, never more, and the
 // next leaves as one is answered (so many more than 3 are sent).
 TEST_F(EmulatedClusterTest, LoadGeneratorKeepsAFixedConcurrency) {

@@ -1330,6 +1330,16 @@ INSTANTIATE_TEST_SUITE_P(DeviceKinds, ShadowSwapTest,
 // The seed policies plug in by name: switched live to igniter and then to
 // las under steady load, each plan is applied by shadow swaps and no
 // request is lost.
+// Each gpulet's share by id: equal for two plans when the second started
+// no new proxy.
+std::map<std::string, double> GpuletShares(const Plan& plan) {
+  std::map<std::string, double> out;
+  for (const auto& d : plan.devices()) {
+    for (const auto& g : d.gpulets()) out[g.gpulet_id()] = g.share_percent();
+  }
+  return out;
+}
+
 TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
   StartCluster(InssEmulatedCheckpoint());
   ASSERT_NE(cluster_, nullptr);
@@ -1433,13 +1443,6 @@ TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
       absl::Seconds(20));
   ASSERT_TRUE(provisioned.ok()) << provisioned.status();
   ASSERT_TRUE(WaitForQuiescence(absl::Seconds(1), absl::Seconds(30)).ok());
-  auto ids = [](const Plan& plan) {
-    std::map<std::string, double> out;  // gpulet -> share
-    for (const auto& d : plan.devices()) {
-      for (const auto& g : d.gpulets()) out[g.gpulet_id()] = g.share_percent();
-    }
-    return out;
-  };
   // lenet from ~0 to 30 req/s: the monitor re-plans.
   LoadGenerator::Options lo;
   lo.duration = absl::Seconds(6);
@@ -1457,7 +1460,7 @@ TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
   EXPECT_EQ(rebatched->policy(), "inss");
   EXPECT_THAT(rebatched->reason(), ::testing::HasSubstr("rate change"));
   // Same gpulets, same shares: the backends started nothing new.
-  EXPECT_EQ(ids(*rebatched), ids(*provisioned));
+  EXPECT_EQ(GpuletShares(*rebatched), GpuletShares(*provisioned));
 }
 
 // Tessera's own policy plans the live cluster and serves a rate change
@@ -1498,14 +1501,7 @@ TEST_F(EmulatedClusterTest, TesseraPlansTheLiveClusterAndKeepsAPlanThatHolds) {
   // lenet at 30 req/s is far within what the plan holds (4x its rates):
   // kept, re-batched, with the same gpulets and shares.
   EXPECT_THAT(replanned->reason(), ::testing::HasSubstr("the plan in force"));
-  auto ids = [](const Plan& plan) {
-    std::map<std::string, double> out;  // gpulet -> share
-    for (const auto& d : plan.devices()) {
-      for (const auto& g : d.gpulets()) out[g.gpulet_id()] = g.share_percent();
-    }
-    return out;
-  };
-  EXPECT_EQ(ids(*replanned), ids(*first));
+  EXPECT_EQ(GpuletShares(*replanned), GpuletShares(*first));
   auto final_plan = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
   ASSERT_TRUE(final_plan.ok()) << final_plan.status();
   EXPECT_EQ(final_plan->policy(), "tessera");

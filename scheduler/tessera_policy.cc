@@ -21,10 +21,6 @@ constexpr double kShareEpsilon = 1e-6;
 // (kMarginMaxScale - 1) / 2^kMarginSteps).
 constexpr double kMarginTolerance = 0.1;
 
-}  // namespace
-
-namespace {
-
 // Builds the seed policies `names`; the gpulet seed plans with Tessera's
 // interference charge.
 absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> MakeSeeds(
@@ -103,17 +99,10 @@ bool TesseraPolicy::Better(TesseraObjective objective, const Cost& a,
 }
 
 std::optional<TesseraPolicy::Candidate> TesseraPolicy::KeptPlan(
-    const ClusterSnapshot& snapshot) const {
+    const ClusterSnapshot& snapshot, const Inputs& inputs) const {
   const Plan& current = snapshot.current_plan;
-  if (!options_.rules.tessera().keep_plan_in_force() ||
-      current.policy() != name() || current.devices_size() == 0) {
-    return std::nullopt;
-  }
-  auto inputs = PolicyInputs::FromSnapshot(snapshot, options_);
-  if (!inputs.ok()) return std::nullopt;
-  const PlanCheck check(
-      inputs->get(), options_.interference.get(),
-      options_.rules.tessera().interference_within_headroom());
+  if (!MayKeep(current) || !inputs.ok()) return std::nullopt;
+  const PlanCheck check = SharedCheck(**inputs);
   auto layouts = check.Check(current);
   if (!layouts.ok()) return std::nullopt;
   Candidate c{BuildPlan(*layouts, name(), ""),
@@ -125,11 +114,12 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::KeptPlan(
 }
 
 absl::StatusOr<std::vector<TesseraPolicy::Candidate>>
-TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
+TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot,
+                                const Inputs& all_inputs) const {
   const int budget = options_.rules.tessera().layout_budget();
   if (budget <= 0) return std::vector<Candidate>{};
-  ASSIGN_OR_RETURN(std::unique_ptr<PolicyInputs> inputs,
-                   PolicyInputs::FromSnapshot(snapshot, options_));
+  RETURN_IF_ERROR(all_inputs.status());
+  const PolicyInputs* inputs = all_inputs->get();
   // Fixed layouts are GPU layouts: a device with its own grid (a cpu
   // node) is left to the seeds.
   if (inputs->share_grid() != AllowedShares()) {
@@ -182,14 +172,20 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot) const {
 
 absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
-  const TesseraObjective objective = options_.rules.tessera().objective();
-  // A plan in force that still holds moves nothing; it is weighed against
-  // the best new plan below.
-  std::optional<Candidate> kept = KeptPlan(snapshot);
-  std::vector<Candidate> candidates;
-  std::vector<std::string> refusals;
   const bool large = static_cast<int>(snapshot.devices.size()) >
                      options_.rules.tessera().large_cluster_gpus();
+  // Demands and latency models, built once for the plan in force, the
+  // layout search and the margins, and only where one of them runs (an
+  // error surfaces where one needs them).
+  const Inputs inputs =
+      !large || MayKeep(snapshot.current_plan)
+          ? PolicyInputs::FromSnapshot(snapshot, options_)
+          : Inputs(absl::FailedPreconditionError("not needed"));
+  // A plan in force that still holds moves nothing; it is weighed against
+  // the best new plan below.
+  std::optional<Candidate> kept = KeptPlan(snapshot, inputs);
+  std::vector<Candidate> candidates;
+  std::vector<std::string> refusals;
   for (const auto& seed : large ? large_cluster_seeds_ : seeds_) {
     absl::StatusOr<Plan> plan = seed->Schedule(snapshot);
     if (!plan.ok()) {
@@ -203,7 +199,7 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   }
   std::vector<Candidate> from_layouts;
   if (!large) {
-    ASSIGN_OR_RETURN(from_layouts, LayoutCandidates(snapshot));
+    ASSIGN_OR_RETURN(from_layouts, LayoutCandidates(snapshot, inputs));
   }
   if (!large && from_layouts.empty() &&
       options_.rules.tessera().layout_budget() > 0) {
@@ -211,11 +207,8 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   }
   for (Candidate& c : from_layouts) candidates.push_back(std::move(c));
   if (!large && !candidates.empty()) {
-    ASSIGN_OR_RETURN(auto inputs,
-                     PolicyInputs::FromSnapshot(snapshot, options_));
-    const PlanCheck check(
-        inputs.get(), options_.interference.get(),
-        options_.rules.tessera().interference_within_headroom());
+    RETURN_IF_ERROR(inputs.status());
+    const PlanCheck check = SharedCheck(**inputs);
     for (Candidate& c : candidates) {
       c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
     }
@@ -230,6 +223,16 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   }
   const size_t feasible = candidates.size();
   return Finish(std::move(BestOf(candidates)), feasible);
+}
+
+bool TesseraPolicy::MayKeep(const Plan& current) const {
+  return options_.rules.tessera().keep_plan_in_force() &&
+         current.policy() == name() && current.devices_size() > 0;
+}
+
+PlanCheck TesseraPolicy::SharedCheck(const PolicyInputs& inputs) const {
+  return PlanCheck(&inputs, options_.interference.get(),
+                   options_.rules.tessera().interference_within_headroom());
 }
 
 bool TesseraPolicy::Keeps(const Candidate& kept, const Candidate& best) const {

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/gpu_layout.h"
+#include "scheduler/plan_check.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -78,9 +80,17 @@ class TesseraPolicy : public SchedulingPolicy {
         seeds_(std::move(seeds)),
         large_cluster_seeds_(std::move(large)) {}
 
+  using Inputs = absl::StatusOr<std::unique_ptr<PolicyInputs>>;
+
   // The plan in force (if Tessera made it and keep_plan_in_force), re-solved
   // for today's rates, when it passes PlanCheck.
-  std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot) const;
+  std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot,
+                                    const Inputs& inputs) const;
+  // Whether `current` is a plan KeptPlan may keep (Tessera's, not empty,
+  // keep_plan_in_force).
+  bool MayKeep(const Plan& current) const;
+  // The shared check over `inputs` with Tessera's interference charge.
+  PlanCheck SharedCheck(const PolicyInputs& inputs) const;
   // Whether the plan in force `kept` stays against the best new plan:
   // under FEWEST_GPUS while it needs no more GPUs, under MAX_THROUGHPUT
   // while its margin is within keep_tolerance of the new plan's.
@@ -91,7 +101,7 @@ class TesseraPolicy : public SchedulingPolicy {
   Plan Finish(Candidate chosen, size_t feasible) const;
   // gpulet's heuristic on the fixed layouts; the best feasible one, if any.
   absl::StatusOr<std::vector<Candidate>> LayoutCandidates(
-      const ClusterSnapshot& snapshot) const;
+      const ClusterSnapshot& snapshot, const Inputs& inputs) const;
 
   PolicyOptions options_;
   std::vector<std::unique_ptr<SchedulingPolicy>> seeds_;

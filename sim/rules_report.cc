@@ -197,6 +197,21 @@ std::pair<double, std::string> BestOf(
 
 }  // namespace
 
+void RulesReport::PrintLimits(
+    const std::vector<std::string>& policies,
+    const std::vector<std::vector<RulesStudy::CaseOutcome>>& results) const {
+  for (size_t k = 0; k < policies.size(); ++k) {
+    const auto s = RulesStudy::Summarise(results[k]);
+    std::fprintf(out_, "%s: %d of %d limits broken, %d refused every load",
+                 policies[k].c_str(), s.broken, s.cases, s.refused);
+    if (s.measured > 0) {
+      std::fprintf(out_, ", efficiency %.2f / %.2f / %.2f", s.min_efficiency,
+                   s.mean_efficiency, s.max_efficiency);
+    }
+    std::fprintf(out_, "\n");
+  }
+}
+
 void RulesReport::Compare() const {
   const std::vector<SuiteCase> cases = SuiteHalf(options_.suite_half);
   const RulesStudy study(setup_, options_.study);
@@ -255,16 +270,7 @@ void RulesReport::Compare() const {
   std::fprintf(out_, "%-30s", "total");
   for (double total : totals) std::fprintf(out_, " %14.1f", total);
   std::fprintf(out_, "\n");
-  for (size_t k = 0; k < policies.size(); ++k) {
-    const auto s = RulesStudy::Summarise(results[k]);
-    std::fprintf(out_, "%s: %d of %d limits broken, %d refused every load",
-                 policies[k].c_str(), s.broken, s.cases, s.refused);
-    if (s.measured > 0) {
-      std::fprintf(out_, ", efficiency %.2f / %.2f / %.2f", s.min_efficiency,
-                   s.mean_efficiency, s.max_efficiency);
-    }
-    std::fprintf(out_, "\n");
-  }
+  PrintLimits(policies, results);
   const bool has_seed = std::any_of(
       policies.begin(), policies.end(),
       [](const std::string& p) { return !IsOracle(p) && p != "tessera"; });

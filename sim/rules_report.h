@@ -55,6 +55,10 @@ class RulesReport {
  private:
   RulesStudy::Options StudyWithEfficiency(bool efficiency) const;
   void PrintSummaryHeader(const std::string& what) const;
+  // Per policy: broken limits, refusals and planner efficiency.
+  void PrintLimits(
+      const std::vector<std::string>& policies,
+      const std::vector<std::vector<RulesStudy::CaseOutcome>>& results) const;
   void PrintSummaryRow(const std::string& policy, const std::string& setting,
                        const RulesStudy::Summary& s, double baseline) const;
 

@@ -57,6 +57,10 @@ bool SolveNormal(double (&a)[N][N + 1], double (&x)[N]) {
   return true;
 }
 
+// Samples at 100 % whose exp(-beta b) FitAtBeta keeps on the stack (a
+// profile has at most one per batch size).
+constexpr size_t kMaxLasSamples = 256;
+
 // Relative SSE of Eq. 4 at a fixed beta; fills `c` (delta, omega, and the
 // compute term when it is positive). The planner fits every model on
 // every Schedule(): normal equations accumulated in place.
@@ -66,8 +70,13 @@ double FitAtBeta(const std::vector<LasSample>& full, double beta,
   t.compute_term = with_compute;
   if (with_compute) {
     double a[4][5] = {};
-    for (const auto& s : full) {
+    // exp(-beta b) per sample, reused by the error sum below.
+    double decay[kMaxLasSamples];
+    const bool keep = full.size() <= kMaxLasSamples;
+    for (size_t k = 0; k < full.size(); ++k) {
+      const LasSample& s = full[k];
       const double b = s.batch, w = 1.0 / s.latency_ms, e = std::exp(-beta * b);
+      if (keep) decay[k] = e;
       const double x[4] = {w * b * e, w * e, w * b, w};
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 4; ++j) a[i][j] += x[i] * x[j];
@@ -83,6 +92,19 @@ double FitAtBeta(const std::vector<LasSample>& full, double beta,
     t.alpha = sol[1] / sol[0];
     t.delta = sol[2];
     t.omega = sol[3];
+    if (keep) {
+      // Eq. 4 with exp(-(beta b + gamma)) = decay * sol[0].
+      double sse = 0;
+      for (size_t k = 0; k < full.size(); ++k) {
+        const double b = full[k].batch;
+        const double base = std::max(
+            t.delta * b + t.omega + (b + t.alpha) * decay[k] * sol[0], 1e-6);
+        const double e = base / full[k].latency_ms - 1;
+        sse += e * e;
+      }
+      *c = t;
+      return sse;
+    }
   } else {
     double a[2][3] = {};
     for (const auto& s : full) {

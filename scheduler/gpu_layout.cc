@@ -1,6 +1,7 @@
 #include "scheduler/gpu_layout.h"
 
 #include "common/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "scheduler/time_share_solver.h"
 
 #include <algorithm>
@@ -109,6 +110,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
   if (snapshot.devices.empty()) {
     return absl::FailedPreconditionError("the cluster has no devices");
   }
+  inputs->shared_rules_ = options.rules.shared();
   const std::string& key = snapshot.devices.front().profile_key;
   for (const DeviceSnapshot& d : snapshot.devices) inputs->gpus_.push_back(&d);
   inputs->share_grid_ = ShareGrid(inputs->gpus_);
@@ -143,6 +145,11 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     inputs->demands_.push_back(d);
   }
   return inputs;
+}
+
+bool PolicyInputs::BuiltUnder(const SharedRules& rules) const {
+  return google::protobuf::util::MessageDifferencer::Equals(shared_rules_,
+                                                            rules);
 }
 
 Plan BuildPlan(const std::vector<GpuLayout>& gpus, const std::string& policy,

@@ -10,6 +10,7 @@
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 #include "plan.pb.h"
+#include "policy_rules.pb.h"
 #include "scheduler/model_demand.h"
 #include "scheduler/scheduling_policy.h"
 #include "scheduler/time_share_solver.h"
@@ -90,12 +91,16 @@ class PolicyInputs {
   const std::vector<const DeviceSnapshot*>& gpus() const { return gpus_; }
   // The partition sizes the devices allow (ShareGrid).
   const std::vector<double>& share_grid() const { return share_grid_; }
+  // Whether these inputs carry `rules`' headroom and queueing settings,
+  // i.e. a policy planning under `rules` may use them as its own.
+  bool BuiltUnder(const SharedRules& rules) const;
 
  private:
   std::map<std::string, LatencyModel> models_;
   std::vector<ModelDemand> demands_;
   std::vector<const DeviceSnapshot*> gpus_;
   std::vector<double> share_grid_;
+  SharedRules shared_rules_;
 };
 
 // Turns layouts into a plan (used GPUs only).

@@ -29,9 +29,15 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::CreateNoInt(
 absl::StatusOr<Plan> GpuletPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  return ScheduleWithInputs(snapshot, *inputs);
+}
+
+absl::StatusOr<Plan> GpuletPolicy::ScheduleWithInputs(
+    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
+  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
   const std::vector<const ModelDemand*> order =
-      GpuletPlacer::PaperOrder(inputs->demands());
-  const auto& gpus = inputs->gpus();
+      GpuletPlacer::PaperOrder(inputs.demands());
+  const auto& gpus = inputs.gpus();
   if (order.empty()) return BuildPlan({}, name_, "no load");
   // Algorithm 2 (smallest N for which Algorithm 1 succeeds) in one pass:
   // placement is best fit, so a whole GPU is opened (split) only when no
@@ -42,7 +48,7 @@ absl::StatusOr<Plan> GpuletPolicy::Schedule(
   std::vector<GpuLayout> layouts;
   for (const DeviceSnapshot* gpu : gpus) layouts.emplace_back(gpu);
   const GpuletPlacer placer(interference_.get(), options_.rules.gpulet());
-  RETURN_IF_ERROR(placer.Partition(order, inputs->share_grid(),
+  RETURN_IF_ERROR(placer.Partition(order, inputs.share_grid(),
                                    /*fixed=*/false, &layouts));
   int used = 0;
   for (const GpuLayout& g : layouts) used += g.used() ? 1 : 0;

@@ -46,6 +46,9 @@ class GpuletPolicy : public SchedulingPolicy {
       const PolicyOptions& options);
 
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  absl::StatusOr<Plan> ScheduleWithInputs(
+      const ClusterSnapshot& snapshot,
+      const PolicyInputs& inputs) const override;
   std::string name() const override { return name_; }
 
  private:

@@ -17,12 +17,18 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GreedyPolicy::Create(
 absl::StatusOr<Plan> GreedyPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
+  return ScheduleWithInputs(snapshot, *inputs);
+}
+
+absl::StatusOr<Plan> GreedyPolicy::ScheduleWithInputs(
+    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
+  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
   struct Part {
     Slice slice;
     double share;
   };
   std::vector<Part> parts;
-  for (const ModelDemand& m : inputs->demands()) {
+  for (const ModelDemand& m : inputs.demands()) {
     const double t = SaturatedThroughput(m, 100);
     double remaining = m.rate_rps;
     while (remaining > 1e-9) {
@@ -32,7 +38,7 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
         continue;
       }
       bool placed = false;
-      for (double p : inputs->share_grid()) {
+      for (double p : inputs.share_grid()) {
         if (SolveTimeShare({Slice{&m, remaining}}, p, SoloLatency)) {
           parts.push_back({Slice{&m, remaining}, p});
           placed = true;
@@ -48,7 +54,7 @@ absl::StatusOr<Plan> GreedyPolicy::Schedule(
   std::stable_sort(
       parts.begin(), parts.end(),
       [](const Part& a, const Part& b) { return a.share > b.share; });
-  const auto& gpus = inputs->gpus();
+  const auto& gpus = inputs.gpus();
   std::vector<GpuLayout> layouts;
   for (const Part& part : parts) {
     // Best fit: the GPU with one partition whose free remainder is the

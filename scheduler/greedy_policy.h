@@ -18,6 +18,9 @@ class GreedyPolicy : public SchedulingPolicy {
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  absl::StatusOr<Plan> ScheduleWithInputs(
+      const ClusterSnapshot& snapshot,
+      const PolicyInputs& inputs) const override;
   std::string name() const override { return "greedy"; }
 
  private:

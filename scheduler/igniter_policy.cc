@@ -125,14 +125,20 @@ absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(
 absl::StatusOr<Plan> IgniterPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  const auto& demands = inputs->demands();
-  const auto& gpus = inputs->gpus();
+  return ScheduleWithInputs(snapshot, *inputs);
+}
+
+absl::StatusOr<Plan> IgniterPolicy::ScheduleWithInputs(
+    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
+  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+  const auto& demands = inputs.demands();
+  const auto& gpus = inputs.gpus();
   IgniterHardware hw;  // power, scheduling growth and PCIe: off
   bool grid_declared = true;
   for (const DeviceSnapshot* d : gpus) {
     grid_declared = grid_declared && !d->allowed_shares.empty();
   }
-  hw.share_unit_percent = grid_declared ? inputs->share_grid().front() : 2.5;
+  hw.share_unit_percent = grid_declared ? inputs.share_grid().front() : 2.5;
   const IgniterModel model(hw);
 
   std::vector<IgniterWorkload> workloads(demands.size());

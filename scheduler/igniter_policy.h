@@ -49,6 +49,9 @@ class IgniterPolicy : public SchedulingPolicy {
       const PolicyOptions& options);
 
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  absl::StatusOr<Plan> ScheduleWithInputs(
+      const ClusterSnapshot& snapshot,
+      const PolicyInputs& inputs) const override;
   std::string name() const override {
     return packing_ == IgniterPacking::kAlloc ? "igniter" : "igniter-ffd";
   }

@@ -296,15 +296,21 @@ absl::StatusOr<LasCoefficients> LasPolicy::FitModel(const LatencyModel& lm,
 absl::StatusOr<Plan> LasPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  const auto& demands = inputs->demands();
-  const auto& gpus = inputs->gpus();
+  return ScheduleWithInputs(snapshot, *inputs);
+}
+
+absl::StatusOr<Plan> LasPolicy::ScheduleWithInputs(
+    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
+  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+  const auto& demands = inputs.demands();
+  const auto& gpus = inputs.gpus();
   bool grid_declared = true;
   for (const DeviceSnapshot* d : gpus) {
     grid_declared = grid_declared && !d->allowed_shares.empty();
   }
   std::vector<double> shares;
   if (grid_declared) {
-    shares = inputs->share_grid();
+    shares = inputs.share_grid();
   } else {
     for (int p = 10; p <= 100; p += 10) shares.push_back(p);
   }

@@ -49,6 +49,9 @@ class LasPolicy : public SchedulingPolicy {
       const PolicyOptions& options);
 
   absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
+  absl::StatusOr<Plan> ScheduleWithInputs(
+      const ClusterSnapshot& snapshot,
+      const PolicyInputs& inputs) const override;
   std::string name() const override { return "las"; }
 
   // Eq. 3-5 coefficients of one model fitted from its latency model (times

@@ -18,7 +18,13 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> SbpPolicy::Create(
 absl::StatusOr<Plan> SbpPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  const auto& gpus = inputs->gpus();
+  return ScheduleWithInputs(snapshot, *inputs);
+}
+
+absl::StatusOr<Plan> SbpPolicy::ScheduleWithInputs(
+    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
+  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+  const auto& gpus = inputs.gpus();
   std::vector<GpuLayout> layouts;
   auto new_gpu = [&]() -> GpuLayout* {
     if (layouts.size() >= gpus.size()) return nullptr;
@@ -30,7 +36,7 @@ absl::StatusOr<Plan> SbpPolicy::Schedule(
     double occupancy;
   };
   std::vector<Residue> residues;
-  for (const ModelDemand& m : inputs->demands()) {
+  for (const ModelDemand& m : inputs.demands()) {
     const double t = SaturatedThroughput(m, 100);
     double remaining = m.rate_rps;
     if (t > 0) {

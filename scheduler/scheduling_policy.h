@@ -53,11 +53,22 @@ struct ClusterSnapshot {
 // frontend and the simulator run the same decision code. An unschedulable
 // snapshot is reported as RESOURCE_EXHAUSTED (or FAILED_PRECONDITION for
 // inconsistent input) whose message names the model and the reason.
+class PolicyInputs;
+
 class SchedulingPolicy {
  public:
   virtual ~SchedulingPolicy() = default;
   virtual absl::StatusOr<Plan> Schedule(
       const ClusterSnapshot& snapshot) const = 0;
+  // The same plan from `inputs`, which the caller built from `snapshot`
+  // with PolicyInputs::FromSnapshot under this policy's shared rules: a
+  // caller that runs several policies on one snapshot (tessera's seeds)
+  // builds the demands, latency models and their memos once. A policy
+  // that plans without PolicyInputs ignores them.
+  virtual absl::StatusOr<Plan> ScheduleWithInputs(
+      const ClusterSnapshot& snapshot, const PolicyInputs& /*inputs*/) const {
+    return Schedule(snapshot);
+  }
   virtual std::string name() const = 0;
 };
 

@@ -174,20 +174,19 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   const bool large = static_cast<int>(snapshot.devices.size()) >
                      options_.rules.tessera().large_cluster_gpus();
-  // Demands and latency models, built once for the plan in force, the
-  // layout search and the margins, and only where one of them runs (an
-  // error surfaces where one needs them).
-  const Inputs inputs =
-      !large || MayKeep(snapshot.current_plan)
-          ? PolicyInputs::FromSnapshot(snapshot, options_)
-          : Inputs(absl::FailedPreconditionError("not needed"));
+  // Demands, latency models and their memos, built once for the seeds,
+  // the plan in force, the layout search and the margins (an error
+  // surfaces where one needs them).
+  const Inputs inputs = PolicyInputs::FromSnapshot(snapshot, options_);
   // A plan in force that still holds moves nothing; it is weighed against
   // the best new plan below.
   std::optional<Candidate> kept = KeptPlan(snapshot, inputs);
   std::vector<Candidate> candidates;
   std::vector<std::string> refusals;
   for (const auto& seed : large ? large_cluster_seeds_ : seeds_) {
-    absl::StatusOr<Plan> plan = seed->Schedule(snapshot);
+    absl::StatusOr<Plan> plan =
+        inputs.ok() ? seed->ScheduleWithInputs(snapshot, **inputs)
+                    : seed->Schedule(snapshot);
     if (!plan.ok()) {
       refusals.push_back(
           absl::StrCat(seed->name(), ": ", plan.status().message()));

@@ -183,6 +183,37 @@ TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
   EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 100), 3.75);
 }
 
+TEST(PolicyInputsTest, PoliciesGiveTheSamePlanFromSharedInputs) {
+  // One PolicyInputs (and its memos) shared by every policy in turn, as
+  // tessera's seeds share it, gives each the plan it makes alone. igniter
+  // and las plan with their own headroom, so they must not use inputs
+  // built under the shared headroom.
+  ClusterSnapshot s = Snapshot(4);
+  AddModel(&s, LinearProfile("a", 2, 1), 300, 40);
+  AddModel(&s, LinearProfile("b", 1, 0.5), 200, 30);
+  AddModel(&s, LinearProfile("c", 4, 2), 50, 80);
+  PolicyOptions options;  // the tessera preset
+  options.interference = std::make_shared<ConstantInterference>(1.2);
+  options.rules.mutable_igniter()->set_rate_headroom(1.3);
+  options.rules.mutable_las()->set_latency_headroom(1.2);
+  auto inputs = PolicyInputs::FromSnapshot(s, options);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_TRUE((*inputs)->BuiltUnder(options.rules.shared()));
+  SharedRules other = options.rules.shared();
+  other.set_rate_headroom(1.3);
+  EXPECT_FALSE((*inputs)->BuiltUnder(other));
+  for (const char* name :
+       {"sbp", "greedy", "gpulet", "gpulet-noint", "igniter", "las"}) {
+    auto policy = PolicyRegistry::Create(name, options);
+    ASSERT_TRUE(policy.ok()) << name << ": " << policy.status();
+    auto alone = (*policy)->Schedule(s);
+    auto shared = (*policy)->ScheduleWithInputs(s, **inputs);
+    ASSERT_TRUE(alone.ok()) << name << ": " << alone.status();
+    ASSERT_TRUE(shared.ok()) << name << ": " << shared.status();
+    EXPECT_EQ(shared->SerializeAsString(), alone->SerializeAsString()) << name;
+  }
+}
+
 TEST(GpuletKneeTest, MaxEfficientPartitionFollowsTheKnee) {
   // Fixed cost dominates below 50 %: L(b,p) = (2 + b) * 100 / p for p >= 50
   // but much worse below. Build it by hand.

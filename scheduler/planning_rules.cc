@@ -21,6 +21,7 @@ void SetTesseraDefaults(TesseraRules* t) {
   t->set_large_cluster_gpus(16);
   t->set_keep_plan_in_force(true);
   t->set_keep_tolerance(0.02);
+  t->set_fewest_gpus_min_room(1);
   for (const char* seed : {"greedy", "gpulet", "gpulet-noint"}) {
     t->add_large_cluster_seeds(seed);
   }
@@ -246,6 +247,11 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       Check(t.large_cluster_gpus() >= 1, "tessera.large_cluster_gpus", ">= 1"));
   RETURN_IF_ERROR(Check(t.keep_tolerance() >= 0 && t.keep_tolerance() < 1,
                         "tessera.keep_tolerance", "in [0, 1)"));
+  RETURN_IF_ERROR(
+      Check(t.fewest_gpus_min_room() >= 1 &&
+                // TesseraPolicy::kMarginMaxScale: the largest room it checks.
+                t.fewest_gpus_min_room() <= 4,
+            "tessera.fewest_gpus_min_room", "in [1, 4]"));
   return out;
 }
 

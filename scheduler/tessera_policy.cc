@@ -86,10 +86,18 @@ TesseraPolicy::Cost TesseraPolicy::CostOf(const Plan& plan,
   return cost;
 }
 
-bool TesseraPolicy::Better(TesseraObjective objective, const Cost& a,
+bool TesseraPolicy::Better(const TesseraRules& rules, const Cost& a,
                            const Cost& b) {
-  if (objective == TESSERA_OBJECTIVE_FEWEST_GPUS && a.gpus != b.gpus) {
-    return a.gpus < b.gpus;
+  if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
+    const double floor = rules.fewest_gpus_min_room();
+    if (floor > 1) {
+      // Room up to the floor counts before GPUs.
+      const double ra = std::min(a.margin, floor);
+      const double rb = std::min(b.margin, floor);
+      if (ra > rb + kMarginTolerance) return true;
+      if (ra < rb - kMarginTolerance) return false;
+    }
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
   }
   if (a.margin > b.margin + kMarginTolerance) return true;
   if (a.margin < b.margin - kMarginTolerance) return false;
@@ -158,7 +166,7 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot,
       ++fit;
       Candidate c{BuildPlan(trial, name(), ""), "", {}};
       c.cost = CostOf(c.plan, snapshot.current_plan);
-      if (best.empty() || Better(rules.objective(), c.cost, best[0].cost)) {
+      if (best.empty() || Better(rules, c.cost, best[0].cost)) {
         best.assign(1, std::move(c));
       }
     }
@@ -237,6 +245,13 @@ PlanCheck TesseraPolicy::SharedCheck(const PolicyInputs& inputs) const {
 bool TesseraPolicy::Keeps(const Candidate& kept, const Candidate& best) const {
   const TesseraRules& rules = options_.rules.tessera();
   if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
+    const double floor = rules.fewest_gpus_min_room();
+    if (floor > 1) {
+      const double rk = std::min(kept.cost.margin, floor);
+      const double rb = std::min(best.cost.margin, floor);
+      if (rb > rk + kMarginTolerance) return false;
+      if (rk > rb + kMarginTolerance) return true;
+    }
     return kept.cost.gpus <= best.cost.gpus;
   }
   return kept.cost.margin >= (1 - rules.keep_tolerance()) * best.cost.margin;
@@ -246,7 +261,7 @@ TesseraPolicy::Candidate& TesseraPolicy::BestOf(
     std::vector<Candidate>& candidates) const {
   size_t best = 0;
   for (size_t i = 1; i < candidates.size(); ++i) {
-    if (Better(options_.rules.tessera().objective(), candidates[i].cost,
+    if (Better(options_.rules.tessera(), candidates[i].cost,
                candidates[best].cost)) {
       best = i;
     }

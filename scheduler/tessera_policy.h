@@ -64,8 +64,8 @@ class TesseraPolicy : public SchedulingPolicy {
   static constexpr double kMarginMaxScale = 4;
   static constexpr int kMarginSteps = 5;
   static Cost CostOf(const Plan& plan, const Plan& current);
-  // Whether `a` is strictly better than `b` under `objective`.
-  static bool Better(TesseraObjective objective, const Cost& a, const Cost& b);
+  // Whether `a` is strictly better than `b` under `rules`' objective.
+  static bool Better(const TesseraRules& rules, const Cost& a, const Cost& b);
 
  private:
   struct Candidate {

@@ -25,6 +25,13 @@ PolicyOptions Options(
   return o;
 }
 
+TesseraRules Objective(TesseraObjective objective, double min_room = 1) {
+  TesseraRules rules = PresetRules(RULES_PRESET_PAPER).tessera();
+  rules.set_objective(objective);
+  rules.set_fewest_gpus_min_room(min_room);
+  return rules;
+}
+
 // IdealLayoutPolicyTest's snapshot: X 300 and Y 550 req/s, L(b, p) =
 // b * 100 / p ms, SLO 100 ms, on two GPUs. A GPU serves at most 1,000
 // req/s, so the least share in use is 90 % (X and 50 req/s of Y on a
@@ -66,6 +73,23 @@ TEST(TesseraPolicyTest, FewestGpusPutsTheLoadOnOneGpu) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(TesseraPolicy::CostOf(*plan, Plan()).gpus, 1)
       << plan->DebugString();
+}
+
+// One GPU serves X and Y (850 of its 1,000 req/s) with room 1.18x; a
+// floor of 1.5x needs both GPUs (up to 2.35x), and the plan holds it.
+TEST(TesseraPolicyTest, FewestGpusWithARoomFloorOpensASecondGpu) {
+  PolicyOptions o = Options(TESSERA_OBJECTIVE_FEWEST_GPUS);
+  o.rules.mutable_tessera()->set_fewest_gpus_min_room(1.5);
+  const ClusterSnapshot s = TwoModelsOnTwoGpus();
+  auto plan = RunPolicyWith("tessera", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(TesseraPolicy::CostOf(*plan, Plan()).gpus, 2)
+      << plan->DebugString();
+  auto inputs = PolicyInputs::FromSnapshot(s, o);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  const PlanCheck check(inputs->get(), o.interference.get(),
+                        o.rules.tessera().interference_within_headroom());
+  EXPECT_TRUE(check.Check(*plan, 1.5).ok()) << plan->DebugString();
 }
 
 // At every load some seed plans, tessera plans too, and its plan has at
@@ -159,25 +183,41 @@ TEST(TesseraPolicyTest, UnknownSeedsAreErrors) {
 
 TEST(TesseraPolicyTest, TheObjectiveOrdersCosts) {
   const TesseraPolicy::Cost split{2, 90, 3}, whole{1, 100, 0};
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, split, whole));
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_FEWEST_GPUS, whole, split));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT),
+                                    split, whole));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_FEWEST_GPUS),
+                                    whole, split));
   // More room for the rates to grow beats less share, beyond the tolerance.
   TesseraPolicy::Cost roomy{2, 200, 3, 2.0}, tight{1, 50, 0, 1.0};
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, roomy, tight));
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_FEWEST_GPUS, tight, roomy));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT),
+                                    roomy, tight));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_FEWEST_GPUS),
+                                    tight, roomy));
   tight.margin = 1.95;
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, tight, roomy));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT),
+                                    tight, roomy));
   // Equal share: the plan that moves fewer gpulets.
   const TesseraPolicy::Cost stays{2, 90, 0};
-  EXPECT_TRUE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, stays, split));
-  EXPECT_FALSE(
-      TesseraPolicy::Better(TESSERA_OBJECTIVE_MAX_THROUGHPUT, split, stays));
+  EXPECT_TRUE(TesseraPolicy::Better(Objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT),
+                                    stays, split));
+  EXPECT_FALSE(TesseraPolicy::Better(
+      Objective(TESSERA_OBJECTIVE_MAX_THROUGHPUT), split, stays));
+}
+
+TEST(TesseraPolicyTest, FewestGpusCountsRoomUpToItsFloorFirst) {
+  const TesseraPolicy::Cost one{1, 100, 0, 1.5}, two{2, 150, 2, 3.0},
+      three{3, 200, 3, 4.0}, unconfirmed{1, 60, 1, 0};
+  const TesseraRules cost_view = Objective(TESSERA_OBJECTIVE_FEWEST_GPUS);
+  EXPECT_TRUE(TesseraPolicy::Better(cost_view, one, two));
+  EXPECT_TRUE(TesseraPolicy::Better(cost_view, unconfirmed, two));
+  // A floor of 2.5: the fewest GPUs among plans holding 2.5x; room beyond
+  // the floor does not count.
+  const TesseraRules floor = Objective(TESSERA_OBJECTIVE_FEWEST_GPUS, 2.5);
+  EXPECT_TRUE(TesseraPolicy::Better(floor, two, one));
+  EXPECT_TRUE(TesseraPolicy::Better(floor, two, three));
+  EXPECT_TRUE(TesseraPolicy::Better(floor, two, unconfirmed));
+  // None holds the floor: the most room first.
+  EXPECT_TRUE(TesseraPolicy::Better(floor, one, unconfirmed));
 }
 
 // At a light load the plan with the most room for the rates to grow wins

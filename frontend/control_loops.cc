@@ -28,22 +28,40 @@ bool ControlLoops::stopping() const {
   return stopping_;
 }
 
+absl::Time ControlLoops::CheckRatesWhenDue(absl::Time* next_check,
+                                           absl::Time* next_rise_check) {
+  const absl::Time now = deps_.clock->Now();
+  const bool rises = options_.rise_window > absl::ZeroDuration();
+  if (!deps_.trigger->Pending().empty()) {
+    return rises ? std::min(*next_check, *next_rise_check) : *next_check;
+  }
+  if (now >= *next_check) {
+    *next_check = now + options_.replan_period;
+    deps_.trigger->CheckRates(deps_.monitor->Rates(),
+                              deps_.monitor->Coverage());
+  }
+  if (!rises) return *next_check;
+  if (now >= *next_rise_check) {
+    *next_rise_check = now + options_.rise_window / 2;
+    deps_.trigger->CheckRises(deps_.monitor->Rates(options_.rise_window),
+                              absl::ToDoubleSeconds(options_.rise_window));
+  }
+  return std::min(*next_check, *next_rise_check);
+}
+
 void ControlLoops::PlannerLoop() {
   const Clock* clock = deps_.clock;
   absl::Time next_check = clock->Now() + options_.replan_period;
+  absl::Time next_rise_check = clock->Now() + options_.rise_window;
   int failures = 0;
   absl::Time last_log = absl::InfinitePast();
   std::string last_error;
   while (!stopping()) {
-    if (deps_.trigger->Pending().empty() && clock->Now() >= next_check) {
-      next_check = clock->Now() + options_.replan_period;
-      deps_.trigger->CheckRates(deps_.monitor->Rates(),
-                                deps_.monitor->Coverage());
-    }
+    const absl::Time wake = CheckRatesWhenDue(&next_check, &next_rise_check);
     const std::string reason = deps_.trigger->Pending();
     if (reason.empty()) {
       deps_.trigger->WaitForRequest(
-          std::max(absl::Milliseconds(10), next_check - clock->Now()));
+          std::max(absl::Milliseconds(10), wake - clock->Now()));
       continue;
     }
     absl::Status status = deps_.coordinator->PlanAndApply(reason);

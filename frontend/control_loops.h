@@ -18,7 +18,8 @@
 namespace tessera {
 
 // The frontend's two control threads. The planner checks the observed
-// rates every replan period and makes a plan whenever the trigger has a
+// rates every replan period (and rises over the rise window every half of
+// it, when set) and makes a plan whenever the trigger has a
 // reason (retrying failures every plan_retry_interval). The heartbeat
 // thread asks every backend for its health each interval, feeds the
 // trigger, and moves gpulets whose calls miss their SLO to their standby
@@ -30,6 +31,9 @@ class ControlLoops {
     absl::Duration replan_period = absl::Seconds(20);
     absl::Duration heartbeat_interval = absl::Seconds(1);
     absl::Duration plan_retry_interval = absl::Seconds(1);
+    // FrontendConfig.rise_window_s: rises over this window are checked
+    // every half of it; zero: off.
+    absl::Duration rise_window = absl::ZeroDuration();
   };
   // Borrowed; all must outlive the loops.
   struct Deps {
@@ -53,6 +57,10 @@ class ControlLoops {
 
  private:
   void PlannerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Checks the rates (and rises) whose time has come, moving
+  // `next_check` and `next_rise_check` on; returns when the next is due.
+  absl::Time CheckRatesWhenDue(absl::Time* next_check,
+                               absl::Time* next_rise_check);
   void HeartbeatLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void CheckStandbys();
   bool stopping() const ABSL_LOCKS_EXCLUDED(mu_);

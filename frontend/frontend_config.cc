@@ -49,6 +49,14 @@ absl::Status ValidateFrontendConfig(FrontendConfig* c) {
         "replan_threshold, heartbeat_interval_s, heartbeat_misses and "
         "drain_timeout_s must be positive; min_rate_rps >= 0");
   }
+  if (c->rise_window_s() != 0 &&
+      !(c->rise_window_s() >= c->rate_window_s() / 10 &&
+        c->rise_window_s() < c->rate_window_s())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "frontend config: rise_window_s (", c->rise_window_s(),
+        ") must be 0 (off) or in [rate_window_s / 10, rate_window_s) = [",
+        c->rate_window_s() / 10, ", ", c->rate_window_s(), ")"));
+  }
   return absl::OkStatus();
 }
 

@@ -150,7 +150,8 @@ absl::Status FrontendServer::Start() {
       ControlLoops::Options{
           absl::Seconds(options_.config.replan_period_s()),
           absl::Seconds(options_.config.heartbeat_interval_s()),
-          options_.plan_retry_interval},
+          options_.plan_retry_interval,
+          absl::Seconds(options_.config.rise_window_s())},
       ControlLoops::Deps{
           &coordinator_, &trigger_, &monitor_, &router_, controls_, clock_,
           [this] {

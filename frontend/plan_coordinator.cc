@@ -225,7 +225,15 @@ ClusterSnapshot PlanCoordinator::MakeSnapshot(
                        return unloaded.count(m.config.name()) > 0;
                      }),
       snapshot.models.end());
-  const std::map<std::string, double> observed = deps_.monitor->Rates();
+  const FrontendConfig& config = options_.config;
+  const std::map<std::string, double> observed =
+      config.rise_window_s() > 0
+          ? RisingRates(
+                deps_.monitor->Rates(),
+                deps_.monitor->Rates(absl::Seconds(config.rise_window_s())),
+                config.replan_threshold(), config.min_rate_rps(),
+                config.rise_window_s())
+          : deps_.monitor->Rates();
   for (ModelSnapshot& m : snapshot.models) {
     auto it = observed.find(m.config.name());
     m.rate_rps = std::max(options_.config.min_rate_rps(),

@@ -1,5 +1,7 @@
 #include "frontend/replan_trigger.h"
 
+#include <algorithm>
+
 #include "frontend/request_monitor.h"
 #include "spdlog/spdlog.h"
 
@@ -130,6 +132,24 @@ bool ReplanTrigger::CheckRates(const std::map<std::string, double>& observed,
     return false;
   }
   RequestLocked("rate change: " + why);
+  return true;
+}
+
+bool ReplanTrigger::CheckRises(const std::map<std::string, double>& observed,
+                               double window_s) {
+  absl::MutexLock lock(&mu_);
+  // Only rises count: a model below its planned rate is taken at it.
+  std::map<std::string, double> risen = planned_rates_;
+  for (const auto& [model, rate] : observed) {
+    double& r = risen[model];
+    r = std::max(r, rate);
+  }
+  std::string why;
+  if (!RatesChanged(planned_rates_, risen, options_.replan_threshold,
+                    options_.min_rate_rps, window_s, &why)) {
+    return false;
+  }
+  RequestLocked("rate rise: " + why);
   return true;
 }
 

@@ -68,6 +68,11 @@ class ReplanTrigger {
   // window are too noisy to act on.
   bool CheckRates(const std::map<std::string, double>& observed,
                   double coverage) ABSL_LOCKS_EXCLUDED(mu_);
+  // Compares `observed` rates, counted over the last `window_s` seconds,
+  // with the planned ones and asks for a re-plan when one rose
+  // significantly (falls are left to CheckRates); returns whether it did.
+  bool CheckRises(const std::map<std::string, double>& observed,
+                  double window_s) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct BackendState {

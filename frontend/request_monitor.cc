@@ -37,10 +37,17 @@ double RequestMonitor::Coverage() const {
 }
 
 std::map<std::string, double> RequestMonitor::Rates() const {
+  return Rates(options_.window);
+}
+
+std::map<std::string, double> RequestMonitor::Rates(
+    absl::Duration window) const {
   const absl::Time now = clock_->Now();
   const int64_t current = BucketOf(now);
+  const int64_t buckets = std::clamp<int64_t>(
+      absl::Ceil(window, width_) / width_, 1, options_.buckets);
   // The window is the current (partial) bucket and the buckets-1 before.
-  const int64_t first = current - options_.buckets + 1;
+  const int64_t first = current - buckets + 1;
   const absl::Time from = std::max(start_, start_ + width_ * first);
   const double seconds = std::max(absl::ToDoubleSeconds(now - from), 1e-3);
   absl::MutexLock lock(&mu_);
@@ -49,6 +56,35 @@ std::map<std::string, double> RequestMonitor::Rates() const {
     int64_t n = 0;
     for (const auto& [bucket, count] : q) n += bucket >= first ? count : 0;
     rates[model] = n / seconds;
+  }
+  return rates;
+}
+
+namespace {
+
+// Whether `now` differs from `was` (req/s, counted over `window_s`) by more
+// than `threshold` (relative) and by more than 3 sqrt of the expected
+// count.
+bool Significant(double was, double now, double threshold, double window_s) {
+  const double expected = was * window_s;
+  return std::abs(now - was) / was > threshold &&
+         std::abs(now - was) * window_s > 3 * std::sqrt(expected);
+}
+
+}  // namespace
+
+std::map<std::string, double> RisingRates(
+    const std::map<std::string, double>& window_rates,
+    const std::map<std::string, double>& short_rates, double threshold,
+    double min_rate, double short_window_s) {
+  std::map<std::string, double> rates = window_rates;
+  for (const auto& [model, now] : short_rates) {
+    double& rate = rates[model];
+    const double was = std::max(min_rate, rate);
+    if (was > 0 && now > was &&
+        Significant(was, now, threshold, short_window_s)) {
+      rate = now;
+    }
   }
   return rates;
 }
@@ -69,10 +105,7 @@ bool RatesChanged(const std::map<std::string, double>& planned,
     const double now = std::max(min_rate, o == observed.end() ? 0 : o->second);
     if (was <= 0) continue;
     const double change = std::abs(now - was) / was;
-    const double expected = was * window_s;
-    const bool beyond_noise =
-        std::abs(now - was) * window_s > 3 * std::sqrt(expected);
-    if (change > threshold && beyond_noise && change > worst) {
+    if (Significant(was, now, threshold, window_s) && change > worst) {
       worst = change;
       worst_text = absl::StrFormat("%s %.1f -> %.1f req/s", m, was, now);
     }

@@ -30,6 +30,10 @@ class RequestMonitor {
   // Requests per second of each model seen so far, over the last window
   // (or since the monitor started, when that is shorter).
   std::map<std::string, double> Rates() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The same over the last `window` (rounded up to whole buckets, at most
+  // the monitor's window).
+  std::map<std::string, double> Rates(absl::Duration window) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // How much of a full window the rates cover (0..1): rates measured over
   // a short time right after start are noisy.
   double Coverage() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -59,5 +63,14 @@ bool RatesChanged(const std::map<std::string, double>& planned,
                   const std::map<std::string, double>& observed,
                   double threshold, double min_rate, double window_s,
                   std::string* why);
+
+// The rates to plan for: each model's `window_rates` rate, or its
+// `short_rates` rate (counted over `short_window_s`) where that is higher
+// by more than `threshold` and beyond Poisson noise (RatesChanged's test):
+// a rise the long window has not caught up with yet.
+std::map<std::string, double> RisingRates(
+    const std::map<std::string, double>& window_rates,
+    const std::map<std::string, double>& short_rates, double threshold,
+    double min_rate, double short_window_s);
 
 }  // namespace tessera

@@ -7,9 +7,12 @@
 # $TESSERA_LOG_DIR/scenario-<policy>.csv and a plot next to it.
 # Usage: scripts/run_emulated.sh [--policy=gpulet] [--serve] [--no-setup]
 #          [--scenario-args="..."] [--loadgen-search] [--loadgen-report]
-#          [--rules="PlanningRules text"] [--tag=NAME]
+#          [--rules="PlanningRules text"] [--frontend="FrontendConfig text"]
+#          [--tag=NAME]
 #   --rules           planning rules added to the frontend config, e.g.
 #                     --rules='tessera { objective: TESSERA_OBJECTIVE_FEWEST_GPUS }'
+#   --frontend        fields replacing the frontend config's, e.g.
+#                     --frontend='replan_period_s: 2 rise_window_s: 2'
 #   --tag             name the outputs <policy>-<tag> instead of <policy>
 #   --serve           keep serving (Ctrl-C to stop) instead of the scenario
 #   --loadgen-search  measure the SLO-preserved max throughput instead
@@ -28,6 +31,7 @@ MODE=scenario
 SETUP=1
 SCENARIO_ARGS=""
 RULES=""
+FRONTEND=""
 TAG=""
 for arg in "$@"; do
   case "$arg" in
@@ -38,8 +42,9 @@ for arg in "$@"; do
     --no-setup) SETUP=0 ;;
     --scenario-args=*) SCENARIO_ARGS="${arg#*=}" ;;
     --rules=*) RULES="${arg#*=}" ;;
+    --frontend=*) FRONTEND="${arg#*=}" ;;
     --tag=*) TAG="${arg#*=}" ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run_emulated.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +59,13 @@ sed -e "s/127.0.0.1:8101/127.0.0.1:$B0/" -e "s/127.0.0.1:8102/127.0.0.1:$B1/" \
   -e "s|\"profiles|\"$ROOT/profiles|g" \
   "$ROOT/configs/emulated_cluster.pbtxt" > "$CONFIG"
 [[ -n "$RULES" ]] && echo "rules { $RULES }" >> "$CONFIG"
+if [[ -n "$FRONTEND" ]]; then
+  # A field given here replaces the file's line for it.
+  for field in $(grep -oE '[a-z_]+:' <<< "$FRONTEND" | tr -d :); do
+    sed -i "/^$field:/d" "$CONFIG"
+  done
+  echo "$FRONTEND" >> "$CONFIG"
+fi
 NAME="$POLICY${TAG:+-$TAG}"
 
 PIDS=()

@@ -54,6 +54,17 @@ TEST(FrontendConfigTest, RejectsWhatItCannotRun) {
   negative.set_replan_period_s(-1);
   EXPECT_EQ(ValidateFrontendConfig(&negative).code(),
             absl::StatusCode::kInvalidArgument);
+  // The rise window: off, or within [rate_window_s / 10, rate_window_s).
+  for (double rise : {0.5, 20.0, -1.0}) {
+    FrontendConfig c = OneBackend();
+    c.set_rise_window_s(rise);
+    EXPECT_THAT(ValidateFrontendConfig(&c).message(),
+                HasSubstr("rise_window_s"))
+        << rise;
+  }
+  FrontendConfig rises = OneBackend();
+  rises.set_rise_window_s(2);
+  EXPECT_TRUE(ValidateFrontendConfig(&rises).ok());
 }
 
 TEST(FrontendConfigTest, InterferenceProfileMustBeTheLinearForm) {

@@ -100,6 +100,18 @@ TEST(ReplanTriggerTest, RatesReplanOnlyOnSignificantChangeOverEnoughWindow) {
   EXPECT_THAT(trigger.PlannedRates(), ElementsAre(Pair("m", 100)));
 }
 
+TEST(ReplanTriggerTest, RisesReplanOverTheShortWindowFallsDoNot) {
+  ReplanTrigger trigger = MakeTrigger();
+  trigger.SetPlannedRates({{"m", 100}, {"n", 100}});
+  // A fall, however large, waits for CheckRates.
+  EXPECT_FALSE(trigger.CheckRises({{"m", 10}, {"n", 100}}, 2));
+  // +10 %: within the threshold.
+  EXPECT_FALSE(trigger.CheckRises({{"m", 110}}, 2));
+  EXPECT_EQ(trigger.Pending(), "");
+  EXPECT_TRUE(trigger.CheckRises({{"m", 10}, {"n", 300}}, 2));
+  EXPECT_THAT(trigger.Pending(), HasSubstr("rate rise: n"));
+}
+
 TEST(ReplanTriggerTest, WaitReturnsOnARequestOrStop) {
   ReplanTrigger trigger = MakeTrigger();
   const absl::Time start = absl::Now();

@@ -41,6 +41,36 @@ TEST(RequestMonitorTest, ModelsAreCountedSeparately) {
   EXPECT_EQ(rates.count("c"), 0u);
 }
 
+// After a step from 10 to 40 req/s, a 2 s window sees the new rate while
+// the 10 s window still averages in the old one; RisingRates plans for
+// the new rate, and only where the rise is beyond noise.
+TEST(RequestMonitorTest, AShortWindowSeesARiseFirst) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  RequestMonitor monitor({absl::Seconds(10), 20}, &clock);
+  for (int i = 0; i < 80; ++i) {  // 10 req/s for 8 s
+    monitor.Record("a");
+    monitor.Record("b");
+    clock.Advance(absl::Milliseconds(100));
+  }
+  for (int i = 0; i < 80; ++i) {  // a: 40 req/s for 2 s
+    monitor.Record("a");
+    if (i % 4 == 0) monitor.Record("b");
+    clock.Advance(absl::Milliseconds(25));
+  }
+  const auto window = monitor.Rates();
+  const auto recent = monitor.Rates(absl::Seconds(2));
+  EXPECT_NEAR(window.at("a"), 16, 1);
+  EXPECT_NEAR(recent.at("a"), 40, 2);
+  EXPECT_NEAR(recent.at("b"), 10, 1);
+  // Longer than the monitor's window: its whole window.
+  EXPECT_NEAR(monitor.Rates(absl::Seconds(60)).at("a"), window.at("a"), 1e-9);
+  const auto plan_for = RisingRates(window, recent, 0.25, 1, 2);
+  EXPECT_NEAR(plan_for.at("a"), recent.at("a"), 1e-9);
+  EXPECT_NEAR(plan_for.at("b"), window.at("b"), 1e-9);
+  // A rise within Poisson noise (3 -> 5 req/s over 2 s) is not taken.
+  EXPECT_EQ(RisingRates({{"c", 3}}, {{"c", 5}}, 0.25, 1, 2).at("c"), 3);
+}
+
 TEST(RatesChangedTest, RelativeThresholdWithFloor) {
   // Over 100 s, Poisson noise is small next to these changes.
   std::string why;

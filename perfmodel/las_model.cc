@@ -61,11 +61,39 @@ bool SolveNormal(double (&a)[N][N + 1], double (&x)[N]) {
 // profile has at most one per batch size).
 constexpr size_t kMaxLasSamples = 256;
 
+// The beta grid FitLasModel scans: i * kBetaStep for |i| <= kBetaSteps.
+constexpr int kBetaSteps = 200;
+constexpr double kBetaStep = 0.0025;
+// Batches whose exp(-beta b) over the grid DecayTable holds.
+constexpr int kTableBatches = 64;
+
+// exp(-beta b) for every beta of the grid (row i + kBetaSteps) and batch
+// 0..kTableBatches, computed once per process exactly as FitAtBeta would
+// (the planner fits every model on every call).
+const std::vector<double>& DecayTable() {
+  static const std::vector<double>* const table = [] {
+    auto* t =
+        new std::vector<double>((2 * kBetaSteps + 1) * (kTableBatches + 1));
+    for (int i = -kBetaSteps; i <= kBetaSteps; ++i) {
+      const double beta = i * kBetaStep;
+      for (int batch = 0; batch <= kTableBatches; ++batch) {
+        const double b = batch;
+        (*t)[(i + kBetaSteps) * (kTableBatches + 1) + batch] =
+            std::exp(-beta * b);
+      }
+    }
+    return t;
+  }();
+  return *table;
+}
+
 // Relative SSE of Eq. 4 at a fixed beta; fills `c` (delta, omega, and the
 // compute term when it is positive). The planner fits every model on
-// every Schedule(): normal equations accumulated in place.
+// every Schedule(): normal equations accumulated in place. `decay`, when
+// set, holds exp(-beta b) for batches 0..kTableBatches.
 double FitAtBeta(const std::vector<LasSample>& full, double beta,
-                 bool with_compute, LasCoefficients* c) {
+                 bool with_compute, LasCoefficients* c,
+                 const double* decay_row = nullptr) {
   LasCoefficients t = *c;
   t.compute_term = with_compute;
   if (with_compute) {
@@ -75,7 +103,10 @@ double FitAtBeta(const std::vector<LasSample>& full, double beta,
     const bool keep = full.size() <= kMaxLasSamples;
     for (size_t k = 0; k < full.size(); ++k) {
       const LasSample& s = full[k];
-      const double b = s.batch, w = 1.0 / s.latency_ms, e = std::exp(-beta * b);
+      const double b = s.batch, w = 1.0 / s.latency_ms;
+      const double e = decay_row != nullptr && s.batch <= kTableBatches
+                           ? decay_row[s.batch]
+                           : std::exp(-beta * b);
       if (keep) decay[k] = e;
       const double x[4] = {w * b * e, w * e, w * b, w};
       for (int i = 0; i < 4; ++i) {
@@ -154,9 +185,12 @@ absl::StatusOr<LasCoefficients> FitLasModel(
   LasCoefficients best;
   double best_sse = FitAtBeta(full, 0, /*with_compute=*/false, &best);
   if (full_ms.size() >= 4) {
-    for (int i = -200; i <= 200; ++i) {
+    const std::vector<double>& table = DecayTable();
+    for (int i = -kBetaSteps; i <= kBetaSteps; ++i) {
       LasCoefficients c;
-      const double sse = FitAtBeta(full, i * 0.0025, true, &c);
+      const double sse =
+          FitAtBeta(full, i * kBetaStep, true, &c,
+                    &table[(i + kBetaSteps) * (kTableBatches + 1)]);
       if (sse < best_sse - 1e-12) {
         best_sse = sse;
         best = c;

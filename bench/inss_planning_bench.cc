@@ -17,6 +17,7 @@
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_workload_sampler.h"
 #include "scheduler/mlp_inss_actor.h"
+#include "scheduler/planning_rules.h"
 #include "scheduler/policy_registry.h"
 #include "sim/inss_v100_setup.h"
 
@@ -28,6 +29,9 @@ ABSL_FLAG(std::string, checkpoint, "",
 ABSL_FLAG(int, calls, 200, "Schedule calls timed per workload.");
 ABSL_FLAG(double, slo_factor, 10, "SLO as a multiple of batch-1 latency.");
 ABSL_FLAG(double, rate_rps, 50, "Rate of every model (req/s).");
+ABSL_FLAG(std::string, rules_override, "",
+          "PlanningRules text over the tessera preset, e.g. 'inss { "
+          "actor_samples: 64 }'.");
 
 namespace tessera {
 namespace {
@@ -46,6 +50,12 @@ int Run() {
     return 2;
   }
   PolicyOptions options;
+  auto rules = RulesFromFlags("tessera", absl::GetFlag(FLAGS_rules_override));
+  if (!rules.ok()) {
+    std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
+    return 2;
+  }
+  options.rules = *rules;
   options.interference = (*setup)->linear;
   auto actor = MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_checkpoint));
   if (!actor.ok()) {

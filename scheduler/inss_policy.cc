@@ -3,15 +3,23 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "scheduler/bda_placement_policy.h"
 #include "scheduler/inss_batching.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/inss_plan.h"
 #include "scheduler/inss_provisioning.h"
 
 namespace tessera {
+namespace {
+
+// The seed of InssRules.actor_samples' draws.
+constexpr uint64_t kSampleSeed = 20261127;
+
+}  // namespace
 
 InssPolicy::InssPolicy(std::string name, PolicyOptions options,
                        std::shared_ptr<const InssActor> actor,
@@ -83,27 +91,87 @@ absl::StatusOr<Plan> InssPolicy::Schedule(
     level[i] = static_cast<int>(std::max_element(l, l + u) - l) + 1;
     active[i] = rates[i] > 0;
   }
-  InssProvisioning p =
-      InssProvisioning::FromAction(*cluster, gpu, level, active);
-  InssBatchResult bda = InssBatching::Decide(*cluster, p, rates, backlog, {});
-  // BDA-guided repair (InssRules.bda_repair, a Tessera addition): a model
-  // BDA cannot serve gets the top share level (its device is split again
-  // in proportion), once per model.
-  std::vector<bool> raised(n, false);
-  while (options_.rules.inss().bda_repair() && !bda.ok &&
-         !raised[bda.failed_slot] && level[bda.failed_slot] < u) {
-    raised[bda.failed_slot] = true;
-    level[bda.failed_slot] = u;
-    p = InssProvisioning::FromAction(*cluster, gpu, level, active);
-    bda = InssBatching::Decide(*cluster, p, rates, backlog, {});
-  }
+  InssBatchResult bda;
+  const InssProvisioning p =
+      options_.rules.inss().actor_samples() > 0
+          ? BestSampled(*cluster, probs, gpu, level, active, &bda)
+          : Provision(*cluster, gpu, level, active, &bda);
   if (!bda.ok) {
     return absl::ResourceExhaustedError(absl::StrCat(
         name_, ": model '", cluster->slots()[bda.failed_slot].name,
         "' cannot be served on the actor's provisioning: ", bda.why));
   }
-  return InssPlan::Build(*cluster, p, bda, name_,
-                         "the actor re-provisioned; BDA batched");
+  const int samples = options_.rules.inss().actor_samples();
+  return InssPlan::Build(
+      *cluster, p, bda, name_,
+      samples > 0 ? absl::StrCat("the actor re-provisioned (the most BDA "
+                                 "room of its argmax and ",
+                                 samples, " sampled actions); BDA batched")
+                  : "the actor re-provisioned; BDA batched");
+}
+
+InssProvisioning InssPolicy::Provision(const InssCluster& cluster,
+                                       const std::vector<int>& gpu,
+                                       std::vector<int> level,
+                                       const std::vector<bool>& active,
+                                       InssBatchResult* bda) const {
+  const int n = static_cast<int>(level.size());
+  const std::vector<double>& rates = cluster.rates_rps();
+  const std::vector<double> backlog(n, 0);
+  InssProvisioning p =
+      InssProvisioning::FromAction(cluster, gpu, level, active);
+  *bda = InssBatching::Decide(cluster, p, rates, backlog, {});
+  // BDA-guided repair (InssRules.bda_repair, a Tessera addition): a model
+  // BDA cannot serve gets the top share level (its device is split again
+  // in proportion), once per model.
+  std::vector<bool> raised(n, false);
+  const int top = cluster.share_units();
+  while (options_.rules.inss().bda_repair() && !bda->ok &&
+         !raised[bda->failed_slot] && level[bda->failed_slot] < top) {
+    raised[bda->failed_slot] = true;
+    level[bda->failed_slot] = top;
+    p = InssProvisioning::FromAction(cluster, gpu, level, active);
+    *bda = InssBatching::Decide(cluster, p, rates, backlog, {});
+  }
+  return p;
+}
+
+InssProvisioning InssPolicy::BestSampled(const InssCluster& cluster,
+                                         const std::vector<float>& probs,
+                                         const std::vector<int>& gpu,
+                                         const std::vector<int>& level,
+                                         const std::vector<bool>& active,
+                                         InssBatchResult* bda) const {
+  constexpr double kMaxRoom = 64;
+  const int n = static_cast<int>(gpu.size());
+  const int heads = cluster.max_gpus();
+  const int k = cluster.gpus();
+  const int u = cluster.share_units();
+  InssProvisioning best = Provision(cluster, gpu, level, active, bda);
+  double best_room = bda->ok ? BdaPlacementPolicy::BdaHeadroom(
+                                   cluster, best, cluster.rates_rps(), kMaxRoom)
+                             : 0;
+  std::mt19937_64 rng(kSampleSeed);
+  std::vector<int> g(n), l(n);
+  for (int s = 0; s < options_.rules.inss().actor_samples(); ++s) {
+    for (int i = 0; i < n; ++i) {
+      const float* pg = probs.data() + i * heads;
+      const float* pl = probs.data() + n * heads + i * u;
+      g[i] = std::discrete_distribution<int>(pg, pg + k)(rng);
+      l[i] = std::discrete_distribution<int>(pl, pl + u)(rng) + 1;
+    }
+    InssBatchResult trial_bda;
+    InssProvisioning trial = Provision(cluster, g, l, active, &trial_bda);
+    if (!trial_bda.ok) continue;
+    const double room = BdaPlacementPolicy::BdaHeadroom(
+        cluster, trial, cluster.rates_rps(), kMaxRoom);
+    if (room > best_room) {
+      best_room = room;
+      best = std::move(trial);
+      *bda = std::move(trial_bda);
+    }
+  }
+  return best;
 }
 
 }  // namespace tessera

@@ -5,7 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/inss_actor.h"
+#include "scheduler/inss_batching.h"
 #include "scheduler/inss_cluster.h"
+#include "scheduler/inss_provisioning.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -25,7 +27,10 @@ namespace tessera {
 //     actor was trained on loads of 10-90 % and answers oddly outside
 //     them (a Tessera addition; the paper gives the actor's action as is).
 //     If BDA still fails the snapshot is unschedulable:
-//     RESOURCE_EXHAUSTED naming the model and the constraint.
+//     RESOURCE_EXHAUSTED naming the model and the constraint. With
+//     InssRules.actor_samples (a Tessera addition) it also draws actions
+//     from the actor's heads and keeps the provisioning with the most BDA
+//     room (BdaPlacementPolicy::BdaHeadroom), the argmax's on ties.
 // Each model runs on exactly one device ((1e): InSS has no replicas).
 // "inss-ni" is the paper's ablation without the interference term: the
 // same actor, BDA's t_inf without co-runners' interference.
@@ -47,6 +52,22 @@ class InssPolicy : public SchedulingPolicy {
  private:
   absl::StatusOr<Plan> Refuse(const ClusterSnapshot& snapshot,
                               const absl::Status& why) const;
+  // The action's provisioning, repaired (InssRules.bda_repair) until BDA
+  // batches it or no repair is left; `bda` receives BDA's answer.
+  InssProvisioning Provision(const InssCluster& cluster,
+                             const std::vector<int>& gpu,
+                             std::vector<int> level,
+                             const std::vector<bool>& active,
+                             InssBatchResult* bda) const;
+  // InssRules.actor_samples actions drawn from the heads `probs` (the
+  // argmax `gpu`, `level` first); the provisioning BDA batches with the
+  // most room. `bda` receives BDA's answer on it.
+  InssProvisioning BestSampled(const InssCluster& cluster,
+                               const std::vector<float>& probs,
+                               const std::vector<int>& gpu,
+                               const std::vector<int>& level,
+                               const std::vector<bool>& active,
+                               InssBatchResult* bda) const;
 
   std::string name_;
   PolicyOptions options_;

@@ -76,6 +76,7 @@ PlanningRules TesseraDefaults() {
   n->set_bda_repair(true);
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
+  n->set_actor_samples(0);
   r.set_max_partitions_per_gpu(0);
   SetTesseraDefaults(r.mutable_tessera());
   return r;
@@ -121,6 +122,7 @@ PlanningRules PaperDefaults() {
   n->set_bda_repair(false);
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
+  n->set_actor_samples(0);
   r.set_max_partitions_per_gpu(0);
   SetTesseraDefaults(r.mutable_tessera());
   return r;
@@ -227,6 +229,9 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       Check(g.residue_slack_rps() >= 0, "gpulet.residue_slack_rps", ">= 0"));
   RETURN_IF_ERROR(
       Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
+  RETURN_IF_ERROR(Check(
+      out.inss().actor_samples() >= 0 && out.inss().actor_samples() <= 4096,
+      "inss.actor_samples", "in [0, 4096]"));
   RETURN_IF_ERROR(Check(out.max_partitions_per_gpu() >= 0,
                         "max_partitions_per_gpu", ">= 0"));
   const TesseraRules& t = out.tessera();

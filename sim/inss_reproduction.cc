@@ -1,6 +1,7 @@
 #include "sim/inss_reproduction.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -248,12 +249,14 @@ std::vector<ReproductionClaim> InssReproduction::ActorVerdicts(
       c.claim = absl::StrFormat("%s, SLO %.0fx: inss %s %s", label,
                                 s.slo_factor, a.what, a.policy);
       c.paper = "-";
-      const double max_ratio =
-          other->max_rps > 0 ? inss->max_rps / other->max_rps : 0;
+      // Against nothing, anything is above (and nothing ties).
+      auto ratio = [](double ours, double theirs) {
+        if (theirs > 0) return ours / theirs;
+        return ours > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+      };
+      const double max_ratio = ratio(inss->max_rps, other->max_rps);
       const double served_ratio =
-          other->mean_served_rps > 0
-              ? inss->mean_served_rps / other->mean_served_rps
-              : 0;
+          ratio(inss->mean_served_rps, other->mean_served_rps);
       c.ours = absl::StrFormat(
           "max %.1f vs %.1f (x%.3f); served %.1f vs %.1f (x%.3f); "
           "violations %.1f %% vs %.1f %%",

@@ -237,6 +237,55 @@ TEST_F(InssPolicyTest, TwoFeasibleActionsGiveTwoPlans) {
   EXPECT_EQ(packed_plan->devices(0).gpulets(0).share_percent(), 50);
 }
 
+// Heads that prefer gpu1 (60 %) and share level 5 of 10 (50 %), with
+// level 10 a close second (40 %): the argmax packs both models on gpu1,
+// half each, while draws often spread them at full shares.
+class LeaningActor : public InssActor {
+ public:
+  explicit LeaningActor(InssCheckpointInfo info) : info_(std::move(info)) {}
+  const InssCheckpointInfo& info() const override { return info_; }
+  absl::StatusOr<std::vector<float>> Probabilities(
+      const std::vector<float>& /*state*/) const override {
+    const int n = info_.max_models(), k = info_.gpus(), u = info_.share_units();
+    std::vector<float> p(n * (k + u), 0.1f / (u - 2));
+    for (int i = 0; i < n; ++i) {
+      p[i * k + 0] = 0.4f;
+      p[i * k + 1] = 0.6f;
+      p[n * k + i * u + 4] = 0.5f;
+      p[n * k + i * u + u - 1] = 0.4f;
+    }
+    return p;
+  }
+
+ private:
+  InssCheckpointInfo info_;
+};
+
+TEST_F(InssPolicyTest, SampledActionsKeepTheMostBdaRoom) {
+  // Spread at full shares, BDA holds each model's rate about twice as far
+  // as packed at half shares: with samples the plan spreads, the same on
+  // every call; the argmax alone stays packed.
+  auto actor = std::make_shared<LeaningActor>(InssInfo({"a", "b"}, 2));
+  PolicyOptions options = PaperRules();
+  const InssPolicy argmax("inss", options, actor, nullptr);
+  options.rules.mutable_inss()->set_actor_samples(64);
+  const InssPolicy sampled("inss", options, actor, nullptr);
+  auto packed = argmax.Schedule(snapshot_);
+  auto spread = sampled.Schedule(snapshot_);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_EQ(packed->devices_size(), 1) << packed->DebugString();
+  ASSERT_EQ(spread->devices_size(), 2) << spread->DebugString();
+  for (const DevicePlan& d : spread->devices()) {
+    ASSERT_EQ(d.gpulets_size(), 1);
+    EXPECT_EQ(d.gpulets(0).share_percent(), 100);
+  }
+  EXPECT_THAT(spread->reason(), HasSubstr("64 sampled actions"));
+  auto again = sampled.Schedule(snapshot_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->SerializeAsString(), spread->SerializeAsString());
+}
+
 TEST(BdaPlacementPolicyTest, RoundRobinSplitsEachDeviceEvenly) {
   ClusterSnapshot s = Snapshot(2);
   AddModel(&s, LinearProfile("a", 5, 5), 10, 200);

@@ -1,6 +1,7 @@
 #include "scheduler/inss_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <random>
@@ -18,6 +19,16 @@ namespace {
 
 // The seed of InssRules.actor_samples' draws.
 constexpr uint64_t kSampleSeed = 20261127;
+
+// One option of a head with probabilities `p[0..n)`, each taken to
+// `power`.
+int Draw(const float* p, int n, double power, std::mt19937_64* rng) {
+  std::vector<double> w(p, p + n);
+  if (power != 1) {
+    for (double& x : w) x = std::pow(x, power);
+  }
+  return std::discrete_distribution<int>(w.begin(), w.end())(*rng);
+}
 
 }  // namespace
 
@@ -152,13 +163,14 @@ InssProvisioning InssPolicy::BestSampled(const InssCluster& cluster,
                                    cluster, best, cluster.rates_rps(), kMaxRoom)
                              : 0;
   std::mt19937_64 rng(kSampleSeed);
+  const double power = 1 / options_.rules.inss().actor_sample_temperature();
   std::vector<int> g(n), l(n);
   for (int s = 0; s < options_.rules.inss().actor_samples(); ++s) {
     for (int i = 0; i < n; ++i) {
       const float* pg = probs.data() + i * heads;
       const float* pl = probs.data() + n * heads + i * u;
-      g[i] = std::discrete_distribution<int>(pg, pg + k)(rng);
-      l[i] = std::discrete_distribution<int>(pl, pl + u)(rng) + 1;
+      g[i] = Draw(pg, k, power, &rng);
+      l[i] = Draw(pl, u, power, &rng) + 1;
     }
     InssBatchResult trial_bda;
     InssProvisioning trial = Provision(cluster, g, l, active, &trial_bda);

@@ -77,6 +77,7 @@ PlanningRules TesseraDefaults() {
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
   n->set_actor_samples(0);
+  n->set_actor_sample_temperature(1);
   r.set_max_partitions_per_gpu(0);
   SetTesseraDefaults(r.mutable_tessera());
   return r;
@@ -123,6 +124,7 @@ PlanningRules PaperDefaults() {
   n->set_latency_headroom(1.0);
   n->set_rate_headroom(1.0);
   n->set_actor_samples(0);
+  n->set_actor_sample_temperature(1);
   r.set_max_partitions_per_gpu(0);
   SetTesseraDefaults(r.mutable_tessera());
   return r;
@@ -232,6 +234,9 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
   RETURN_IF_ERROR(Check(
       out.inss().actor_samples() >= 0 && out.inss().actor_samples() <= 4096,
       "inss.actor_samples", "in [0, 4096]"));
+  RETURN_IF_ERROR(Check(out.inss().actor_sample_temperature() >= 0.1 &&
+                            out.inss().actor_sample_temperature() <= 100,
+                        "inss.actor_sample_temperature", "in [0.1, 100]"));
   RETURN_IF_ERROR(Check(out.max_partitions_per_gpu() >= 0,
                         "max_partitions_per_gpu", ">= 0"));
   const TesseraRules& t = out.tessera();

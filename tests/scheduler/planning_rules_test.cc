@@ -76,6 +76,13 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
   auto frac =
       RulesFromFlags("tessera", "gpulet { artifact_min_rate_fraction: 1.5 }");
   EXPECT_EQ(frac.status().code(), absl::StatusCode::kInvalidArgument);
+  for (const char* bad :
+       {"inss { actor_samples: -1 }", "inss { actor_sample_temperature: 0 }",
+        "tessera { fewest_gpus_min_room: 0.5 }",
+        "tessera { fewest_gpus_min_room: 5 }"}) {
+    auto r = RulesFromFlags("tessera", bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
   auto text = RulesFromFlags("tessera", "shared { no_such_field: 1 }");
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -26,15 +26,7 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GpuletPolicy::CreateNoInt(
       new GpuletPolicy("gpulet-noint", nullptr, options));
 }
 
-absl::StatusOr<Plan> GpuletPolicy::Schedule(
-    const ClusterSnapshot& snapshot) const {
-  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  return ScheduleWithInputs(snapshot, *inputs);
-}
-
-absl::StatusOr<Plan> GpuletPolicy::ScheduleWithInputs(
-    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
-  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+absl::StatusOr<Plan> GpuletPolicy::PlanFrom(const PolicyInputs& inputs) const {
   const std::vector<const ModelDemand*> order =
       GpuletPlacer::PaperOrder(inputs.demands());
   const auto& gpus = inputs.gpus();

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/gpu_layout.h"
 #include "scheduler/gpulet_placer.h"
+#include "scheduler/inputs_policy.h"
 #include "scheduler/scheduling_policy.h"
 #include "scheduler/time_share_solver.h"
 
@@ -37,19 +38,19 @@ namespace tessera {
 // Algorithm 2, SCALING (the smallest N for which Algorithm 1 succeeds) is
 // one pass over all the cluster's GPUs: best-fit placement opens a GPU only
 // when none in use can take the gpulet, so the pass uses exactly that N
-// (see Schedule()).
-class GpuletPolicy : public SchedulingPolicy {
+// (see PlanFrom()).
+class GpuletPolicy : public InputsPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateNoInt(
       const PolicyOptions& options);
 
-  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  absl::StatusOr<Plan> ScheduleWithInputs(
-      const ClusterSnapshot& snapshot,
-      const PolicyInputs& inputs) const override;
   std::string name() const override { return name_; }
+
+ protected:
+  const PolicyOptions& options() const override { return options_; }
+  absl::StatusOr<Plan> PlanFrom(const PolicyInputs& inputs) const override;
 
  private:
   GpuletPolicy(std::string name,

@@ -14,15 +14,7 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> GreedyPolicy::Create(
   return std::unique_ptr<SchedulingPolicy>(new GreedyPolicy(options));
 }
 
-absl::StatusOr<Plan> GreedyPolicy::Schedule(
-    const ClusterSnapshot& snapshot) const {
-  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  return ScheduleWithInputs(snapshot, *inputs);
-}
-
-absl::StatusOr<Plan> GreedyPolicy::ScheduleWithInputs(
-    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
-  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+absl::StatusOr<Plan> GreedyPolicy::PlanFrom(const PolicyInputs& inputs) const {
   struct Part {
     Slice slice;
     double share;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "scheduler/inputs_policy.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -13,15 +14,15 @@ namespace tessera {
 // rate within its SLO (whole saturated GPUs first when the rate exceeds
 // what one GPU serves), and partitions are packed best-fit, at most two
 // per GPU, with no temporal sharing and no interference model.
-class GreedyPolicy : public SchedulingPolicy {
+class GreedyPolicy : public InputsPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
-  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  absl::StatusOr<Plan> ScheduleWithInputs(
-      const ClusterSnapshot& snapshot,
-      const PolicyInputs& inputs) const override;
   std::string name() const override { return "greedy"; }
+
+ protected:
+  const PolicyOptions& options() const override { return options_; }
+  absl::StatusOr<Plan> PlanFrom(const PolicyInputs& inputs) const override;
 
  private:
   explicit GreedyPolicy(PolicyOptions options) : options_(std::move(options)) {}

@@ -122,15 +122,7 @@ absl::StatusOr<IgniterWorkload> IgniterPolicy::FitWorkload(
   return w;
 }
 
-absl::StatusOr<Plan> IgniterPolicy::Schedule(
-    const ClusterSnapshot& snapshot) const {
-  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  return ScheduleWithInputs(snapshot, *inputs);
-}
-
-absl::StatusOr<Plan> IgniterPolicy::ScheduleWithInputs(
-    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
-  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+absl::StatusOr<Plan> IgniterPolicy::PlanFrom(const PolicyInputs& inputs) const {
   const auto& demands = inputs.demands();
   const auto& gpus = inputs.gpus();
   IgniterHardware hw;  // power, scheduling growth and PCIe: off

@@ -8,6 +8,7 @@
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
 #include "scheduler/igniter_provisioner.h"
+#include "scheduler/inputs_policy.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -41,17 +42,13 @@ namespace tessera {
 // "igniter-ffd" is the paper's FFD+ baseline (Sec. 5.1) on the same model
 // and rules: every workload at its r_lower, first-fit decreasing, no ALLOC
 // (IgniterPacking::kFirstFitLower).
-class IgniterPolicy : public SchedulingPolicy {
+class IgniterPolicy : public InputsPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateFfd(
       const PolicyOptions& options);
 
-  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  absl::StatusOr<Plan> ScheduleWithInputs(
-      const ClusterSnapshot& snapshot,
-      const PolicyInputs& inputs) const override;
   std::string name() const override {
     return packing_ == IgniterPacking::kAlloc ? "igniter" : "igniter-ffd";
   }
@@ -62,6 +59,10 @@ class IgniterPolicy : public SchedulingPolicy {
   static absl::StatusOr<IgniterWorkload> FitWorkload(
       const LatencyModel& latency, double latency_scale, int max_batch,
       double* worst_fit_error);
+
+ protected:
+  const PolicyOptions& options() const override { return options_; }
+  absl::StatusOr<Plan> PlanFrom(const PolicyInputs& inputs) const override;
 
  private:
   // Either packing, with iGniter's own planning headroom.

@@ -293,15 +293,7 @@ absl::StatusOr<LasCoefficients> LasPolicy::FitModel(const LatencyModel& lm,
   return c;
 }
 
-absl::StatusOr<Plan> LasPolicy::Schedule(
-    const ClusterSnapshot& snapshot) const {
-  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  return ScheduleWithInputs(snapshot, *inputs);
-}
-
-absl::StatusOr<Plan> LasPolicy::ScheduleWithInputs(
-    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
-  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+absl::StatusOr<Plan> LasPolicy::PlanFrom(const PolicyInputs& inputs) const {
   const auto& demands = inputs.demands();
   const auto& gpus = inputs.gpus();
   bool grid_declared = true;

@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "perfmodel/las_model.h"
 #include "perfmodel/latency_model.h"
+#include "scheduler/inputs_policy.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -43,15 +44,11 @@ namespace tessera {
 // Candidate shares: the device grid when the devices declare one (cpu),
 // else 10, 20, ..., 100 % (the digest's Pset), never below a profile's
 // smallest share.
-class LasPolicy : public SchedulingPolicy {
+class LasPolicy : public InputsPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
 
-  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  absl::StatusOr<Plan> ScheduleWithInputs(
-      const ClusterSnapshot& snapshot,
-      const PolicyInputs& inputs) const override;
   std::string name() const override { return "las"; }
 
   // Eq. 3-5 coefficients of one model fitted from its latency model (times
@@ -59,6 +56,10 @@ class LasPolicy : public SchedulingPolicy {
   static absl::StatusOr<LasCoefficients> FitModel(const LatencyModel& latency,
                                                   double latency_scale,
                                                   int max_batch);
+
+ protected:
+  const PolicyOptions& options() const override { return options_; }
+  absl::StatusOr<Plan> PlanFrom(const PolicyInputs& inputs) const override;
 
  private:
   explicit LasPolicy(PolicyOptions options) : options_(std::move(options)) {}

@@ -15,15 +15,7 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> SbpPolicy::Create(
   return std::unique_ptr<SchedulingPolicy>(new SbpPolicy(options));
 }
 
-absl::StatusOr<Plan> SbpPolicy::Schedule(
-    const ClusterSnapshot& snapshot) const {
-  ASSIGN_OR_RETURN(auto inputs, PolicyInputs::FromSnapshot(snapshot, options_));
-  return ScheduleWithInputs(snapshot, *inputs);
-}
-
-absl::StatusOr<Plan> SbpPolicy::ScheduleWithInputs(
-    const ClusterSnapshot& snapshot, const PolicyInputs& inputs) const {
-  if (!inputs.BuiltUnder(options_.rules.shared())) return Schedule(snapshot);
+absl::StatusOr<Plan> SbpPolicy::PlanFrom(const PolicyInputs& inputs) const {
   const auto& gpus = inputs.gpus();
   std::vector<GpuLayout> layouts;
   auto new_gpu = [&]() -> GpuLayout* {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "scheduler/inputs_policy.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -13,15 +14,15 @@ namespace tessera {
 // saturated GPUs as its rate fills (largest batch with 2 L <= SLO, running
 // back to back); the residues are packed best-fit decreasing by occupancy
 // onto shared GPUs under the time-sharing rules of SolveTimeShare.
-class SbpPolicy : public SchedulingPolicy {
+class SbpPolicy : public InputsPolicy {
  public:
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> Create(
       const PolicyOptions& options);
-  absl::StatusOr<Plan> Schedule(const ClusterSnapshot& snapshot) const override;
-  absl::StatusOr<Plan> ScheduleWithInputs(
-      const ClusterSnapshot& snapshot,
-      const PolicyInputs& inputs) const override;
   std::string name() const override { return "sbp"; }
+
+ protected:
+  const PolicyOptions& options() const override { return options_; }
+  absl::StatusOr<Plan> PlanFrom(const PolicyInputs& inputs) const override;
 
  private:
   explicit SbpPolicy(PolicyOptions options) : options_(std::move(options)) {}

@@ -212,6 +212,34 @@ class EmulatedClusterTest : public ::testing::Test {
     return {model, ShapeOnlyRequest(stub_.get(), model), std::move(steps)};
   }
 
+  // Switches the quiet cluster to `policy` and waits for its first plan
+  // and for quiescence, then raises lenet from ~0 to 30 req/s for 6 s, a
+  // rate change the monitor re-plans on. Returns that first plan; `result`
+  // receives the load generator's.
+  absl::StatusOr<Plan> SwitchThenRaiseLenet(const std::string& policy,
+                                            LoadGenerator::Result* result) {
+    auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+    if (!quiet.ok()) return quiet.status();
+    auto admin = Admin();
+    const grpc::Status set = SetPolicy(admin.get(), policy);
+    if (!set.ok()) {
+      return absl::InternalError("SetPolicy: " + set.error_message());
+    }
+    auto first = WaitForPlan(
+        quiet->epoch(),
+        [&policy](const Plan& p) { return p.policy() == policy; },
+        absl::Seconds(20));
+    if (!first.ok()) return first.status();
+    auto settled = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
+    if (!settled.ok()) return settled.status();
+    LoadGenerator::Options lo;
+    lo.duration = absl::Seconds(6);
+    lo.timeout = absl::Seconds(30);
+    *result = LoadGenerator::Run(
+        stub_.get(), {Load("lenet", {{absl::ZeroDuration(), 30}})}, lo);
+    return first;
+  }
+
   // See the backend-stopping tests.
   void StopBackend(int signal);
   // Steady load that needs GPUs on both backends (gpulet plans three of
@@ -1434,21 +1462,10 @@ TEST_F(EmulatedClusterTest, SwitchingToIgniterInssAndLasUnderLoadLosesNothing) {
 TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
   StartCluster(InssEmulatedCheckpoint());
   ASSERT_NE(cluster_, nullptr);
-  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
-  ASSERT_TRUE(quiet.ok()) << quiet.status();
-  auto admin = Admin();
-  ASSERT_TRUE(SetPolicy(admin.get(), "inss").ok());
-  auto provisioned = WaitForPlan(
-      quiet->epoch(), [](const Plan& p) { return p.policy() == "inss"; },
-      absl::Seconds(20));
-  ASSERT_TRUE(provisioned.ok()) << provisioned.status();
-  ASSERT_TRUE(WaitForQuiescence(absl::Seconds(1), absl::Seconds(30)).ok());
   // lenet from ~0 to 30 req/s: the monitor re-plans.
-  LoadGenerator::Options lo;
-  lo.duration = absl::Seconds(6);
-  lo.timeout = absl::Seconds(30);
-  const LoadGenerator::Result result = LoadGenerator::Run(
-      stub_.get(), {Load("lenet", {{absl::ZeroDuration(), 30}})}, lo);
+  LoadGenerator::Result result;
+  auto provisioned = SwitchThenRaiseLenet("inss", &result);
+  ASSERT_TRUE(provisioned.ok()) << provisioned.status();
   EXPECT_EQ(result.lost, 0);
   auto rebatched = WaitForPlan(
       provisioned->epoch(),
@@ -1469,20 +1486,9 @@ TEST_F(EmulatedClusterTest, InssRebatchesARateChangeOnTheProxiesItHas) {
 TEST_F(EmulatedClusterTest, TesseraPlansTheLiveClusterAndKeepsAPlanThatHolds) {
   StartCluster();
   ASSERT_NE(cluster_, nullptr);
-  auto quiet = WaitForQuiescence(absl::Seconds(1), absl::Seconds(30));
-  ASSERT_TRUE(quiet.ok()) << quiet.status();
-  auto admin = Admin();
-  ASSERT_TRUE(SetPolicy(admin.get(), "tessera").ok());
-  auto first = WaitForPlan(
-      quiet->epoch(), [](const Plan& p) { return p.policy() == "tessera"; },
-      absl::Seconds(20));
+  LoadGenerator::Result result;
+  auto first = SwitchThenRaiseLenet("tessera", &result);
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(WaitForQuiescence(absl::Seconds(1), absl::Seconds(30)).ok());
-  LoadGenerator::Options lo;
-  lo.duration = absl::Seconds(6);
-  lo.timeout = absl::Seconds(30);
-  const LoadGenerator::Result result = LoadGenerator::Run(
-      stub_.get(), {Load("lenet", {{absl::ZeroDuration(), 30}})}, lo);
   EXPECT_EQ(result.lost, 0);
   for (const auto& r : result.records) {
     EXPECT_TRUE(r.code == absl::StatusCode::kOk ||

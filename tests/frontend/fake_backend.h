@@ -167,8 +167,10 @@ class PlanCoordinatorFixture : public ::testing::Test {
     repo_ = std::move(*repo);
   }
 
-  std::unique_ptr<PlanCoordinator> MakeCoordinator(int backends,
-                                                   bool overlap = false) {
+  // `rise_window_s` and `monitor` (default: monitor_) as the frontend's.
+  std::unique_ptr<PlanCoordinator> MakeCoordinator(
+      int backends, bool overlap = false, double rise_window_s = 0,
+      RequestMonitor* monitor = nullptr) {
     std::vector<std::string> ids;
     if (overlap) {
       applying_ = std::make_unique<Rendezvous>(backends);
@@ -184,9 +186,11 @@ class PlanCoordinatorFixture : public ::testing::Test {
     options.config.set_min_rate_rps(1);
     options.config.set_time_scale(1);
     options.config.set_drain_timeout_s(5);
+    options.config.set_rise_window_s(rise_window_s);
     auto coordinator = std::make_unique<PlanCoordinator>(
         options,
-        PlanCoordinator::Deps{repo_.get(), &profiles_, &router_, &monitor_,
+        PlanCoordinator::Deps{repo_.get(), &profiles_, &router_,
+                              monitor != nullptr ? monitor : &monitor_,
                               trigger_.get(), &unloaded_, RealClock::Get()},
         std::make_shared<OneGpuletPerBackend>("first"));
     std::vector<BackendControl*> controls;

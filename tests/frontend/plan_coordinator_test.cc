@@ -153,5 +153,40 @@ TEST_F(PlanCoordinatorTest, ControlLoopsPlanOnRequestAndAroundALostBackend) {
   EXPECT_FALSE(trigger_->Alive("b1"));
 }
 
+// With a rise window the planner re-plans a rise at once (the replan
+// period here is an hour) and plans for the short window's rate, which the
+// 10 s rate window still averages down. Rates run on a fake clock.
+TEST_F(PlanCoordinatorTest, ControlLoopsReplanARiseForTheShortWindowsRate) {
+  FakeClock clock;
+  RequestMonitor monitor({absl::Seconds(10), 20}, &clock);
+  auto coordinator =
+      MakeCoordinator(1, /*overlap=*/false, /*rise_window_s=*/2, &monitor);
+  std::vector<BackendControl*> controls = {backends_[0].get()};
+  ControlLoops loops(
+      ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
+                            absl::Milliseconds(10), absl::Seconds(2)},
+      ControlLoops::Deps{coordinator.get(), trigger_.get(), &monitor, &router_,
+                         controls, &clock});
+  trigger_->Request("initial plan");
+  loops.Start();
+  ASSERT_TRUE(coordinator->WaitForPlan(absl::Seconds(30)));
+  // 8 s without traffic, then 100 calls of m and 1 s more: about 11 req/s
+  // over the rate window, 50-67 over the last 2 s.
+  clock.Advance(absl::Seconds(8));
+  for (int i = 0; i < 100; ++i) monitor.Record("m");
+  clock.Advance(absl::Seconds(1));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (coordinator->current_plan().epoch() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  loops.Stop();
+  const Plan plan = coordinator->current_plan();
+  ASSERT_EQ(plan.epoch(), 2);
+  EXPECT_THAT(plan.reason(), HasSubstr("rate rise: m"));
+  const double window = monitor.Rates().at("m");
+  EXPECT_NEAR(window, 100.0 / 9, 1);
+  EXPECT_GT(trigger_->PlannedRates().at("m"), 4 * window);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -57,10 +57,6 @@ bool SolveNormal(double (&a)[N][N + 1], double (&x)[N]) {
   return true;
 }
 
-// Samples at 100 % whose exp(-beta b) FitAtBeta keeps on the stack (a
-// profile has at most one per batch size).
-constexpr size_t kMaxLasSamples = 256;
-
 // The beta grid FitLasModel scans: i * kBetaStep for |i| <= kBetaSteps.
 constexpr int kBetaSteps = 200;
 constexpr double kBetaStep = 0.0025;
@@ -89,25 +85,25 @@ const std::vector<double>& DecayTable() {
 
 // Relative SSE of Eq. 4 at a fixed beta; fills `c` (delta, omega, and the
 // compute term when it is positive). The planner fits every model on
-// every Schedule(): normal equations accumulated in place. `decay`, when
-// set, holds exp(-beta b) for batches 0..kTableBatches.
+// every Schedule(): normal equations accumulated in place. With the
+// compute term, `decay_row` holds exp(-beta b) for batches
+// 0..kTableBatches (DecayTable) and `decay` (one per sample) receives the
+// exp(-beta b) the error sum reuses.
 double FitAtBeta(const std::vector<LasSample>& full, double beta,
                  bool with_compute, LasCoefficients* c,
-                 const double* decay_row = nullptr) {
+                 const double* decay_row = nullptr,
+                 std::vector<double>* decay = nullptr) {
   LasCoefficients t = *c;
   t.compute_term = with_compute;
   if (with_compute) {
     double a[4][5] = {};
-    // exp(-beta b) per sample, reused by the error sum below.
-    double decay[kMaxLasSamples];
-    const bool keep = full.size() <= kMaxLasSamples;
+    decay->resize(full.size());
     for (size_t k = 0; k < full.size(); ++k) {
       const LasSample& s = full[k];
       const double b = s.batch, w = 1.0 / s.latency_ms;
-      const double e = decay_row != nullptr && s.batch <= kTableBatches
-                           ? decay_row[s.batch]
-                           : std::exp(-beta * b);
-      if (keep) decay[k] = e;
+      const double e =
+          s.batch <= kTableBatches ? decay_row[s.batch] : std::exp(-beta * b);
+      (*decay)[k] = e;
       const double x[4] = {w * b * e, w * e, w * b, w};
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 4; ++j) a[i][j] += x[i] * x[j];
@@ -123,36 +119,33 @@ double FitAtBeta(const std::vector<LasSample>& full, double beta,
     t.alpha = sol[1] / sol[0];
     t.delta = sol[2];
     t.omega = sol[3];
-    if (keep) {
-      // Eq. 4 with exp(-(beta b + gamma)) = decay * sol[0].
-      double sse = 0;
-      for (size_t k = 0; k < full.size(); ++k) {
-        const double b = full[k].batch;
-        const double base = std::max(
-            t.delta * b + t.omega + (b + t.alpha) * decay[k] * sol[0], 1e-6);
-        const double e = base / full[k].latency_ms - 1;
-        sse += e * e;
-      }
-      *c = t;
-      return sse;
+    // Eq. 4 with exp(-(beta b + gamma)) = decay * sol[0].
+    double sse = 0;
+    for (size_t k = 0; k < full.size(); ++k) {
+      const double b = full[k].batch;
+      const double base = std::max(
+          t.delta * b + t.omega + (b + t.alpha) * (*decay)[k] * sol[0], 1e-6);
+      const double e = base / full[k].latency_ms - 1;
+      sse += e * e;
     }
-  } else {
-    double a[2][3] = {};
-    for (const auto& s : full) {
-      const double b = s.batch, w = 1.0 / s.latency_ms;
-      const double x[2] = {w * b, w};
-      for (int i = 0; i < 2; ++i) {
-        for (int j = 0; j < 2; ++j) a[i][j] += x[i] * x[j];
-        a[i][2] += x[i];
-      }
-    }
-    double sol[2];
-    if (!SolveNormal<2>(a, sol)) {
-      return std::numeric_limits<double>::infinity();
-    }
-    t.delta = sol[0];
-    t.omega = sol[1];
+    *c = t;
+    return sse;
   }
+  double a[2][3] = {};
+  for (const auto& s : full) {
+    const double b = s.batch, w = 1.0 / s.latency_ms;
+    const double x[2] = {w * b, w};
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) a[i][j] += x[i] * x[j];
+      a[i][2] += x[i];
+    }
+  }
+  double sol[2];
+  if (!SolveNormal<2>(a, sol)) {
+    return std::numeric_limits<double>::infinity();
+  }
+  t.delta = sol[0];
+  t.omega = sol[1];
   double sse = 0;
   for (const auto& s : full) {
     const double e = LasModel::BaseMs(t, s.batch) / s.latency_ms - 1;
@@ -186,11 +179,12 @@ absl::StatusOr<LasCoefficients> FitLasModel(
   double best_sse = FitAtBeta(full, 0, /*with_compute=*/false, &best);
   if (full_ms.size() >= 4) {
     const std::vector<double>& table = DecayTable();
+    std::vector<double> decay;
     for (int i = -kBetaSteps; i <= kBetaSteps; ++i) {
       LasCoefficients c;
       const double sse =
           FitAtBeta(full, i * kBetaStep, true, &c,
-                    &table[(i + kBetaSteps) * (kTableBatches + 1)]);
+                    &table[(i + kBetaSteps) * (kTableBatches + 1)], &decay);
       if (sse < best_sse - 1e-12) {
         best_sse = sse;
         best = c;

@@ -86,16 +86,22 @@ TesseraPolicy::Cost TesseraPolicy::CostOf(const Plan& plan,
   return cost;
 }
 
+int TesseraPolicy::FloorOrder(const TesseraRules& rules, const Cost& a,
+                              const Cost& b) {
+  const double floor = rules.fewest_gpus_min_room();
+  if (floor <= 1) return 0;
+  const double ra = std::min(a.margin, floor);
+  const double rb = std::min(b.margin, floor);
+  if (ra > rb + kMarginTolerance) return 1;
+  if (ra < rb - kMarginTolerance) return -1;
+  return 0;
+}
+
 bool TesseraPolicy::Better(const TesseraRules& rules, const Cost& a,
                            const Cost& b) {
   if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
-    const double floor = rules.fewest_gpus_min_room();
-    if (floor > 1) {
-      // Room up to the floor counts before GPUs.
-      const double ra = std::min(a.margin, floor);
-      const double rb = std::min(b.margin, floor);
-      if (ra > rb + kMarginTolerance) return true;
-      if (ra < rb - kMarginTolerance) return false;
+    if (const int order = FloorOrder(rules, a, b); order != 0) {
+      return order > 0;
     }
     if (a.gpus != b.gpus) return a.gpus < b.gpus;
   }
@@ -245,12 +251,8 @@ PlanCheck TesseraPolicy::SharedCheck(const PolicyInputs& inputs) const {
 bool TesseraPolicy::Keeps(const Candidate& kept, const Candidate& best) const {
   const TesseraRules& rules = options_.rules.tessera();
   if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
-    const double floor = rules.fewest_gpus_min_room();
-    if (floor > 1) {
-      const double rk = std::min(kept.cost.margin, floor);
-      const double rb = std::min(best.cost.margin, floor);
-      if (rb > rk + kMarginTolerance) return false;
-      if (rk > rb + kMarginTolerance) return true;
+    if (const int order = FloorOrder(rules, kept.cost, best.cost); order != 0) {
+      return order > 0;
     }
     return kept.cost.gpus <= best.cost.gpus;
   }

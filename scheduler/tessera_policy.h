@@ -68,6 +68,11 @@ class TesseraPolicy : public SchedulingPolicy {
   static bool Better(const TesseraRules& rules, const Cost& a, const Cost& b);
 
  private:
+  // Under FEWEST_GPUS with fewest_gpus_min_room > 1: 1 when `a` holds more
+  // of the floor than `b` (beyond the margin tolerance), -1 when less, 0
+  // when as much or without a floor.
+  static int FloorOrder(const TesseraRules& rules, const Cost& a,
+                        const Cost& b);
   struct Candidate {
     Plan plan;
     std::string source;

@@ -286,6 +286,25 @@ TEST_F(InssPolicyTest, SampledActionsKeepTheMostBdaRoom) {
   EXPECT_EQ(again->SerializeAsString(), spread->SerializeAsString());
 }
 
+// The temperature flattens the heads: FixedActor gives every option but
+// its argmax 1 %, so its own draws stay near the packed argmax, while
+// draws at temperature 100 are nearly uniform and find the spread plan.
+TEST_F(InssPolicyTest, ATemperatureAboveOneExploresFurther) {
+  auto packed_actor = std::make_shared<FixedActor>(
+      InssInfo({"a", "b"}, 2), std::vector<int>{1, 1}, std::vector<int>{4, 4});
+  PolicyOptions options = PaperRules();
+  options.rules.mutable_inss()->set_actor_samples(64);
+  const InssPolicy own("inss", options, packed_actor, nullptr);
+  options.rules.mutable_inss()->set_actor_sample_temperature(100);
+  const InssPolicy flat("inss", options, packed_actor, nullptr);
+  auto near = own.Schedule(snapshot_);
+  auto far = flat.Schedule(snapshot_);
+  ASSERT_TRUE(near.ok()) << near.status();
+  ASSERT_TRUE(far.ok()) << far.status();
+  EXPECT_EQ(near->devices_size(), 1) << near->DebugString();
+  EXPECT_EQ(far->devices_size(), 2) << far->DebugString();
+}
+
 TEST(BdaPlacementPolicyTest, RoundRobinSplitsEachDeviceEvenly) {
   ClusterSnapshot s = Snapshot(2);
   AddModel(&s, LinearProfile("a", 5, 5), 10, 200);

@@ -8,11 +8,13 @@
 #include "common/status_macros.h"
 #include "common/thread_name.h"
 #include "frontend/admin_server.h"
+#include "frontend/cluster_snapshot_builder.h"
 #include "frontend/control_loops.h"
 #include "frontend/frontend_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/profile_fits.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -41,6 +43,12 @@ absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Create(
                                       options.config.time_scale()));
   ASSIGN_OR_RETURN(PolicyOptions policy_options,
                    PolicyOptionsFromConfig(options.config));
+  // Profiles are fixed for the frontend's life: derive what every plan
+  // would otherwise rebuild (latency models, iGniter's and LAS's fits).
+  policy_options.fits = std::make_shared<const ProfileFits>(ProfileFits::Build(
+      BuildClusterSnapshot({}, *repository, profiles, Plan(), absl::Time())
+          .models,
+      policy_options.rules));
   RETURN_IF_ERROR(
       CheckStaticPlan(options.config.policy(), policy_options, *repository));
   ASSIGN_OR_RETURN(auto policy, PolicyRegistry::Create(options.config.policy(),

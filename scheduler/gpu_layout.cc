@@ -121,9 +121,21 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
           absl::StrCat("model '", m.config.name(), "' has no profile for '",
                        key, "' devices"));
     }
-    ASSIGN_OR_RETURN(auto model, LatencyModel::FromProfile(it->second));
-    inputs->models_.emplace(m.config.name(), std::move(model));
+    const LatencyModel* model = nullptr;
+    if (options.fits) {
+      const std::string& key = inputs->profile_keys_[m.config.name()] =
+          ProfileFits::KeyOf(it->second);
+      model = options.fits->FindModel(key);
+    }
+    if (model == nullptr) {
+      ASSIGN_OR_RETURN(auto built, LatencyModel::FromProfile(it->second));
+      model = &inputs->owned_models_
+                   .insert_or_assign(m.config.name(), std::move(built))
+                   .first->second;
+    }
+    inputs->models_[m.config.name()] = model;
   }
+  inputs->fits_ = options.fits;
   for (const ModelSnapshot& m : snapshot.models) {
     if (m.rate_rps <= 0) continue;  // nothing to serve
     ModelDemand d;
@@ -138,10 +150,14 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.burst_tail = rules.burst_bound() ? rules.burst_tail() : 0;
     d.burst_max_marginal_load = rules.burst_max_marginal_load();
     d.slo_ms = m.config.slo_ms();
-    const LatencyModel& lm = inputs->models_.at(d.name);
+    const LatencyModel& lm = *inputs->models_.at(d.name);
     d.max_batch =
         std::min(std::max(1, m.config.max_batch_size()), lm.max_batch());
     d.latency = &lm;
+    if (auto key = inputs->profile_keys_.find(d.name);
+        key != inputs->profile_keys_.end()) {
+      d.profile_key = &key->second;
+    }
     inputs->demands_.push_back(d);
   }
   return inputs;
@@ -150,6 +166,17 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
 bool PolicyInputs::BuiltUnder(const SharedRules& rules) const {
   return google::protobuf::util::MessageDifferencer::Equals(shared_rules_,
                                                             rules);
+}
+
+const ProfileFits::IgniterFit* PolicyInputs::IgniterFitOf(
+    const ModelDemand& d) const {
+  if (!fits_ || !d.profile_key) return nullptr;
+  return fits_->FindIgniter(*d.profile_key, d.max_batch, d.latency_scale);
+}
+
+const LasCoefficients* PolicyInputs::LasFitOf(const ModelDemand& d) const {
+  if (!fits_ || !d.profile_key) return nullptr;
+  return fits_->FindLas(*d.profile_key, d.max_batch, d.latency_scale);
 }
 
 Plan BuildPlan(const std::vector<GpuLayout>& gpus, const std::string& policy,

@@ -12,6 +12,7 @@
 #include "plan.pb.h"
 #include "policy_rules.pb.h"
 #include "scheduler/model_demand.h"
+#include "scheduler/profile_fits.h"
 #include "scheduler/scheduling_policy.h"
 #include "scheduler/time_share_solver.h"
 
@@ -94,9 +95,18 @@ class PolicyInputs {
   // Whether these inputs carry `rules`' headroom and queueing settings,
   // i.e. a policy planning under `rules` may use them as its own.
   bool BuiltUnder(const SharedRules& rules) const;
+  // The fits the options carried, made for this demand's profile, batch
+  // limit and latency scale; null when there are none (fit anew).
+  const ProfileFits::IgniterFit* IgniterFitOf(const ModelDemand& d) const;
+  const LasCoefficients* LasFitOf(const ModelDemand& d) const;
 
  private:
-  std::map<std::string, LatencyModel> models_;
+  // Each model's latency model: the fits' own or one of owned_models_.
+  std::map<std::string, const LatencyModel*> models_;
+  std::map<std::string, LatencyModel> owned_models_;
+  std::shared_ptr<const ProfileFits> fits_;
+  // ProfileFits::KeyOf each model's profile, by model (with fits only).
+  std::map<std::string, std::string> profile_keys_;
   std::vector<ModelDemand> demands_;
   std::vector<const DeviceSnapshot*> gpus_;
   std::vector<double> share_grid_;

@@ -138,10 +138,14 @@ absl::StatusOr<Plan> IgniterPolicy::PlanFrom(const PolicyInputs& inputs) const {
   std::string worst_model;
   for (size_t i = 0; i < demands.size(); ++i) {
     double err = 0;
-    ASSIGN_OR_RETURN(auto w,
-                     FitWorkload(*demands[i].latency, demands[i].latency_scale,
-                                 demands[i].max_batch, &err));
-    workloads[i] = w;
+    if (const auto* fit = inputs.IgniterFitOf(demands[i])) {
+      workloads[i] = fit->workload;
+      err = fit->worst_fit_error;
+    } else {
+      ASSIGN_OR_RETURN(workloads[i], FitWorkload(*demands[i].latency,
+                                                 demands[i].latency_scale,
+                                                 demands[i].max_batch, &err));
+    }
     workloads[i].model = demands[i].name;
     if (err > worst_fit) {
       worst_fit = err;

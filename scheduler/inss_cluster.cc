@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/model_instance.h"
 #include "common/status_macros.h"
+#include "scheduler/profile_fits.h"
 
 namespace tessera {
 
@@ -121,11 +122,15 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
           absl::StrCat("model '", name, "' has no profile for '",
                        info.profile_key(), "' devices"));
     }
-    ASSIGN_OR_RETURN(auto lm, LatencyModel::FromProfile(p->second));
-    auto [pos, inserted] = models->emplace(name, std::move(lm));
     InssModelSlot slot;
     slot.name = name;
-    slot.latency = &pos->second;
+    slot.latency = options.fits
+                       ? options.fits->FindModel(ProfileFits::KeyOf(p->second))
+                       : nullptr;
+    if (slot.latency == nullptr) {
+      ASSIGN_OR_RETURN(auto lm, LatencyModel::FromProfile(p->second));
+      slot.latency = &models->emplace(name, std::move(lm)).first->second;
+    }
     slot.latency_scale = options.rules.inss().latency_headroom();
     slot.queueing_check = options.rules.inss().fill_wait();
     const SharedRules& shared = options.rules.shared();
@@ -150,6 +155,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
     c.rates_rps_.push_back(0);
   }
   c.models_ = std::move(models);
+  c.fits_ = options.fits;
   return c;
 }
 

@@ -82,7 +82,9 @@ class InssCluster {
   double SoloMs(int slot, int batch, double share_percent) const;
 
  private:
+  // The latency models the slots point into: built here, or the fits'.
   std::shared_ptr<const std::map<std::string, LatencyModel>> models_;
+  std::shared_ptr<const ProfileFits> fits_;
   std::vector<InssModelSlot> slots_;
   std::vector<DeviceSnapshot> devices_;
   int max_gpus_ = 0;

@@ -308,6 +308,10 @@ absl::StatusOr<Plan> LasPolicy::PlanFrom(const PolicyInputs& inputs) const {
   }
   std::vector<LasCoefficients> coefficients;
   for (const ModelDemand& m : demands) {
+    if (const LasCoefficients* fit = inputs.LasFitOf(m)) {
+      coefficients.push_back(*fit);
+      continue;
+    }
     ASSIGN_OR_RETURN(auto c,
                      FitModel(*m.latency, m.latency_scale, m.max_batch));
     coefficients.push_back(c);

@@ -16,6 +16,9 @@ struct ModelDemand {
   double slo_ms = 0;
   int max_batch = 1;
   const LatencyModel* latency = nullptr;
+  // ProfileFits::KeyOf the profile `latency` was built from, when the
+  // options carry fits (null otherwise).
+  const std::string* profile_key = nullptr;
   // Multiplies every latency of this model while planning (headroom).
   double latency_scale = 1.0;
   // Apply SolveTimeShare's queueing bound (SharedRules.queueing_check) at

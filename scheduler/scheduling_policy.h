@@ -74,6 +74,7 @@ class SchedulingPolicy {
 
 class InssActor;
 class InterferenceModel;
+class ProfileFits;
 
 // Options handed to policy factories. Grows with the policies.
 struct PolicyOptions {
@@ -85,6 +86,10 @@ struct PolicyOptions {
   // Interference model interference-aware policies plan with (e.g.
   // "gpulet"); nullptr: none. Shared, immutable.
   std::shared_ptr<const InterferenceModel> interference;
+  // Latency-model fits made once from the profiles by the caller
+  // (ProfileFits::Build); nullptr: policies fit per plan. Shared,
+  // immutable.
+  std::shared_ptr<const ProfileFits> fits;
   // The planning rules (proto/policy_rules.proto), resolved: every field
   // set (ResolvePlanningRules). Default: the "tessera" preset.
   PlanningRules rules = PresetRules(RULES_PRESET_TESSERA);

@@ -193,6 +193,7 @@ PolicyOptions Options(const V100Setup& setup) {
   PolicyOptions o;
   o.rules = FlagRules();
   o.interference = setup.linear;
+  o.fits = MakeV100Fits(setup, o.rules);
   o.standby_shadows = absl::GetFlag(FLAGS_standby_shadows);
   // Loaded once; where it cannot be, the inss rows say why at creation.
   auto actor =
@@ -249,6 +250,7 @@ absl::StatusOr<PolicyOptions> PresetOptions(const V100Setup& setup,
   ASSIGN_OR_RETURN(auto rules,
                    RulesFromFlags(preset, absl::GetFlag(FLAGS_rules_override)));
   o.rules = rules;
+  o.fits = MakeV100Fits(setup, o.rules);
   return o;
 }
 

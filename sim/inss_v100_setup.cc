@@ -33,6 +33,7 @@ absl::StatusOr<InssWorkloadSampler> V100InssSampler(
   ClusterSnapshot pool = MakeV100Snapshot(setup, info.gpus(), models, 5);
   PolicyOptions policy;
   policy.interference = setup.linear;
+  policy.fits = MakeV100Fits(setup, policy.rules);
   return InssWorkloadSampler::Create(std::move(pool), std::move(policy), info,
                                      std::move(options));
 }

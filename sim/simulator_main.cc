@@ -13,6 +13,7 @@
 #include "common/usage.h"
 #include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/profile_fits.h"
 #include "sim/cluster_simulator.h"
 #include "sim/emulated_workload.h"
 #include "sim/throughput_search.h"
@@ -217,6 +218,8 @@ int Run() {
     policy_options.interference =
         intf == "pairwise" ? v100->pairwise : v100->linear;
   }
+  policy_options.fits = std::make_shared<const ProfileFits>(
+      ProfileFits::Build(snapshot.models, policy_options.rules));
   for (absl::string_view name :
        absl::StrSplit(absl::GetFlag(FLAGS_policy), ',', absl::SkipEmpty())) {
     auto policy = PolicyRegistry::Create(std::string(name), policy_options);

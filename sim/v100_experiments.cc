@@ -21,6 +21,7 @@ namespace tessera {
 PolicyOptions V100Experiments::PolicyOptionsFor(const V100Setup& setup) const {
   PolicyOptions o = options_.policy;
   o.interference = setup.linear;
+  o.fits = MakeV100Fits(setup, o.rules);
   return o;
 }
 

@@ -49,6 +49,16 @@ ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
   return s;
 }
 
+std::shared_ptr<const ProfileFits> MakeV100Fits(const V100Setup& setup,
+                                                const PlanningRules& rules) {
+  std::vector<WorkloadModel> models;
+  for (const auto& [name, profile] : setup.data.profiles) {
+    models.push_back({name, 0});
+  }
+  return std::make_shared<const ProfileFits>(
+      ProfileFits::Build(MakeV100Snapshot(setup, 0, models, 1).models, rules));
+}
+
 std::map<std::string, ModelConfig> Configs(const ClusterSnapshot& snapshot) {
   std::map<std::string, ModelConfig> configs;
   for (const ModelSnapshot& m : snapshot.models) {

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "datasets/igniter_v100_data.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/profile_fits.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/ground_truth.h"
 
@@ -38,6 +39,11 @@ struct WorkloadModel {
 ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
                                  const std::vector<WorkloadModel>& models,
                                  double slo_factor);
+
+// The latency-model fits of every measured model's profile as
+// MakeV100Snapshot configures it, under `rules` (PolicyOptions.fits).
+std::shared_ptr<const ProfileFits> MakeV100Fits(const V100Setup& setup,
+                                                const PlanningRules& rules);
 
 // Model configs (SLO, max batch) of a snapshot, for the simulator.
 std::map<std::string, ModelConfig> Configs(const ClusterSnapshot& snapshot);

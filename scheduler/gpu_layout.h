@@ -26,6 +26,9 @@ class GpuLayout {
     double share_percent = 100;
     std::vector<Slice> slices;  // empty: free
     GpuletSchedule schedule;
+    // A gpulet of a plan in force that is to stay as it is: no model is
+    // merged into it (PlanRepair).
+    bool pinned = false;
     bool free() const { return slices.empty(); }
   };
 

@@ -142,7 +142,7 @@ bool GpuletPlacer::TryMerge(const Slice& slice, Context* ctx) const {
     const auto& slots = layouts[g].slots();
     for (size_t s = 0; s < slots.size(); ++s) {
       const GpuLayout::Slot& slot = slots[s];
-      if (slot.free() ||
+      if (slot.free() || slot.pinned ||
           static_cast<int>(slot.slices.size()) >= kMaxModelsPerGpulet ||
           slot.schedule.occupancy >= 1 || Holds(slot, &m)) {
         continue;

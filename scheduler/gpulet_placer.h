@@ -22,10 +22,10 @@ namespace tessera {
 // partition <= p_eff that serves it. A residue at or below
 // GpuletRules.residue_slack_rps gets no gpulet of its own once the model
 // has one (the artifact's TRP_SLACK). Placement tries a temporal merge
-// into an allocated gpulet (at most 3 models each, as the artifact; the
-// fullest candidates first, GpuletRules.merge_attempts of them), then the
-// best-fitting free slot (the smallest large enough), splitting a whole
-// GPU into p and 100 - p unless the layouts are fixed.
+// into an allocated gpulet that is not pinned (at most 3 models each, as
+// the artifact; the fullest candidates first, GpuletRules.merge_attempts
+// of them), then the best-fitting free slot (the smallest large enough),
+// splitting a whole GPU into p and 100 - p unless the layouts are fixed.
 //
 // With an interference model, a placement is checked by
 // GpuletRules.interference_check:

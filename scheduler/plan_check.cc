@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace tessera {
 namespace {
@@ -14,7 +15,7 @@ absl::Status Broken(const std::string& why) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
+absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Layouts(
     const Plan& plan, double rate_scale) const {
   std::map<std::string, const ModelDemand*> demand_of;
   for (const ModelDemand& d : inputs_->demands()) demand_of[d.name] = &d;
@@ -67,6 +68,12 @@ absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
     }
     layouts.push_back(std::move(layout));
   }
+  return layouts;
+}
+
+absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
+    const Plan& plan, double rate_scale) const {
+  ASSIGN_OR_RETURN(std::vector<GpuLayout> layouts, Layouts(plan, rate_scale));
   for (GpuLayout& layout : layouts) {
     if (!layout.Resolve(interference_)) {
       return Broken(absl::StrCat("a gpulet of ", layout.device()->backend_id,
@@ -75,6 +82,13 @@ absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
     }
   }
   return layouts;
+}
+
+absl::StatusOr<Plan> PlanCheck::Rebatch(const Plan& plan,
+                                        double rate_scale) const {
+  ASSIGN_OR_RETURN(const std::vector<GpuLayout> layouts,
+                   Check(plan, rate_scale));
+  return BuildPlan(layouts, plan.policy(), plan.reason());
 }
 
 double PlanCheck::ScaleMargin(const Plan& plan, double max_scale,

@@ -32,6 +32,18 @@ class PlanCheck {
   absl::StatusOr<std::vector<GpuLayout>> Check(const Plan& plan,
                                                double rate_scale = 1) const;
 
+  // The plan's GPUs with today's rates (times `rate_scale`) split over
+  // their gpulets as Check splits them, not yet solved; the same errors
+  // as Check but for SLOs.
+  absl::StatusOr<std::vector<GpuLayout>> Layouts(const Plan& plan,
+                                                 double rate_scale = 1) const;
+
+  // The plan re-batched for every rate times `rate_scale`: the same
+  // gpulets, shares and rate proportions, with Check's batches and duty
+  // cycles (BuildPlan of its layouts; policy and reason kept). What the
+  // frontend serves when a policy keeps a plan as rates change.
+  absl::StatusOr<Plan> Rebatch(const Plan& plan, double rate_scale = 1) const;
+
   // The largest s in [1, max_scale] (to within (max_scale - 1) / 2^steps)
   // for which Check(plan, s) passes; 0 if it fails at s = 1.
   double ScaleMargin(const Plan& plan, double max_scale, int steps) const;

@@ -22,6 +22,8 @@ void SetTesseraDefaults(TesseraRules* t) {
   t->set_keep_plan_in_force(true);
   t->set_keep_tolerance(0.02);
   t->set_fewest_gpus_min_room(1);
+  t->set_prefer_fewest_moves(true);
+  t->set_repair_plan_in_force(true);
   for (const char* seed : {"greedy", "gpulet", "gpulet-noint"}) {
     t->add_large_cluster_seeds(seed);
   }

@@ -11,6 +11,7 @@
 #include "scheduler/layout_multisets.h"
 #include "scheduler/plan_check.h"
 #include "scheduler/plan_ids.h"
+#include "scheduler/plan_repair.h"
 #include "scheduler/policy_registry.h"
 
 namespace tessera {
@@ -147,10 +148,7 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot,
     orders.emplace_back(orders[0].rbegin(), orders[0].rend());
   }
   const auto& gpus = inputs->gpus();
-  GpuletRules placer_rules = options_.rules.gpulet();
-  placer_rules.set_interference_within_headroom(
-      rules.interference_within_headroom());
-  const GpuletPlacer placer(options_.interference.get(), placer_rules);
+  const GpuletPlacer placer = Placer();
   const auto& kinds = LayoutMultisets::GpuLayouts();
   // Every order gets the same layouts: the budget shared out.
   const int per_order = std::max<int>(1, budget / orders.size());
@@ -182,6 +180,36 @@ TesseraPolicy::LayoutCandidates(const ClusterSnapshot& snapshot,
                                   " fit of ", tried, " tried)");
   }
   return best;
+}
+
+GpuletPlacer TesseraPolicy::Placer() const {
+  GpuletRules rules = options_.rules.gpulet();
+  rules.set_interference_within_headroom(
+      options_.rules.tessera().interference_within_headroom());
+  return GpuletPlacer(options_.interference.get(), rules);
+}
+
+std::optional<TesseraPolicy::Candidate> TesseraPolicy::RepairedPlan(
+    const ClusterSnapshot& snapshot, const Inputs& inputs,
+    double rate_scale) const {
+  const Plan& current = snapshot.current_plan;
+  if (!options_.rules.tessera().repair_plan_in_force() || !MayKeep(current) ||
+      !inputs.ok()) {
+    return std::nullopt;
+  }
+  const GpuletPlacer placer = Placer();
+  const PlanRepair repair(
+      inputs->get(), options_.interference.get(), &placer,
+      options_.rules.tessera().interference_within_headroom());
+  absl::StatusOr<Plan> plan = repair.Repair(current, name(), rate_scale);
+  if (!plan.ok() && rate_scale > 1) plan = repair.Repair(current, name(), 1);
+  const PlanCheck check = SharedCheck(**inputs);
+  if (!plan.ok() || !check.Check(*plan).ok()) return std::nullopt;
+  Candidate c{
+      *std::move(plan), "the plan in force, its broken gpulets re-placed", {}};
+  c.cost = CostOf(c.plan, current);
+  c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
+  return c;
 }
 
 absl::StatusOr<Plan> TesseraPolicy::Schedule(
@@ -229,13 +257,33 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   if (kept && (candidates.empty() || Keeps(*kept, BestOf(candidates)))) {
     return Finish(*std::move(kept), candidates.size() + 1);
   }
+  if (!large) {
+    // The plan in force re-placed where it misses the room of the best
+    // new plan (today's rates when nothing else plans them; under
+    // FEWEST_GPUS the room floor).
+    const TesseraRules& rules = options_.rules.tessera();
+    double target = 1;
+    if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
+      target = rules.fewest_gpus_min_room();
+    } else if (!candidates.empty()) {
+      target = std::max(1.0, BestOf(candidates).cost.margin);
+    }
+    if (std::optional<Candidate> repaired =
+            RepairedPlan(snapshot, inputs, target)) {
+      candidates.push_back(*std::move(repaired));
+    }
+  }
   if (candidates.empty()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("tessera: no candidate plans the load (",
                      absl::StrJoin(refusals, "; "), ")"));
   }
   const size_t feasible = candidates.size();
-  return Finish(std::move(BestOf(candidates)), feasible);
+  Candidate& best = BestOf(candidates);
+  if (snapshot.current_plan.devices_size() > 0) {
+    return Finish(std::move(FewestMoves(candidates, best)), feasible);
+  }
+  return Finish(std::move(best), feasible);
 }
 
 bool TesseraPolicy::MayKeep(const Plan& current) const {
@@ -269,6 +317,21 @@ TesseraPolicy::Candidate& TesseraPolicy::BestOf(
     }
   }
   return candidates[best];
+}
+
+TesseraPolicy::Candidate& TesseraPolicy::FewestMoves(
+    std::vector<Candidate>& candidates, Candidate& best) const {
+  if (!options_.rules.tessera().prefer_fewest_moves()) return best;
+  Candidate* chosen = &best;
+  for (Candidate& c : candidates) {
+    if (&c == chosen || !Keeps(c, best)) continue;
+    if (c.cost.moved < chosen->cost.moved ||
+        (c.cost.moved == chosen->cost.moved &&
+         Better(options_.rules.tessera(), c.cost, chosen->cost))) {
+      chosen = &c;
+    }
+  }
+  return *chosen;
 }
 
 Plan TesseraPolicy::Finish(Candidate chosen, size_t feasible) const {

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/gpu_layout.h"
+#include "scheduler/gpulet_placer.h"
 #include "scheduler/plan_check.h"
 #include "scheduler/scheduling_policy.h"
 
@@ -62,7 +63,7 @@ class TesseraPolicy : public SchedulingPolicy {
     double margin = 0;
   };
   static constexpr double kMarginMaxScale = 4;
-  static constexpr int kMarginSteps = 5;
+  static constexpr int kMarginSteps = 7;
   static Cost CostOf(const Plan& plan, const Plan& current);
   // Whether `a` is strictly better than `b` under `rules`' objective.
   static bool Better(const TesseraRules& rules, const Cost& a, const Cost& b);
@@ -91,17 +92,31 @@ class TesseraPolicy : public SchedulingPolicy {
   // for today's rates, when it passes PlanCheck.
   std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot,
                                     const Inputs& inputs) const;
+  // The plan in force with the gpulets that miss today's rates times
+  // `rate_scale` re-placed (PlanRepair; at 1 if that fails), when
+  // repair_plan_in_force, it may be kept, and the repair passes the
+  // shared check; its margin measured.
+  std::optional<Candidate> RepairedPlan(const ClusterSnapshot& snapshot,
+                                        const Inputs& inputs,
+                                        double rate_scale) const;
+  // gpulet's heuristic as the layout search and the repair run it.
+  GpuletPlacer Placer() const;
   // Whether `current` is a plan KeptPlan may keep (Tessera's, not empty,
   // keep_plan_in_force).
   bool MayKeep(const Plan& current) const;
   // The shared check over `inputs` with Tessera's interference charge.
   PlanCheck SharedCheck(const PolicyInputs& inputs) const;
-  // Whether the plan in force `kept` stays against the best new plan:
-  // under FEWEST_GPUS while it needs no more GPUs, under MAX_THROUGHPUT
-  // while its margin is within keep_tolerance of the new plan's.
+  // Whether `kept` (the plan in force, or a new plan that moves fewer
+  // gpulets) stays against the best new plan: under FEWEST_GPUS while it
+  // needs no more GPUs, under MAX_THROUGHPUT while its margin is within
+  // keep_tolerance of the best plan's.
   bool Keeps(const Candidate& kept, const Candidate& best) const;
   // The best of `candidates` (not empty) under the objective.
   Candidate& BestOf(std::vector<Candidate>& candidates) const;
+  // With prefer_fewest_moves, the candidate that Keeps against `best`
+  // and starts the fewest new gpulets (Better among equals); else `best`.
+  Candidate& FewestMoves(std::vector<Candidate>& candidates,
+                         Candidate& best) const;
   // `chosen` as Tessera's plan, its reason naming where it came from.
   Plan Finish(Candidate chosen, size_t feasible) const;
   // gpulet's heuristic on the fixed layouts; the best feasible one, if any.

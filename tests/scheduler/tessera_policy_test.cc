@@ -348,5 +348,70 @@ TEST(TesseraPolicyTest, AnUnchangedSnapshotMovesNothing) {
       << second->reason();
 }
 
+// X on 80 % of gpu0 (600 req/s), Z on the other 20 % (150 req/s) and Y
+// on 20 % of gpu1 (150 req/s), then Y rises to 350, past the 200 its 20 %
+// serves. L(b, p) = b * 100 / p ms: a p % gpulet serves at most 10 p
+// req/s, so 1,100 req/s need two GPUs.
+ClusterSnapshot YOutgrowsItsGpulet() {
+  ClusterSnapshot s = Snapshot(3);
+  AddModel(&s, LinearProfile("x", 0, 1), 600, 100);
+  AddModel(&s, LinearProfile("y", 0, 1), 390, 100);
+  AddModel(&s, LinearProfile("z", 0, 1), 150, 100);
+  Plan& p = s.current_plan;
+  p.set_policy("tessera");
+  p.set_epoch(1);
+  for (const auto& [gpu, share, model, rate] :
+       {std::tuple{"gpu0", 80.0, "x", 600.0},
+        {"gpu0", 20.0, "z", 150.0},
+        {"gpu1", 20.0, "y", 150.0}}) {
+    DevicePlan* d = nullptr;
+    for (DevicePlan& e : *p.mutable_devices()) {
+      if (e.device_id() == gpu) d = &e;
+    }
+    if (d == nullptr) {
+      d = p.add_devices();
+      d->set_backend_id("b0");
+      d->set_device_id(gpu);
+    }
+    GpuletPlan* g = d->add_gpulets();
+    g->set_gpulet_id(absl::StrCat("b0/", gpu, "/", model));
+    g->set_share_percent(share);
+    ModelAssignment* a = g->add_models();
+    a->set_model(model);
+    a->set_rate_rps(rate);
+  }
+  return s;
+}
+
+// The plan in force repaired keeps X's and Z's gpulets and starts one for
+// Y; every new plan starts two or more.
+TEST(TesseraPolicyTest, ARePlanRepairsThePlanInForceAndMovesLess) {
+  const ClusterSnapshot s = YOutgrowsItsGpulet();
+  auto run = [&s](bool repair, bool fewest_moves, double tolerance) {
+    PolicyOptions o = Options();
+    o.rules.mutable_tessera()->set_repair_plan_in_force(repair);
+    o.rules.mutable_tessera()->set_prefer_fewest_moves(fewest_moves);
+    o.rules.mutable_tessera()->set_keep_tolerance(tolerance);
+    auto plan = RunPolicyWith("tessera", s, o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return std::pair{-1, std::string()};
+    EXPECT_NEAR(PlannedRateRps(*plan, "y"), s.models[1].rate_rps, 1e-6);
+    return std::pair{TesseraPolicy::CostOf(*plan, s.current_plan).moved,
+                     plan->reason()};
+  };
+  const auto [repaired_moved, repaired_reason] = run(true, true, 0.02);
+  EXPECT_EQ(repaired_moved, 1) << repaired_reason;
+  EXPECT_EQ(repaired_reason.rfind("the plan in force, its broken gpulets", 0),
+            0u)
+      << repaired_reason;
+  // Without the repair, every candidate starts two.
+  EXPECT_EQ(run(false, true, 0.02).first, 2);
+  // Without the preference for few moves, the repair is a candidate like
+  // any other: the least share among the margins that tie wins (a layout
+  // plan at 120 %), and it starts two.
+  const auto [best_moved, best_reason] = run(true, false, 0.02);
+  EXPECT_EQ(best_moved, 2) << best_reason;
+}
+
 }  // namespace
 }  // namespace tessera

@@ -26,6 +26,7 @@
 #include "sim/inss_reproduction.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/las_reproduction.h"
+#include "sim/replan_study.h"
 #include "sim/rules_report.h"
 #include "sim/rules_study.h"
 #include "sim/throughput_search.h"
@@ -52,7 +53,10 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "experiments of --reproduce, with a verdict per claim, under the "
           "paper and the tessera rules), inss-fidelity (InSS's training "
           "environment against the simulator on 200 random placements of "
-          "the held-out workloads; --csv writes the samples).");
+          "the held-out workloads; --csv writes the samples), replan "
+          "(--policies re-planning rate changes of the --suite_half cases "
+          "with the plan in force and without: gpulets moved and the "
+          "throughput each plan holds).");
 ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
           "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal-layout,ideal",
@@ -464,6 +468,34 @@ absl::Status ReproduceLas(const V100Setup& setup,
 
 // InSS's training environment against the simulator on random placements
 // of the held-out workloads (sim/inss_env_fidelity.h).
+// Each of --policies re-planning rate changes of the --suite_half cases
+// with its plan in force and without (sim/replan_study.h).
+absl::Status Replan(const V100Setup& setup) {
+  ReplanStudy::Options options;
+  options.gpus = absl::GetFlag(FLAGS_gpus);
+  options.base_rate_rps = absl::GetFlag(FLAGS_base_rate);
+  options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  options.sim.min_requests = absl::GetFlag(FLAGS_min_requests);
+  const ReplanStudy study(&setup, options);
+  const std::vector<SuiteCase> cases =
+      SuiteHalf(absl::GetFlag(FLAGS_suite_half));
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty())) {
+    std::printf(
+        "\nRe-planning, %s: %d rate changes per case (each model's rate x "
+        "U[%.2f, %.2f]) from %.2f x its SLO-preserved max, planned with the "
+        "plan in force (incremental) and without (scratch); new gpulets "
+        "against the plan in force\n",
+        std::string(name).c_str(), options.changes, 1 - options.spread,
+        1 + options.spread, options.load);
+    ASSIGN_OR_RETURN(const auto results,
+                     study.Run(std::string(name), Options(setup), cases));
+    ReplanStudy::Print(results, stdout);
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status InssFidelity(const V100Setup& setup) {
   const InssCheckpointInfo info =
       V100InssInfo({"alexnet", "resnet50", "vgg19", "ssd"}, 9, 8);
@@ -539,9 +571,9 @@ int Run() {
     return 2;
   }
   const std::vector<std::string> known = {
-      "throughput", "sweep",   "gpus",      "share100",
-      "planning",   "checks",  "additions", "calibrate",
-      "suite",      "compare", "reproduce", "inss-fidelity"};
+      "throughput", "sweep",         "gpus",      "share100", "planning",
+      "checks",     "additions",     "calibrate", "suite",    "compare",
+      "reproduce",  "inss-fidelity", "replan"};
   for (absl::string_view e :
        absl::StrSplit(absl::GetFlag(FLAGS_experiments), ',')) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -580,6 +612,13 @@ int Run() {
     if (e == "planning") experiments.Planning(**setup);
     if (e == "inss-fidelity") {
       const absl::Status s = InssFidelity(**setup);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        return 1;
+      }
+    }
+    if (e == "replan") {
+      const absl::Status s = Replan(**setup);
       if (!s.ok()) {
         std::fprintf(stderr, "%s\n", s.ToString().c_str());
         return 1;

@@ -135,7 +135,54 @@ bool PlanHolds(const Plan& plan, const ClusterSnapshot& base, double scale,
              .max_model_violation_fraction() <= limit;
 }
 
+using PlanAt = std::function<absl::StatusOr<Plan>(double)>;
+
+// Simulates the plan `plan_at(scale)` with the snapshot's rates times
+// `scale`; an error does not hold.
+bool PlanAtHolds(const PlanAt& plan_at, const ClusterSnapshot& base,
+                 double scale, const ClusterSimulator& simulator,
+                 const SimOptions& options, double limit) {
+  const absl::StatusOr<Plan> plan = plan_at(scale);
+  return plan.ok() && PlanHolds(*plan, base, scale, simulator, options, limit);
+}
+
+// The largest multiple m in [1, 64] of `scale` at which the plan holds,
+// given that it holds at m = 1: a scan in 5 % steps, then bisection to 1 %.
+double HoldMultiple(const PlanAt& plan_at, const ClusterSnapshot& base,
+                    double scale, const ClusterSimulator& simulator,
+                    const SimOptions& options, double limit) {
+  auto holds = [&](double m) {
+    return PlanAtHolds(plan_at, base, scale * m, simulator, options, limit);
+  };
+  double lo = 1, hi = 1;
+  while (hi < 64) {
+    hi *= 1.05;
+    if (!holds(hi)) break;
+    lo = hi;
+  }
+  if (hi >= 64) return lo;
+  while (hi - lo > 0.01 * lo) {
+    const double mid = (lo + hi) / 2;
+    (holds(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
+
+double PlanHoldScale(const PlanAt& plan_at, const ClusterSnapshot& base,
+                     const ClusterSimulator& simulator,
+                     const SimOptions& options, double limit) {
+  if (!PlanAtHolds(plan_at, base, 1, simulator, options, limit)) return 0;
+  return HoldMultiple(plan_at, base, 1, simulator, options, limit);
+}
+
+double PlanHoldScale(const Plan& plan, const ClusterSnapshot& base,
+                     const ClusterSimulator& simulator,
+                     const SimOptions& options, double limit) {
+  return PlanHoldScale([&plan](double) { return plan; }, base, simulator,
+                       options, limit);
+}
 
 double PlannerEfficiency(const SearchResult& search,
                          const ClusterSnapshot& base,
@@ -150,31 +197,19 @@ double PlannerEfficiency(const SearchResult& search,
   // The largest multiple m of the accepted load the plan holds at: scan
   // in 5 % steps from where it is known to hold (or down from a break),
   // then bisect to 1 %.
-  double lo, hi;
   if (!broken) {
-    lo = 1;
-    hi = 1;
-    while (hi < 64) {
-      hi *= 1.05;
-      if (!PlanHolds(at.plan, base, accepted * hi, simulator, options, limit)) {
-        break;
-      }
-      lo = hi;
+    const double lo = HoldMultiple([&at](double) { return at.plan; }, base,
+                                   accepted, simulator, options, limit);
+    if (hold_scale != nullptr) *hold_scale = lo;
+    return 1 / lo;
+  }
+  double lo = 1, hi = 1;
+  while (lo > 1.0 / 64) {
+    lo /= 1.05;
+    if (PlanHolds(at.plan, base, accepted * lo, simulator, options, limit)) {
+      break;
     }
-    if (hi >= 64) {
-      if (hold_scale != nullptr) *hold_scale = lo;
-      return 1 / lo;
-    }
-  } else {
-    hi = 1;
-    lo = 1;
-    while (lo > 1.0 / 64) {
-      lo /= 1.05;
-      if (PlanHolds(at.plan, base, accepted * lo, simulator, options, limit)) {
-        break;
-      }
-      hi = lo;
-    }
+    hi = lo;
   }
   while (hi - lo > 0.01 * lo) {
     const double mid = (lo + hi) / 2;

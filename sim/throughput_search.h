@@ -64,6 +64,21 @@ SearchResult SearchMaxThroughput(const SchedulingPolicy& policy,
                                  const SimOptions& options, double limit = 0.01,
                                  bool overload = false);
 
+// The largest multiple m of the snapshot's rates (each model's rate times
+// m, 1 % precision, up to 64) at which `plan`, as it is, holds in the
+// ground truth (every model's violations <= limit); 0 when it does not
+// hold at m = 1. The throughput a plan holds, without its policy.
+double PlanHoldScale(const Plan& plan, const ClusterSnapshot& base,
+                     const ClusterSimulator& simulator,
+                     const SimOptions& options, double limit = 0.01);
+// The same for the plan `plan_at(m)` returns for the rates times m (e.g.
+// one placement re-batched for each load, PlanCheck::Rebatch); an error
+// counts as not holding.
+double PlanHoldScale(const std::function<absl::StatusOr<Plan>(double)>& plan_at,
+                     const ClusterSnapshot& base,
+                     const ClusterSimulator& simulator,
+                     const SimOptions& options, double limit = 0.01);
+
 // Planner efficiency (MEASURES.md) of a search's limit: the load the policy
 // accepted there / the largest load at which that accepted plan, with every
 // rate scaled up (or down) together, still holds in the ground truth. At a

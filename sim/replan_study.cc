@@ -52,12 +52,8 @@ ReplanStudy::CaseResult ReplanStudy::RunCase(
     const SuiteCase& c, uint32_t seed) const {
   CaseResult result;
   result.label = c.label();
-  std::vector<WorkloadModel> models;
-  for (const std::string& m : c.workload.models) {
-    models.push_back({m, options_.base_rate_rps});
-  }
-  const ClusterSnapshot base =
-      MakeV100Snapshot(*setup_, options_.gpus, models, c.slo_factor);
+  const ClusterSnapshot base = MakeV100Snapshot(
+      *setup_, options_.gpus, c.workload, options_.base_rate_rps, c.slo_factor);
   const ClusterSimulator sim(setup_->truth.get(), Configs(base));
   const SearchResult limit =
       SearchMaxThroughput(policy, base, sim, options_.sim, 0.01);

@@ -20,12 +20,9 @@ std::vector<RulesStudy::CaseOutcome> RulesStudy::Run(
       out.push_back(o);
       continue;
     }
-    std::vector<WorkloadModel> models;
-    for (const std::string& m : c.workload.models) {
-      models.push_back({m, options_.base_rate_rps});
-    }
     const ClusterSnapshot snap =
-        MakeV100Snapshot(*setup_, options_.gpus, models, c.slo_factor);
+        MakeV100Snapshot(*setup_, options_.gpus, c.workload,
+                         options_.base_rate_rps, c.slo_factor);
     const ClusterSimulator sim(setup_->truth.get(), Configs(snap));
     const SearchResult r =
         SearchMaxThroughput(**p, snap, sim, options_.sim, 0.01);

@@ -49,6 +49,16 @@ ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
   return s;
 }
 
+ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
+                                 const Workload& workload, double base_rate_rps,
+                                 double slo_factor) {
+  std::vector<WorkloadModel> models;
+  for (const std::string& m : workload.models) {
+    models.push_back({m, base_rate_rps});
+  }
+  return MakeV100Snapshot(setup, gpus, models, slo_factor);
+}
+
 std::shared_ptr<const ProfileFits> MakeV100Fits(const V100Setup& setup,
                                                 const PlanningRules& rules) {
   std::vector<WorkloadModel> models;

@@ -12,6 +12,7 @@
 #include "scheduler/profile_fits.h"
 #include "scheduler/scheduling_policy.h"
 #include "sim/ground_truth.h"
+#include "sim/workload_suite.h"
 
 namespace tessera {
 
@@ -38,6 +39,11 @@ struct WorkloadModel {
 // with SLO = slo_factor x its batch-1 full-GPU latency and max batch 32.
 ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
                                  const std::vector<WorkloadModel>& models,
+                                 double slo_factor);
+
+// The same for every model of `workload`, each at `base_rate_rps`.
+ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,
+                                 const Workload& workload, double base_rate_rps,
                                  double slo_factor);
 
 // The latency-model fits of every measured model's profile as

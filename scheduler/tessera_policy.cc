@@ -118,9 +118,9 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::KeptPlan(
   const Plan& current = snapshot.current_plan;
   if (!MayKeep(current) || !inputs.ok()) return std::nullopt;
   const PlanCheck check = SharedCheck(**inputs);
-  auto layouts = check.Check(current);
-  if (!layouts.ok()) return std::nullopt;
-  Candidate c{BuildPlan(*layouts, name(), ""),
+  absl::StatusOr<Plan> rebatched = check.Rebatch(current);
+  if (!rebatched.ok()) return std::nullopt;
+  Candidate c{*std::move(rebatched),
               "the plan in force, which still holds today's rates",
               {}};
   c.cost = CostOf(c.plan, current);
@@ -212,6 +212,15 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::RepairedPlan(
   return c;
 }
 
+double TesseraPolicy::RepairTarget(std::vector<Candidate>& candidates) const {
+  const TesseraRules& rules = options_.rules.tessera();
+  if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
+    return rules.fewest_gpus_min_room();
+  }
+  if (candidates.empty()) return 1;
+  return std::max(1.0, BestOf(candidates).cost.margin);
+}
+
 absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const ClusterSnapshot& snapshot) const {
   const bool large = static_cast<int>(snapshot.devices.size()) >
@@ -258,18 +267,8 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     return Finish(*std::move(kept), candidates.size() + 1);
   }
   if (!large) {
-    // The plan in force re-placed where it misses the room of the best
-    // new plan (today's rates when nothing else plans them; under
-    // FEWEST_GPUS the room floor).
-    const TesseraRules& rules = options_.rules.tessera();
-    double target = 1;
-    if (rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS) {
-      target = rules.fewest_gpus_min_room();
-    } else if (!candidates.empty()) {
-      target = std::max(1.0, BestOf(candidates).cost.margin);
-    }
     if (std::optional<Candidate> repaired =
-            RepairedPlan(snapshot, inputs, target)) {
+            RepairedPlan(snapshot, inputs, RepairTarget(candidates))) {
       candidates.push_back(*std::move(repaired));
     }
   }

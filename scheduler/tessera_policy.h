@@ -99,6 +99,9 @@ class TesseraPolicy : public SchedulingPolicy {
   std::optional<Candidate> RepairedPlan(const ClusterSnapshot& snapshot,
                                         const Inputs& inputs,
                                         double rate_scale) const;
+  // The room the repair is made for: the best candidate's (today's rates
+  // when there is none; under FEWEST_GPUS the room floor).
+  double RepairTarget(std::vector<Candidate>& candidates) const;
   // gpulet's heuristic as the layout search and the repair run it.
   GpuletPlacer Placer() const;
   // Whether `current` is a plan KeptPlan may keep (Tessera's, not empty,

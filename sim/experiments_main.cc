@@ -466,8 +466,6 @@ absl::Status ReproduceLas(const V100Setup& setup,
   return absl::OkStatus();
 }
 
-// InSS's training environment against the simulator on random placements
-// of the held-out workloads (sim/inss_env_fidelity.h).
 // Each of --policies re-planning rate changes of the --suite_half cases
 // with its plan in force and without (sim/replan_study.h).
 absl::Status Replan(const V100Setup& setup) {
@@ -496,6 +494,8 @@ absl::Status Replan(const V100Setup& setup) {
   return absl::OkStatus();
 }
 
+// InSS's training environment against the simulator on random placements
+// of the held-out workloads (sim/inss_env_fidelity.h).
 absl::Status InssFidelity(const V100Setup& setup) {
   const InssCheckpointInfo info =
       V100InssInfo({"alexnet", "resnet50", "vgg19", "ssd"}, 9, 8);

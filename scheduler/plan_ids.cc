@@ -45,9 +45,9 @@ bool IsShrunk(const GpuletPlan& old, const GpuletPlan& next) {
          std::includes(have.begin(), have.end(), want.begin(), want.end());
 }
 
-}  // namespace
-
-int AssignGpuletIds(const Plan& current, Plan* next) {
+// AssignGpuletIds; `fresh`, if not null, gets one flag per gpulet of
+// `next` (devices in order, then gpulets): whether it is new.
+int AssignIds(const Plan& current, Plan* next, std::vector<bool>* fresh_flags) {
   // (backend, device, process key) -> ids of current gpulets, unused yet.
   std::map<std::string, std::vector<std::string>> available;
   // (backend, device) -> current gpulets, for the second pass.
@@ -90,9 +90,11 @@ int AssignGpuletIds(const Plan& current, Plan* next) {
     }
   }
   int fresh = 0;
+  std::set<const GpuletPlan*> fresh_gpulets;
   for (auto& [d, g] : unmatched) {
     if (g == nullptr) continue;
     ++fresh;
+    fresh_gpulets.insert(g);
     // The policy's own id in the first plan (static plans keep their
     // names); afterwards ids are never reused, so an id names one process
     // for the life of the cluster.
@@ -103,6 +105,27 @@ int AssignGpuletIds(const Plan& current, Plan* next) {
     }
     taken.insert(g->gpulet_id());
   }
+  if (fresh_flags != nullptr) {
+    fresh_flags->clear();
+    for (const DevicePlan& d : next->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        fresh_flags->push_back(fresh_gpulets.count(&g) > 0);
+      }
+    }
+  }
+  return fresh;
+}
+
+}  // namespace
+
+int AssignGpuletIds(const Plan& current, Plan* next) {
+  return AssignIds(current, next, nullptr);
+}
+
+std::vector<bool> NewGpulets(const Plan& current, const Plan& next) {
+  Plan copy = next;
+  std::vector<bool> fresh;
+  AssignIds(current, &copy, &fresh);
   return fresh;
 }
 

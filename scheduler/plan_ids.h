@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "plan.pb.h"
 
@@ -19,6 +20,10 @@ namespace tessera {
 // processes, and the backend starts a shadow proxy for every new gpulet
 // while the old one drains. Returns how many are new.
 int AssignGpuletIds(const Plan& current, Plan* next);
+
+// Which gpulets of `next` AssignGpuletIds(current, next) counts as new:
+// one flag per gpulet, devices in order, then their gpulets.
+std::vector<bool> NewGpulets(const Plan& current, const Plan& next);
 
 // Whether some gpulet of `plan` serves `model`, and the rate (req/s) the
 // plan assigns it in all.

@@ -12,10 +12,10 @@ namespace tessera {
 
 namespace {
 
-// Gpulets of `next` that `current` does not run (AssignGpuletIds on a copy).
-int NewGpulets(const Plan& current, const Plan& next) {
-  Plan copy = next;
-  return AssignGpuletIds(current, &copy);
+// Gpulets of `next` that `current` does not run.
+int CountNewGpulets(const Plan& current, const Plan& next) {
+  const std::vector<bool> fresh = NewGpulets(current, next);
+  return static_cast<int>(std::count(fresh.begin(), fresh.end(), true));
 }
 
 // The snapshot with every model's rate multiplied by its factor.
@@ -83,8 +83,8 @@ ReplanStudy::CaseResult ReplanStudy::RunCase(
     absl::StatusOr<Plan> incremental = policy.Schedule(at_r1);
     if (!scratch.ok() || !incremental.ok()) continue;  // r1 unschedulable
     Change change;
-    change.moved_scratch = NewGpulets(in_force, *scratch);
-    change.moved_incremental = NewGpulets(in_force, *incremental);
+    change.moved_scratch = CountNewGpulets(in_force, *scratch);
+    change.moved_incremental = CountNewGpulets(in_force, *incremental);
     const std::string& reason = incremental->reason();
     change.repaired =
         reason.rfind("the plan in force, its broken gpulets", 0) == 0;

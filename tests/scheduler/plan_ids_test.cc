@@ -50,6 +50,7 @@ TEST(AssignGpuletIdsTest, AGpuletLessSomeModelsKeepsItsId) {
       }
     }
   )pb");
+  EXPECT_EQ(NewGpulets(current, next), (std::vector<bool>{false, true}));
   EXPECT_EQ(AssignGpuletIds(current, &next), 1);
   EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "ab");
   EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/cpu0/e4.1");
@@ -104,6 +105,7 @@ TEST(AssignGpuletIdsTest, UnchangedGpuletsKeepIdsChangedOnesGetFreshIds) {
       }
     }
   )pb");
+  EXPECT_EQ(NewGpulets(current, next), (std::vector<bool>{false, true, true}));
   EXPECT_EQ(AssignGpuletIds(current, &next), 2);
   EXPECT_EQ(next.devices(0).gpulets(0).gpulet_id(), "x");
   EXPECT_EQ(next.devices(0).gpulets(1).gpulet_id(), "b0/gpu0/e2.1");

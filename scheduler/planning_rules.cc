@@ -24,6 +24,7 @@ void SetTesseraDefaults(TesseraRules* t) {
   t->set_fewest_gpus_min_room(1);
   t->set_prefer_fewest_moves(true);
   t->set_repair_plan_in_force(true);
+  t->set_fill_used_gpus(true);
   for (const char* seed : {"greedy", "gpulet", "gpulet-noint"}) {
     t->add_large_cluster_seeds(seed);
   }

@@ -13,6 +13,8 @@
 #include "scheduler/plan_ids.h"
 #include "scheduler/plan_repair.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/share_fill.h"
+#include "scheduler/time_share_solver.h"
 
 namespace tessera {
 namespace {
@@ -208,7 +210,7 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::RepairedPlan(
   Candidate c{
       *std::move(plan), "the plan in force, its broken gpulets re-placed", {}};
   c.cost = CostOf(c.plan, current);
-  c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
+  Measure(snapshot, check, **inputs, &c);
   return c;
 }
 
@@ -259,9 +261,7 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
   if (!large && !candidates.empty()) {
     RETURN_IF_ERROR(inputs.status());
     const PlanCheck check = SharedCheck(**inputs);
-    for (Candidate& c : candidates) {
-      c.cost.margin = check.ScaleMargin(c.plan, kMarginMaxScale, kMarginSteps);
-    }
+    for (Candidate& c : candidates) Measure(snapshot, check, **inputs, &c);
   }
   if (kept && (candidates.empty() || Keeps(*kept, BestOf(candidates)))) {
     return Finish(*std::move(kept), candidates.size() + 1);
@@ -283,6 +283,26 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     return Finish(std::move(FewestMoves(candidates, best)), feasible);
   }
   return Finish(std::move(best), feasible);
+}
+
+void TesseraPolicy::Measure(const ClusterSnapshot& snapshot,
+                            const PlanCheck& check, const PolicyInputs& inputs,
+                            Candidate* c) const {
+  if (!options_.rules.tessera().fill_used_gpus()) {
+    c->cost.margin = check.ScaleMargin(c->plan, kMarginMaxScale, kMarginSteps);
+    return;
+  }
+  const std::vector<double>& grid = inputs.share_grid();
+  const ShareFill fill(&check, grid, /*whole_percents=*/grid == AllowedShares(),
+                       kMarginMaxScale, kMarginSteps);
+  ShareFill::Result filled = fill.Fill(c->plan, snapshot.current_plan);
+  c->cost.margin = filled.margin;
+  if (filled.raised == 0) return;
+  c->plan = std::move(filled.plan);
+  c->cost = CostOf(c->plan, snapshot.current_plan);
+  c->cost.margin = filled.margin;
+  absl::StrAppend(&c->source, ", grown into its GPUs' idle share (",
+                  filled.raised, " gpulet(s))");
 }
 
 bool TesseraPolicy::MayKeep(const Plan& current) const {

@@ -38,6 +38,8 @@ namespace tessera {
 // today's rates is kept (TesseraRules.keep_plan_in_force): under
 // MAX_THROUGHPUT unless the best candidate has more than keep_tolerance
 // more room, under FEWEST_GPUS unless a candidate needs fewer GPUs.
+// Before they are compared, every new plan's new gpulets grow into the
+// idle share of the GPUs it uses (TesseraRules.fill_used_gpus, ShareFill).
 // A pure function of the snapshot: the search is bounded by counts, not
 // by a clock. On more than TesseraRules.large_cluster_gpus GPUs it plans
 // with the seeds of large_cluster_seeds alone (default greedy, gpulet,
@@ -120,6 +122,11 @@ class TesseraPolicy : public SchedulingPolicy {
   // and starts the fewest new gpulets (Better among equals); else `best`.
   Candidate& FewestMoves(std::vector<Candidate>& candidates,
                          Candidate& best) const;
+  // Candidate `c`'s room (PlanCheck::ScaleMargin), its new gpulets first
+  // grown into the idle share of the GPUs it uses with fill_used_gpus
+  // (ShareFill; then its cost is measured again).
+  void Measure(const ClusterSnapshot& snapshot, const PlanCheck& check,
+               const PolicyInputs& inputs, Candidate* c) const;
   // `chosen` as Tessera's plan, its reason naming where it came from.
   Plan Finish(Candidate chosen, size_t feasible) const;
   // gpulet's heuristic on the fixed layouts; the best feasible one, if any.

@@ -51,6 +51,7 @@ TEST(TesseraPolicyTest, TheLayoutSearchFindsTheLeastShare) {
   const ClusterSnapshot s = TwoModelsOnTwoGpus();
   PolicyOptions o = Options();
   o.rules.mutable_tessera()->clear_seed_policies();
+  o.rules.mutable_tessera()->set_fill_used_gpus(false);
   auto plan = RunPolicyWith("tessera", s, o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->policy(), "tessera");
@@ -73,6 +74,46 @@ TEST(TesseraPolicyTest, FewestGpusPutsTheLoadOnOneGpu) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(TesseraPolicy::CostOf(*plan, Plan()).gpus, 1)
       << plan->DebugString();
+}
+
+// X at 100 req/s fits a fifth of one GPU. Planned by gpulet alone (a
+// gpulet sized to its demand, a plan the shared check confirms) or by
+// iGniter alone (its own share, which the check cannot confirm), with
+// fill_used_gpus the gpulet takes the rest of that GPU: the same one GPU,
+// (nearly) the whole of it, and for gpulet's plan more room.
+TEST(TesseraPolicyTest, FewestGpusFillsTheGpuItUses) {
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("x", 0, 1), 100, 100);
+  for (const char* seed : {"gpulet", "igniter"}) {
+    SCOPED_TRACE(seed);
+    PolicyOptions o = Options(TESSERA_OBJECTIVE_FEWEST_GPUS);
+    o.rules.mutable_tessera()->clear_seed_policies();
+    o.rules.mutable_tessera()->add_seed_policies(seed);
+    o.rules.mutable_tessera()->set_layout_budget(0);
+    o.rules.mutable_tessera()->set_fill_used_gpus(false);
+    auto unfilled = RunPolicyWith("tessera", s, o);
+    o.rules.mutable_tessera()->set_fill_used_gpus(true);
+    auto filled = RunPolicyWith("tessera", s, o);
+    ASSERT_TRUE(unfilled.ok()) << unfilled.status();
+    ASSERT_TRUE(filled.ok()) << filled.status();
+    const auto before = TesseraPolicy::CostOf(*unfilled, Plan());
+    const auto after = TesseraPolicy::CostOf(*filled, Plan());
+    EXPECT_EQ(before.gpus, 1);
+    EXPECT_EQ(after.gpus, 1);
+    EXPECT_LE(before.share, 50) << unfilled->DebugString();
+    EXPECT_GE(after.share, 98) << filled->DebugString();
+    EXPECT_LE(after.share, 100) << filled->DebugString();
+    EXPECT_NE(filled->reason().find("idle share"), std::string::npos)
+        << filled->reason();
+    if (std::string(seed) == "gpulet") {
+      auto inputs = PolicyInputs::FromSnapshot(s, o);
+      ASSERT_TRUE(inputs.ok()) << inputs.status();
+      const PlanCheck check(inputs->get(), o.interference.get(),
+                            o.rules.tessera().interference_within_headroom());
+      EXPECT_GT(check.ScaleMargin(*filled, 4, 7),
+                check.ScaleMargin(*unfilled, 4, 7) + 0.5);
+    }
+  }
 }
 
 // One GPU serves X and Y (850 of its 1,000 req/s) with room 1.18x; a
@@ -289,9 +330,9 @@ TEST(TesseraPolicyTest, KeepsThePlanInForceWhileItHolds) {
       RunPolicyWith("tessera", s, Options(TESSERA_OBJECTIVE_FEWEST_GPUS));
   ASSERT_TRUE(fewer.ok());
   EXPECT_EQ(TesseraPolicy::CostOf(*fewer, Plan()).gpus, 1) << fewer->reason();
-  // Higher rates than the plan holds (it held 1.5x of 550 for Y): a new
-  // plan.
-  s.models[1].rate_rps = 1000;
+  // Higher rates than the plan holds (its GPUs are filled: Y's whole GPU
+  // serves at most 1,000 req/s): a new plan.
+  s.models[1].rate_rps = 1200;
   auto replaced = RunPolicyWith("tessera", s, any_room);
   ASSERT_TRUE(replaced.ok()) << replaced.status();
   EXPECT_EQ(replaced->reason().rfind("the plan in force", 0), std::string::npos)
@@ -384,11 +425,15 @@ ClusterSnapshot YOutgrowsItsGpulet() {
 }
 
 // The plan in force repaired keeps X's and Z's gpulets and starts one for
-// Y; every new plan starts two or more.
+// Y; with candidates at the sizes their planners chose, every new plan
+// starts two or more. Grown into their GPUs' idle share, iGniter's plan
+// (X and Z as in force, Y on gpu1) starts one too.
 TEST(TesseraPolicyTest, ARePlanRepairsThePlanInForceAndMovesLess) {
   const ClusterSnapshot s = YOutgrowsItsGpulet();
-  auto run = [&s](bool repair, bool fewest_moves, double tolerance) {
+  auto run = [&s](bool repair, bool fewest_moves, double tolerance,
+                  bool fill = false) {
     PolicyOptions o = Options();
+    o.rules.mutable_tessera()->set_fill_used_gpus(fill);
     o.rules.mutable_tessera()->set_repair_plan_in_force(repair);
     o.rules.mutable_tessera()->set_prefer_fewest_moves(fewest_moves);
     o.rules.mutable_tessera()->set_keep_tolerance(tolerance);
@@ -411,6 +456,12 @@ TEST(TesseraPolicyTest, ARePlanRepairsThePlanInForceAndMovesLess) {
   // plan at 120 %), and it starts two.
   const auto [best_moved, best_reason] = run(true, false, 0.02);
   EXPECT_EQ(best_moved, 2) << best_reason;
+  // Filled: one new gpulet with or without the repair.
+  EXPECT_EQ(run(true, true, 0.02, true).first, 1);
+  const auto [filled_moved, filled_reason] = run(false, true, 0.02, true);
+  EXPECT_EQ(filled_moved, 1) << filled_reason;
+  EXPECT_NE(filled_reason.find("idle share"), std::string::npos)
+      << filled_reason;
 }
 
 }  // namespace

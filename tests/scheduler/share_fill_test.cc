@@ -1,0 +1,155 @@
+// ShareFill: a plan's new gpulets grow into the idle share of their GPUs,
+// on the grid where the shared check confirms the plan, in proportion
+// where it cannot; gpulets of the plan in force stay as they are.
+#include "scheduler/share_fill.h"
+
+#include <memory>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "perfmodel/interference_model.h"
+#include "scheduler/time_share_solver.h"
+#include "tests/scheduler/policy_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::AddModel;
+using testing::LinearProfile;
+using testing::Snapshot;
+
+constexpr double kMaxScale = 4;
+constexpr int kSteps = 10;
+
+// L(b, p) = b * 100 / p ms, SLO 100 ms, no headroom: a gpulet of p %
+// serves at most 10 p req/s.
+struct Fixture {
+  ClusterSnapshot snapshot = Snapshot(2);
+  PolicyOptions options = testing::PaperRules();
+  std::unique_ptr<PolicyInputs> inputs;
+  std::unique_ptr<PlanCheck> check;
+
+  explicit Fixture(double x_rps, double y_rps) {
+    AddModel(&snapshot, LinearProfile("x", 0, 1), x_rps, 100);
+    AddModel(&snapshot, LinearProfile("y", 0, 1), y_rps, 100);
+    options.interference = std::make_shared<NoInterference>();
+    inputs = *PolicyInputs::FromSnapshot(snapshot, options);
+    check = std::make_unique<PlanCheck>(inputs.get(),
+                                        options.interference.get(), false);
+  }
+  // One gpulet per (gpu, share, model, rate).
+  static Plan MakePlan(
+      const std::vector<std::tuple<const char*, double, const char*, double>>&
+          gpulets) {
+    Plan p;
+    p.set_policy("tessera");
+    p.set_epoch(1);
+    for (const auto& [gpu, share, model, rate] : gpulets) {
+      DevicePlan* d = nullptr;
+      for (DevicePlan& existing : *p.mutable_devices()) {
+        if (existing.device_id() == gpu) d = &existing;
+      }
+      if (d == nullptr) {
+        d = p.add_devices();
+        d->set_backend_id("b0");
+        d->set_device_id(gpu);
+      }
+      GpuletPlan* g = d->add_gpulets();
+      g->set_gpulet_id(absl::StrCat("b0/", gpu, "/", model));
+      g->set_share_percent(share);
+      ModelAssignment* a = g->add_models();
+      a->set_model(model);
+      a->set_batch_size(1);
+      a->set_rate_rps(rate);
+    }
+    return p;
+  }
+  ShareFill::Result Fill(const Plan& plan, const Plan& current,
+                         bool whole_percents = true) const {
+    const ShareFill fill(check.get(), AllowedShares(), whole_percents,
+                         kMaxScale, kSteps);
+    return fill.Fill(plan, current);
+  }
+};
+
+double ShareOf(const Plan& plan, const std::string& model) {
+  for (const DevicePlan& d : plan.devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      if (g.models(0).model() == model) return g.share_percent();
+    }
+  }
+  return 0;
+}
+
+// X whole on gpu0 (300 of 1,000 req/s: room 3.33), Y on half of gpu1 (200
+// of 500: room 2.5). All new: Y, alone on its GPU, takes all of it, and
+// the room is then X's.
+TEST(ShareFillTest, ANewGpuletTakesItsGpusIdleShare) {
+  const Fixture f(300, 200);
+  const Plan plan = Fixture::MakePlan(
+      {{"gpu0", 100.0, "x", 300.0}, {"gpu1", 50.0, "y", 200.0}});
+  EXPECT_NEAR(f.check->ScaleMargin(plan, kMaxScale, kSteps), 2.5, 0.01);
+  const ShareFill::Result r = f.Fill(plan, Plan());
+  EXPECT_EQ(r.raised, 1);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 100);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 100);
+  EXPECT_NEAR(r.margin, 10.0 / 3, 0.01);
+  EXPECT_TRUE(f.check->Check(r.plan, 3.3).ok()) << r.plan.DebugString();
+}
+
+// The same plan in force: nothing is new, so nothing grows.
+TEST(ShareFillTest, GpuletsOfThePlanInForceStay) {
+  const Fixture f(300, 200);
+  const Plan plan = Fixture::MakePlan(
+      {{"gpu0", 100.0, "x", 300.0}, {"gpu1", 50.0, "y", 200.0}});
+  const ShareFill::Result r = f.Fill(plan, plan);
+  EXPECT_EQ(r.raised, 0);
+  EXPECT_EQ(r.plan.SerializeAsString(), plan.SerializeAsString());
+  EXPECT_NEAR(r.margin, 2.5, 0.01);
+}
+
+// Two new gpulets on gpu0, 20 % each, X at 150 req/s (room 1.33) and Y at
+// 50 (room 4): the idle 60 % goes to them in turn, the one grown least
+// first (X 40, Y 40, X 50, Y 50), and the room is X's at 50 %: 3.33.
+TEST(ShareFillTest, SeveralNewGpuletsOnAGpuGrowInTurn) {
+  const Fixture f(150, 50);
+  const Plan plan = Fixture::MakePlan(
+      {{"gpu0", 20.0, "x", 150.0}, {"gpu0", 20.0, "y", 50.0}});
+  const ShareFill::Result r = f.Fill(plan, Plan());
+  EXPECT_EQ(ShareOf(r.plan, "x"), 50);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 50);
+  EXPECT_EQ(r.raised, 2);
+  EXPECT_NEAR(r.margin, 10.0 / 3, 0.01);
+}
+
+// X at 300 req/s on 15 % and Y at 700 on 30 % of gpu0 break the check (a
+// 15 % gpulet serves 150): the plan, as another family's planner might
+// have made it, grows in proportion, 100 / 45 = 2.22x, shares rounded
+// down to whole percents or to the grid; a gpulet of the plan in force
+// keeps its share and the others fill the rest.
+TEST(ShareFillTest, APlanTheCheckCannotConfirmGrowsInProportion) {
+  const Fixture f(300, 700);
+  const Plan plan = Fixture::MakePlan(
+      {{"gpu0", 15.0, "x", 300.0}, {"gpu0", 30.0, "y", 700.0}});
+  ShareFill::Result r = f.Fill(plan, Plan());
+  EXPECT_EQ(r.margin, 0);
+  EXPECT_EQ(r.raised, 2);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 33);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 66);
+  EXPECT_EQ(r.plan.devices(0).gpulets(1).models(0).batch_size(), 1);
+  r = f.Fill(plan, Plan(), /*whole_percents=*/false);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 20);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 60);
+  // X's gpulet in force stays at 15 %; Y takes the other 85.
+  const Plan current = Fixture::MakePlan({{"gpu0", 15.0, "x", 300.0}});
+  r = f.Fill(plan, current);
+  EXPECT_EQ(r.raised, 1);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 15);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 85);
+  r = f.Fill(plan, current, /*whole_percents=*/false);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 80);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -89,6 +90,35 @@ inline void AddModel(ClusterSnapshot* s, const ModelProfile& profile,
   m.rate_rps = rate_rps;
   m.profiles["test-gpu"] = profile;
   s->models.push_back(m);
+}
+
+// A plan by "tessera" at epoch 1 with one gpulet per (gpu, share, model,
+// rate) on backend "b0", id "b0/<gpu>/<model>", batch 1.
+inline Plan OneModelGpulets(
+    const std::vector<std::tuple<std::string, double, std::string, double>>&
+        gpulets) {
+  Plan p;
+  p.set_policy("tessera");
+  p.set_epoch(1);
+  for (const auto& [gpu, share, model, rate] : gpulets) {
+    DevicePlan* d = nullptr;
+    for (DevicePlan& existing : *p.mutable_devices()) {
+      if (existing.device_id() == gpu) d = &existing;
+    }
+    if (d == nullptr) {
+      d = p.add_devices();
+      d->set_backend_id("b0");
+      d->set_device_id(gpu);
+    }
+    GpuletPlan* g = d->add_gpulets();
+    g->set_gpulet_id("b0/" + gpu + "/" + model);
+    g->set_share_percent(share);
+    ModelAssignment* a = g->add_models();
+    a->set_model(model);
+    a->set_batch_size(1);
+    a->set_rate_rps(rate);
+  }
+  return p;
 }
 
 }  // namespace testing

@@ -6,7 +6,6 @@
 #include <memory>
 #include <tuple>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/time_share_solver.h"
@@ -38,33 +37,6 @@ struct Fixture {
     check = std::make_unique<PlanCheck>(inputs.get(),
                                         options.interference.get(), false);
   }
-  // One gpulet per (gpu, share, model, rate).
-  static Plan MakePlan(
-      const std::vector<std::tuple<const char*, double, const char*, double>>&
-          gpulets) {
-    Plan p;
-    p.set_policy("tessera");
-    p.set_epoch(1);
-    for (const auto& [gpu, share, model, rate] : gpulets) {
-      DevicePlan* d = nullptr;
-      for (DevicePlan& existing : *p.mutable_devices()) {
-        if (existing.device_id() == gpu) d = &existing;
-      }
-      if (d == nullptr) {
-        d = p.add_devices();
-        d->set_backend_id("b0");
-        d->set_device_id(gpu);
-      }
-      GpuletPlan* g = d->add_gpulets();
-      g->set_gpulet_id(absl::StrCat("b0/", gpu, "/", model));
-      g->set_share_percent(share);
-      ModelAssignment* a = g->add_models();
-      a->set_model(model);
-      a->set_batch_size(1);
-      a->set_rate_rps(rate);
-    }
-    return p;
-  }
   ShareFill::Result Fill(const Plan& plan, const Plan& current,
                          bool whole_percents = true) const {
     const ShareFill fill(check.get(), AllowedShares(), whole_percents,
@@ -87,7 +59,7 @@ double ShareOf(const Plan& plan, const std::string& model) {
 // the room is then X's.
 TEST(ShareFillTest, ANewGpuletTakesItsGpusIdleShare) {
   const Fixture f(300, 200);
-  const Plan plan = Fixture::MakePlan(
+  const Plan plan = testing::OneModelGpulets(
       {{"gpu0", 100.0, "x", 300.0}, {"gpu1", 50.0, "y", 200.0}});
   EXPECT_NEAR(f.check->ScaleMargin(plan, kMaxScale, kSteps), 2.5, 0.01);
   const ShareFill::Result r = f.Fill(plan, Plan());
@@ -101,7 +73,7 @@ TEST(ShareFillTest, ANewGpuletTakesItsGpusIdleShare) {
 // The same plan in force: nothing is new, so nothing grows.
 TEST(ShareFillTest, GpuletsOfThePlanInForceStay) {
   const Fixture f(300, 200);
-  const Plan plan = Fixture::MakePlan(
+  const Plan plan = testing::OneModelGpulets(
       {{"gpu0", 100.0, "x", 300.0}, {"gpu1", 50.0, "y", 200.0}});
   const ShareFill::Result r = f.Fill(plan, plan);
   EXPECT_EQ(r.raised, 0);
@@ -114,7 +86,7 @@ TEST(ShareFillTest, GpuletsOfThePlanInForceStay) {
 // first (X 40, Y 40, X 50, Y 50), and the room is X's at 50 %: 3.33.
 TEST(ShareFillTest, SeveralNewGpuletsOnAGpuGrowInTurn) {
   const Fixture f(150, 50);
-  const Plan plan = Fixture::MakePlan(
+  const Plan plan = testing::OneModelGpulets(
       {{"gpu0", 20.0, "x", 150.0}, {"gpu0", 20.0, "y", 50.0}});
   const ShareFill::Result r = f.Fill(plan, Plan());
   EXPECT_EQ(ShareOf(r.plan, "x"), 50);
@@ -130,7 +102,7 @@ TEST(ShareFillTest, SeveralNewGpuletsOnAGpuGrowInTurn) {
 // keeps its share and the others fill the rest.
 TEST(ShareFillTest, APlanTheCheckCannotConfirmGrowsInProportion) {
   const Fixture f(300, 700);
-  const Plan plan = Fixture::MakePlan(
+  const Plan plan = testing::OneModelGpulets(
       {{"gpu0", 15.0, "x", 300.0}, {"gpu0", 30.0, "y", 700.0}});
   ShareFill::Result r = f.Fill(plan, Plan());
   EXPECT_EQ(r.margin, 0);
@@ -142,7 +114,7 @@ TEST(ShareFillTest, APlanTheCheckCannotConfirmGrowsInProportion) {
   EXPECT_EQ(ShareOf(r.plan, "x"), 20);
   EXPECT_EQ(ShareOf(r.plan, "y"), 60);
   // X's gpulet in force stays at 15 %; Y takes the other 85.
-  const Plan current = Fixture::MakePlan({{"gpu0", 15.0, "x", 300.0}});
+  const Plan current = testing::OneModelGpulets({{"gpu0", 15.0, "x", 300.0}});
   r = f.Fill(plan, current);
   EXPECT_EQ(r.raised, 1);
   EXPECT_EQ(ShareOf(r.plan, "x"), 15);

@@ -398,29 +398,9 @@ ClusterSnapshot YOutgrowsItsGpulet() {
   AddModel(&s, LinearProfile("x", 0, 1), 600, 100);
   AddModel(&s, LinearProfile("y", 0, 1), 390, 100);
   AddModel(&s, LinearProfile("z", 0, 1), 150, 100);
-  Plan& p = s.current_plan;
-  p.set_policy("tessera");
-  p.set_epoch(1);
-  for (const auto& [gpu, share, model, rate] :
-       {std::tuple{"gpu0", 80.0, "x", 600.0},
-        {"gpu0", 20.0, "z", 150.0},
-        {"gpu1", 20.0, "y", 150.0}}) {
-    DevicePlan* d = nullptr;
-    for (DevicePlan& e : *p.mutable_devices()) {
-      if (e.device_id() == gpu) d = &e;
-    }
-    if (d == nullptr) {
-      d = p.add_devices();
-      d->set_backend_id("b0");
-      d->set_device_id(gpu);
-    }
-    GpuletPlan* g = d->add_gpulets();
-    g->set_gpulet_id(absl::StrCat("b0/", gpu, "/", model));
-    g->set_share_percent(share);
-    ModelAssignment* a = g->add_models();
-    a->set_model(model);
-    a->set_rate_rps(rate);
-  }
+  s.current_plan = testing::OneModelGpulets({{"gpu0", 80.0, "x", 600.0},
+                                             {"gpu0", 20.0, "z", 150.0},
+                                             {"gpu1", 20.0, "y", 150.0}});
   return s;
 }
 

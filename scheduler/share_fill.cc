@@ -23,6 +23,16 @@ double ShareSum(const DevicePlan& device) {
   return sum;
 }
 
+// Grows `g` to `share`; an iGniter standby (its shadow process's share)
+// keeps its lead over the share, within 100 %.
+void Grow(GpuletPlan* g, double share) {
+  if (g->standby_share_percent() > 0) {
+    g->set_standby_share_percent(std::min(
+        100.0, g->standby_share_percent() + share - g->share_percent()));
+  }
+  g->set_share_percent(share);
+}
+
 }  // namespace
 
 double ShareFill::GridAtMost(double share) const {
@@ -54,7 +64,7 @@ int ShareFill::GrowInProportion(const std::vector<bool>& growable,
     if (!growable[i] || g->models_size() == 0) continue;
     const double share = RoundDown(g->share_percent() * factor);
     if (share > g->share_percent() + kShareEpsilon) {
-      g->set_share_percent(share);
+      Grow(g, share);
       ++count;
     }
   }
@@ -133,7 +143,7 @@ void ShareFill::GrowOnGrid(const std::vector<bool>& growable,
       }
     }
     if (best < 0) return;
-    device->mutable_gpulets(best)->set_share_percent(best_next);
+    Grow(device->mutable_gpulets(best), best_next);
   }
 }
 

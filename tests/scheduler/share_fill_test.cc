@@ -113,6 +113,13 @@ TEST(ShareFillTest, APlanTheCheckCannotConfirmGrowsInProportion) {
   r = f.Fill(plan, Plan(), /*whole_percents=*/false);
   EXPECT_EQ(ShareOf(r.plan, "x"), 20);
   EXPECT_EQ(ShareOf(r.plan, "y"), 60);
+  // An iGniter standby keeps its lead over the share.
+  Plan with_standby = plan;
+  with_standby.mutable_devices(0)
+      ->mutable_gpulets(0)
+      ->set_standby_share_percent(25);
+  r = f.Fill(with_standby, Plan());
+  EXPECT_EQ(r.plan.devices(0).gpulets(0).standby_share_percent(), 43);
   // X's gpulet in force stays at 15 %; Y takes the other 85.
   const Plan current = testing::OneModelGpulets({{"gpu0", 15.0, "x", 300.0}});
   r = f.Fill(plan, current);

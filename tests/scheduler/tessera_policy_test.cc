@@ -444,5 +444,26 @@ TEST(TesseraPolicyTest, ARePlanRepairsThePlanInForceAndMovesLess) {
       << filled_reason;
 }
 
+// Under FEWEST_GPUS the repair is made for the room floor, not for the
+// best candidate's room: with a floor of 1.5 the plan in force, repaired
+// for 1.5x today's rates, is the plan that holds the floor on two GPUs.
+TEST(TesseraPolicyTest, UnderFewestGpusTheRepairIsMadeForTheRoomFloor) {
+  const ClusterSnapshot s = YOutgrowsItsGpulet();
+  PolicyOptions o = Options(TESSERA_OBJECTIVE_FEWEST_GPUS);
+  o.rules.mutable_tessera()->set_fewest_gpus_min_room(1.5);
+  auto plan = RunPolicyWith("tessera", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->reason().rfind("the plan in force, its broken gpulets", 0),
+            0u)
+      << plan->reason();
+  EXPECT_EQ(TesseraPolicy::CostOf(*plan, Plan()).gpus, 2);
+  auto inputs = PolicyInputs::FromSnapshot(s, o);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  const PlanCheck check(inputs->get(), o.interference.get(),
+                        o.rules.tessera().interference_within_headroom());
+  // Within the margin's resolution of the floor.
+  EXPECT_TRUE(check.Check(*plan, 1.47).ok()) << plan->DebugString();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -204,7 +204,6 @@ std::optional<TesseraPolicy::Candidate> TesseraPolicy::RepairedPlan(
       inputs->get(), options_.interference.get(), &placer,
       options_.rules.tessera().interference_within_headroom());
   absl::StatusOr<Plan> plan = repair.Repair(current, name(), rate_scale);
-  if (!plan.ok() && rate_scale > 1) plan = repair.Repair(current, name(), 1);
   const PlanCheck check = SharedCheck(**inputs);
   if (!plan.ok() || !check.Check(*plan).ok()) return std::nullopt;
   Candidate c{

@@ -95,9 +95,9 @@ class TesseraPolicy : public SchedulingPolicy {
   std::optional<Candidate> KeptPlan(const ClusterSnapshot& snapshot,
                                     const Inputs& inputs) const;
   // The plan in force with the gpulets that miss today's rates times
-  // `rate_scale` re-placed (PlanRepair; at 1 if that fails), when
-  // repair_plan_in_force, it may be kept, and the repair passes the
-  // shared check; its margin measured.
+  // `rate_scale` re-placed (PlanRepair), when repair_plan_in_force, it may
+  // be kept, and the repair passes the shared check; filled and its
+  // margin measured (Measure).
   std::optional<Candidate> RepairedPlan(const ClusterSnapshot& snapshot,
                                         const Inputs& inputs,
                                         double rate_scale) const;

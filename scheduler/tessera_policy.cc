@@ -295,13 +295,13 @@ void TesseraPolicy::Measure(const ClusterSnapshot& snapshot,
   const ShareFill fill(&check, grid, /*whole_percents=*/grid == AllowedShares(),
                        kMarginMaxScale, kMarginSteps);
   ShareFill::Result filled = fill.Fill(c->plan, snapshot.current_plan);
+  if (filled.raised > 0) {
+    c->plan = std::move(filled.plan);
+    c->cost = CostOf(c->plan, snapshot.current_plan);
+    absl::StrAppend(&c->source, ", grown into its GPUs' idle share (",
+                    filled.raised, " gpulet(s))");
+  }
   c->cost.margin = filled.margin;
-  if (filled.raised == 0) return;
-  c->plan = std::move(filled.plan);
-  c->cost = CostOf(c->plan, snapshot.current_plan);
-  c->cost.margin = filled.margin;
-  absl::StrAppend(&c->source, ", grown into its GPUs' idle share (",
-                  filled.raised, " gpulet(s))");
 }
 
 bool TesseraPolicy::MayKeep(const Plan& current) const {

@@ -19,7 +19,7 @@ constexpr double kMinSaturatedFraction = 0.25;
 double MinRequiredPartition(const Slice& slice,
                             const std::vector<double>& grid) {
   for (double p : grid) {
-    if (SolveTimeShare({slice}, p, SoloLatency)) return p;
+    if (SoloFits(*slice.demand, slice.rate_rps, p)) return p;
   }
   return 0;
 }

@@ -31,7 +31,7 @@ absl::StatusOr<Plan> GreedyPolicy::PlanFrom(const PolicyInputs& inputs) const {
       }
       bool placed = false;
       for (double p : inputs.share_grid()) {
-        if (SolveTimeShare({Slice{&m, remaining}}, p, SoloLatency)) {
+        if (SoloFits(m, remaining, p)) {
           parts.push_back({Slice{&m, remaining}, p});
           placed = true;
           break;

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "perfmodel/latency_model.h"
@@ -36,6 +37,9 @@ struct ModelDemand {
   double burst_max_marginal_load = 1;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
+  // Memo of whether this model alone at a rate fits a share (SoloFits):
+  // (rate, share) -> fits.
+  mutable std::map<std::pair<double, double>, bool> solo_fits_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()
   // (by index) and batches 1..max_batch; other shares are computed
   // directly.

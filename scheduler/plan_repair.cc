@@ -36,6 +36,7 @@ absl::StatusOr<Plan> PlanRepair::Repair(const Plan& current,
     d.rate_rps = rate;
     d.saturated_cache.clear();
     d.latency_cache.clear();
+    d.solo_fits_cache.clear();
     rest.push_back(std::move(d));
   }
   RETURN_IF_ERROR(placer_->Partition(GpuletPlacer::PaperOrder(rest),

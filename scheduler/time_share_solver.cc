@@ -76,16 +76,26 @@ double SaturatedThroughput(const ModelDemand& m, double share) {
   const int b = SaturatedBatch(m, share);
   double hi = b == 0 ? 0 : 1000.0 * b / PlannedLatency(m, b, share);
   double lo = 0;
-  if (hi > 0 && SolveTimeShare({Slice{&m, hi}}, share, SoloLatency)) {
+  if (hi > 0 && TimeShareFeasible({Slice{&m, hi}}, share, SoloLatency)) {
     lo = hi;
   } else if (hi > 0) {
     for (int i = 0; i < 24 && hi - lo > 1e-3 * hi; ++i) {
       const double mid = (lo + hi) / 2;
-      (SolveTimeShare({Slice{&m, mid}}, share, SoloLatency) ? lo : hi) = mid;
+      (TimeShareFeasible({Slice{&m, mid}}, share, SoloLatency) ? lo : hi) = mid;
     }
   }
   m.saturated_cache[share] = lo;
   return lo;
+}
+
+bool SoloFits(const ModelDemand& m, double rate_rps, double share) {
+  const auto key = std::make_pair(rate_rps, share);
+  auto it = m.solo_fits_cache.find(key);
+  if (it != m.solo_fits_cache.end()) return it->second;
+  const bool fits =
+      TimeShareFeasible({Slice{&m, rate_rps}}, share, SoloLatency);
+  m.solo_fits_cache.emplace(key, fits);
+  return fits;
 }
 
 namespace {
@@ -215,18 +225,14 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
 
 }  // namespace
 
-std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
-                                             double share_percent,
-                                             const SliceLatencyFn& latency) {
-  if (slices.empty()) return std::nullopt;
-  const LatencyTable table(slices, share_percent, latency);
+namespace {
+
+// The duty cycles worth trying (SolveTimeShare's comment), unfiltered.
+std::vector<double> DutyCycleCandidates(const std::vector<Slice>& slices,
+                                        const LatencyTable& table,
+                                        double min_round, double min_slo) {
   std::vector<double> candidates;
-  double min_round = 0;
-  double min_slo = std::numeric_limits<double>::infinity();
-  for (size_t j = 0; j < slices.size(); ++j) {
-    const Slice& s = slices[j];
-    min_round += table(j, 1);
-    min_slo = std::min(min_slo, s.demand->slo_ms);
+  for (const Slice& s : slices) {
     if (s.rate_rps <= 0) continue;
     for (int b = 1; b <= s.demand->max_batch; ++b) {
       candidates.push_back(1000.0 * b / s.rate_rps);
@@ -248,47 +254,67 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
   }
   // Geometric grid over [shortest round, tightest SLO - shortest round].
   const double hi = min_slo - min_round;
-  if (hi < min_round) return std::nullopt;  // not even batch 1 fits
   const int kGrid = 48;
   const double step = std::pow(hi / min_round, 1.0 / kGrid);
   double grid_d = min_round;
   for (int i = 0; i <= kGrid; ++i, grid_d *= step) {
     candidates.push_back(grid_d);
   }
-  std::optional<GpuletSchedule> best;
-  GpuletSchedule trial;
-  auto add_caps = [&](GpuletSchedule* g) {
-    double sum = 0;
-    for (double e : g->exec_ms) sum += e;
-    g->caps.assign(slices.size(), 0);
-    for (size_t j = 0; j < slices.size(); ++j) {
-      int cap = g->batches[j];
-      if (!slices[j].demand->burst_caps) {  // SharedRules.burst_caps off
-        g->caps[j] = cap;
-        continue;
-      }
+  return candidates;
+}
+
+// The dispatcher's batch caps of a solved schedule: the largest batch of
+// each slice that keeps the round within the tightest SLO (burst caps).
+void AddCaps(const std::vector<Slice>& slices, const LatencyTable& table,
+             double min_slo, GpuletSchedule* g) {
+  double sum = 0;
+  for (double e : g->exec_ms) sum += e;
+  g->caps.assign(slices.size(), 0);
+  for (size_t j = 0; j < slices.size(); ++j) {
+    int cap = g->batches[j];
+    if (!slices[j].demand->burst_caps) {  // SharedRules.burst_caps off
+      g->caps[j] = cap;
+      continue;
+    }
+    for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
+      const double round = sum - g->exec_ms[j] + table(j, b);
+      if (g->duty_cycle_ms + round > min_slo) break;
+      cap = b;
+    }
+    if (slices.size() == 1) {
+      // Alone on the gpulet, a burst may run at the saturated batch: a
+      // request then waits at most one full batch before its own
+      // (2 L(b) <= SLO).
       for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
-        const double round = sum - g->exec_ms[j] + table(j, b);
-        if (g->duty_cycle_ms + round > min_slo) break;
+        if (2 * table(j, b) > slices[j].demand->slo_ms) break;
         cap = b;
       }
-      if (slices.size() == 1) {
-        // Alone on the gpulet, a burst may run at the saturated batch: a
-        // request then waits at most one full batch before its own
-        // (2 L(b) <= SLO).
-        for (int b = cap + 1; b <= slices[j].demand->max_batch; ++b) {
-          if (2 * table(j, b) > slices[j].demand->slo_ms) {
-            break;
-          }
-          cap = b;
-        }
-      }
-      g->caps[j] = cap;
     }
-  };
+    g->caps[j] = cap;
+  }
+}
+
+// SolveTimeShare; with `any_feasible`, the first feasible duty cycle found
+// instead of the best one (and no caps): enough to tell whether one is.
+std::optional<GpuletSchedule> Solve(const std::vector<Slice>& slices,
+                                    double share_percent,
+                                    const SliceLatencyFn& latency,
+                                    bool any_feasible) {
+  if (slices.empty()) return std::nullopt;
+  const LatencyTable table(slices, share_percent, latency);
+  double min_round = 0;
+  double min_slo = std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < slices.size(); ++j) {
+    min_round += table(j, 1);
+    min_slo = std::min(min_slo, slices[j].demand->slo_ms);
+  }
+  const double hi = min_slo - min_round;
+  if (hi < min_round) return std::nullopt;  // not even batch 1 fits
+  std::optional<GpuletSchedule> best;
+  GpuletSchedule trial;
   trial.share_percent = share_percent;
   trial.slices = slices;
-  for (double d : candidates) {
+  for (double d : DutyCycleCandidates(slices, table, min_round, min_slo)) {
     if (d < min_round * (1 - 1e-9) || d > hi * (1 + 1e-9)) continue;
     // Occupancy at d is at least min_round / d: a d that cannot beat the
     // best found needs no evaluation.
@@ -296,10 +322,25 @@ std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
     if (TryDutyCycle(slices, d, table, &trial) &&
         (!best || trial.occupancy < best->occupancy - 1e-12)) {
       best = trial;
+      if (any_feasible) return best;
     }
   }
-  if (best) add_caps(&*best);
+  if (best) AddCaps(slices, table, min_slo, &*best);
   return best;
+}
+
+}  // namespace
+
+std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
+                                             double share_percent,
+                                             const SliceLatencyFn& latency) {
+  return Solve(slices, share_percent, latency, /*any_feasible=*/false);
+}
+
+bool TimeShareFeasible(const std::vector<Slice>& slices, double share_percent,
+                       const SliceLatencyFn& latency) {
+  return Solve(slices, share_percent, latency, /*any_feasible=*/true)
+      .has_value();
 }
 
 }  // namespace tessera

@@ -77,6 +77,10 @@ using SliceLatencyFn =
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);
+// Whether SolveTimeShare finds a schedule: the same answer, returned at
+// the first feasible duty cycle.
+bool TimeShareFeasible(const std::vector<Slice>& slices, double share_percent,
+                       const SliceLatencyFn& latency);
 
 // Latency the policy plans with: the profile's L(b, p) times the model's
 // latency_scale (headroom).
@@ -91,5 +95,9 @@ int SaturatedBatch(const ModelDemand& m, double share);
 // most back-to-back batches of SaturatedBatch). 0 if none. Memoised in
 // the demand.
 double SaturatedThroughput(const ModelDemand& m, double share);
+// Whether SolveTimeShare finds a schedule for this model alone at `rate_rps`
+// on a gpulet of `share`, planned solo. Memoised in the demand: gpulet's
+// heuristic asks it for the same rates on every layout it tries.
+bool SoloFits(const ModelDemand& m, double rate_rps, double share);
 
 }  // namespace tessera

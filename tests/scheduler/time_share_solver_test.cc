@@ -33,6 +33,25 @@ TEST_F(TimeShareSolverTest, SaturatedBatchAndThroughputByHand) {
   EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 50), 300);
 }
 
+TEST_F(TimeShareSolverTest, SoloFitsIsTheSolversAnswerMemoised) {
+  // The saturated rates above bound what fits: 800 req/s on the whole GPU,
+  // 300 at 50 %.
+  ModelDemand m = Demand(a_, 0, 20);
+  EXPECT_TRUE(SoloFits(m, 800, 100));
+  EXPECT_FALSE(SoloFits(m, 900, 100));
+  EXPECT_TRUE(SoloFits(m, 300, 50));
+  EXPECT_FALSE(SoloFits(m, 350, 50));
+  EXPECT_EQ(m.solo_fits_cache.size(), 4u);
+  for (double rate : {50.0, 300.0, 350.0, 800.0, 900.0}) {
+    for (double share : {50.0, 100.0}) {
+      const bool solved =
+          SolveTimeShare({Slice{&m, rate}}, share, SoloLatency).has_value();
+      EXPECT_EQ(SoloFits(m, rate, share), solved) << rate << " @" << share;
+    }
+  }
+  EXPECT_EQ(m.solo_fits_cache.size(), 10u);
+}
+
 TEST_F(TimeShareSolverTest, LoneResidueModelByHand) {
   // 100 req/s, SLO 20 ms, L(b) = 2 + b: b = 2 needs d in (10, 20] and
   // d + 4 <= 20 -> d = 16, occupancy 4 / 16; b = 1 gives at best 3 / 10.

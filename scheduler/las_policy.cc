@@ -68,6 +68,13 @@ class Planner {
     }
     const double solo = LasModel::ProcMs(coefficients_[s.demand], b, p);
     const double proc = solo * (1 + overhead);
+    const double collect =
+        rules_.collection_time() ? (b - 1) * 1000.0 / s.rate_rps : 0;
+    // The queue only adds to proc: a batch that fails without it fails
+    // (and needs no queueing model).
+    if (proc + collect > m.slo_ms || 1000.0 * b / proc < s.rate_rps) {
+      return std::numeric_limits<double>::infinity();
+    }
     // Eq. 6 (the M/D/1 mean) on t_proc; LasRules.interfered_queue: on the
     // interfered time.
     const double served = rules_.interfered_queue() ? proc : solo;
@@ -81,8 +88,6 @@ class Planner {
                                m.queueing_tail, m.burst_tail);
     }
     const double t = queue + proc;
-    const double collect =
-        rules_.collection_time() ? (b - 1) * 1000.0 / s.rate_rps : 0;
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
     if (1000.0 * b / t < s.rate_rps) {
       return std::numeric_limits<double>::infinity();

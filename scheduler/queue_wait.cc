@@ -176,7 +176,7 @@ int PoissonQuantile(double mean, double tail) {
   // Sum the pmf from k = 0, each term from the last (p_k = p_{k-1} mean /
   // k); in log space where e^-mean would underflow.
   const bool log_space = mean > 500;
-  const double log_mean = std::log(mean);
+  const double log_mean = log_space ? std::log(mean) : 0;
   double pmf = log_space ? 0 : std::exp(-mean);
   double cdf = 0;
   for (int k = 0;; ++k) {

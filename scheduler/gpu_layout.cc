@@ -2,6 +2,7 @@
 
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "scheduler/resolve_memo.h"
 #include "scheduler/time_share_solver.h"
 
 #include <algorithm>
@@ -103,6 +104,10 @@ bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
   slot.schedule = *schedule;
   return true;
 }
+
+PolicyInputs::PolicyInputs() : resolve_memo_(std::make_unique<ResolveMemo>()) {}
+
+PolicyInputs::~PolicyInputs() = default;
 
 absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     const ClusterSnapshot& snapshot, const PolicyOptions& options) {

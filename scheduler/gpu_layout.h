@@ -69,10 +69,14 @@ class GpuLayout {
   void set_occupancy_weighted_interference(bool on) {
     occupancy_weighted_ = on;
   }
+  bool occupancy_weighted_interference() const { return occupancy_weighted_; }
   // Plan at max(latency_scale, interference factor) x solo, not their
   // product (GpuletRules.interference_within_headroom).
   void set_interference_within_headroom(bool on) {
     interference_within_headroom_ = on;
+  }
+  bool interference_within_headroom() const {
+    return interference_within_headroom_;
   }
 
  private:
@@ -81,6 +85,8 @@ class GpuLayout {
   bool occupancy_weighted_ = false;
   bool interference_within_headroom_ = false;
 };
+
+class ResolveMemo;
 
 // Demands and latency models a policy plans with, built from a snapshot.
 // Latency models come from each model's profile for the devices'
@@ -102,8 +108,17 @@ class PolicyInputs {
   // limit and latency scale; null when there are none (fit anew).
   const ProfileFits::IgniterFit* IgniterFitOf(const ModelDemand& d) const;
   const LasCoefficients* LasFitOf(const ModelDemand& d) const;
+  // The memo of layouts resolved against these demands during one planning
+  // call (PlanCheck's), like the demands' own memos.
+  ResolveMemo& resolve_memo() const { return *resolve_memo_; }
+
+  PolicyInputs(const PolicyInputs&) = delete;
+  PolicyInputs& operator=(const PolicyInputs&) = delete;
+  ~PolicyInputs();
 
  private:
+  PolicyInputs();
+
   // Each model's latency model: the fits' own or one of owned_models_.
   std::map<std::string, const LatencyModel*> models_;
   std::map<std::string, LatencyModel> owned_models_;
@@ -114,6 +129,7 @@ class PolicyInputs {
   std::vector<const DeviceSnapshot*> gpus_;
   std::vector<double> share_grid_;
   SharedRules shared_rules_;
+  std::unique_ptr<ResolveMemo> resolve_memo_;
 };
 
 // Turns layouts into a plan (used GPUs only).

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "scheduler/resolve_memo.h"
 
 namespace tessera {
 namespace {
@@ -75,7 +76,7 @@ absl::StatusOr<std::vector<GpuLayout>> PlanCheck::Check(
     const Plan& plan, double rate_scale) const {
   ASSIGN_OR_RETURN(std::vector<GpuLayout> layouts, Layouts(plan, rate_scale));
   for (GpuLayout& layout : layouts) {
-    if (!layout.Resolve(interference_)) {
+    if (!inputs_->resolve_memo().Resolve(interference_, &layout)) {
       return Broken(absl::StrCat("a gpulet of ", layout.device()->backend_id,
                                  "/", layout.device()->device_id,
                                  " misses an SLO at today's rates"));

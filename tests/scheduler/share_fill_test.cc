@@ -29,10 +29,14 @@ struct Fixture {
   std::unique_ptr<PolicyInputs> inputs;
   std::unique_ptr<PlanCheck> check;
 
-  explicit Fixture(double x_rps, double y_rps) {
+  explicit Fixture(double x_rps, double y_rps,
+                   std::shared_ptr<const InterferenceModel> interference =
+                       std::make_shared<NoInterference>(),
+                   double z_rps = 0) {
     AddModel(&snapshot, LinearProfile("x", 0, 1), x_rps, 100);
     AddModel(&snapshot, LinearProfile("y", 0, 1), y_rps, 100);
-    options.interference = std::make_shared<NoInterference>();
+    if (z_rps > 0) AddModel(&snapshot, LinearProfile("z", 0, 1), z_rps, 100);
+    options.interference = std::move(interference);
     inputs = *PolicyInputs::FromSnapshot(snapshot, options);
     check = std::make_unique<PlanCheck>(inputs.get(),
                                         options.interference.get(), false);
@@ -43,6 +47,16 @@ struct Fixture {
                          kMaxScale, kSteps);
     return fill.Fill(plan, current);
   }
+};
+
+// A neighbour gpulet above 30 % of the GPU triples a gpulet's latency; a
+// smaller one does not slow it. Under it a fill can lower a plan's room.
+class LargeNeighbourInterference : public InterferenceModel {
+ public:
+  double Factor(const Placement&, const Placement& other) const override {
+    return other.share_percent > 30 ? 3 : 1;
+  }
+  std::string name() const override { return "large-neighbour"; }
 };
 
 double ShareOf(const Plan& plan, const std::string& model) {
@@ -128,6 +142,48 @@ TEST(ShareFillTest, APlanTheCheckCannotConfirmGrowsInProportion) {
   EXPECT_EQ(ShareOf(r.plan, "y"), 85);
   r = f.Fill(plan, current, /*whole_percents=*/false);
   EXPECT_EQ(ShareOf(r.plan, "y"), 80);
+}
+
+// gpu0: new X and Y, 20 % each at 100 req/s (room 2: a 20 % gpulet
+// serves 200); gpu1: new Z alone, the same. Grown everywhere, X and Y
+// reach 50/50 and slow each other 3x (166 req/s each: room 1.67), below
+// the plan's 2: only the GPU with one new gpulet grows, and Z takes gpu1.
+TEST(ShareFillTest, WhereGrowingEveryGpuLowersTheRoomOnlyLoneNewGpuletsGrow) {
+  const Fixture f(100, 100, std::make_shared<LargeNeighbourInterference>(),
+                  100);
+  const Plan plan = testing::OneModelGpulets({{"gpu0", 20.0, "x", 100.0},
+                                              {"gpu0", 20.0, "y", 100.0},
+                                              {"gpu1", 20.0, "z", 100.0}});
+  Plan both = plan;
+  for (int i = 0; i < 2; ++i) {
+    both.mutable_devices(0)->mutable_gpulets(i)->set_share_percent(50);
+  }
+  EXPECT_NEAR(f.check->ScaleMargin(plan, kMaxScale, kSteps), 2, 0.01);
+  EXPECT_NEAR(f.check->ScaleMargin(both, kMaxScale, kSteps), 5.0 / 3, 0.01);
+  const ShareFill::Result r = f.Fill(plan, Plan());
+  EXPECT_EQ(r.raised, 1);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 20);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 20);
+  EXPECT_EQ(ShareOf(r.plan, "z"), 100);
+  EXPECT_NEAR(r.margin, 2, 0.01);
+}
+
+// gpu0: X of the plan in force, 20 % at 50 req/s (room 4), and a new Y,
+// 20 % at 100 (room 2). Y grown to 80 % would triple X's latency (66 req/s:
+// room 1.33): the plan stays as it is, with its own room.
+TEST(ShareFillTest, AFillThatLowersTheRoomIsNotMade) {
+  const Fixture f(50, 100, std::make_shared<LargeNeighbourInterference>());
+  const Plan plan = testing::OneModelGpulets(
+      {{"gpu0", 20.0, "x", 50.0}, {"gpu0", 20.0, "y", 100.0}});
+  const Plan current = testing::OneModelGpulets({{"gpu0", 20.0, "x", 50.0}});
+  Plan grown = plan;
+  grown.mutable_devices(0)->mutable_gpulets(1)->set_share_percent(80);
+  EXPECT_NEAR(f.check->ScaleMargin(grown, kMaxScale, kSteps), 4.0 / 3, 0.01);
+  const ShareFill::Result r = f.Fill(plan, current);
+  EXPECT_EQ(r.raised, 0);
+  EXPECT_EQ(ShareOf(r.plan, "x"), 20);
+  EXPECT_EQ(ShareOf(r.plan, "y"), 20);
+  EXPECT_NEAR(r.margin, 2, 0.01);
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ ABSL_FLAG(std::string, slo_factors, "3,5,10", "SLO factors (x L(1,100%)).");
 ABSL_FLAG(std::string, policies,
           "sbp,greedy,gpulet-noint,gpulet,igniter,inss,las,ideal-layout,ideal",
           "Policies to compare.");
+ABSL_FLAG(std::string, interference, "linear",
+          "Interference model the interference-aware policies (and tessera's "
+          "shared check) plan with: linear (gpulet's), pairwise (Tessera's) "
+          "or none. The ground truth is the measured co-location data "
+          "either way.");
 ABSL_FLAG(double, base_rate, 100, "Base rate per model (req/s).");
 ABSL_FLAG(int, gpus, 4, "GPUs for the throughput experiments.");
 ABSL_FLAG(double, duration_s, 20, "Simulated seconds per run.");
@@ -191,12 +196,13 @@ PlanningRules FlagRules() {
                          absl::GetFlag(FLAGS_rules_override));
 }
 
-// Every policy plans with gpulet's linear interference model (for the
+// Every policy plans with the --interference model (for the
 // interference-aware ones) and the rules of the flags.
 PolicyOptions Options(const V100Setup& setup) {
   PolicyOptions o;
   o.rules = FlagRules();
-  o.interference = setup.linear;
+  // Checked in Run().
+  o.interference = *V100Interference(setup, absl::GetFlag(FLAGS_interference));
   o.fits = MakeV100Fits(setup, o.rules);
   o.standby_shadows = absl::GetFlag(FLAGS_standby_shadows);
   // Loaded once; where it cannot be, the inss rows say why at creation.
@@ -223,6 +229,7 @@ V100Experiments::Options ExperimentOptions(const V100Setup& setup) {
   o.ideal_max_models = absl::GetFlag(FLAGS_ideal_max_models);
   o.planning_sizes = absl::GetFlag(FLAGS_planning_sizes);
   o.policy = Options(setup);
+  o.interference = absl::GetFlag(FLAGS_interference);
   o.untrained_inss_actor = [](const InssCheckpointInfo& info)
       -> absl::StatusOr<std::shared_ptr<const InssActor>> {
     ASSIGN_OR_RETURN(auto actor, MlpInssActor::Untrained(info, 1));
@@ -592,6 +599,12 @@ int Run() {
                              Share100Rule::kBatch1Ratio, 0);
   if (!setup.ok()) {
     std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
+    return 2;
+  }
+  if (auto model = V100Interference(**setup, absl::GetFlag(FLAGS_interference));
+      !model.ok()) {
+    std::fprintf(stderr, "--interference: %s\n",
+                 std::string(model.status().message()).c_str());
     return 2;
   }
   (*setup)->truth->set_corunner_rule(*corunner);

@@ -20,7 +20,8 @@ namespace tessera {
 
 PolicyOptions V100Experiments::PolicyOptionsFor(const V100Setup& setup) const {
   PolicyOptions o = options_.policy;
-  o.interference = setup.linear;
+  // The name was checked when the options were made.
+  o.interference = *V100Interference(setup, options_.interference);
   o.fits = MakeV100Fits(setup, o.rules);
   return o;
 }

@@ -44,8 +44,9 @@ class V100Experiments {
     // Planning: "<models>x<gpus>" sizes, comma-separated.
     std::string planning_sizes;
     // What every policy plans with; the interference model is each
-    // setup's linear one.
+    // setup's model of this name (V100Interference).
     PolicyOptions policy;
+    std::string interference = "linear";
     // Planning times inss with an actor of each size's shape (null: inss
     // is left out there).
     std::function<absl::StatusOr<std::shared_ptr<const InssActor>>(

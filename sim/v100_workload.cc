@@ -1,5 +1,6 @@
 #include "sim/v100_workload.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/model_instance.h"
 #include "common/status_macros.h"
 #include "scheduler/device_snapshot.h"
@@ -22,6 +23,19 @@ absl::StatusOr<std::unique_ptr<V100Setup>> LoadV100Setup(
   setup->truth = std::make_unique<GroundTruth>(
       std::move(models), setup->data.colocation, noise_sigma);
   return setup;
+}
+
+absl::StatusOr<std::shared_ptr<const InterferenceModel>> V100Interference(
+    const V100Setup& setup, const std::string& name) {
+  if (name == "linear") return setup.linear;
+  if (name == "pairwise") return setup.pairwise;
+  if (name == "none") {
+    return std::shared_ptr<const InterferenceModel>(
+        std::make_shared<NoInterference>());
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the interference model must be linear, pairwise or none, not '", name,
+      "'"));
 }
 
 ClusterSnapshot MakeV100Snapshot(const V100Setup& setup, int gpus,

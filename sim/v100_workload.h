@@ -28,6 +28,12 @@ struct V100Setup {
 absl::StatusOr<std::unique_ptr<V100Setup>> LoadV100Setup(
     const std::string& profile_jsonl, Share100Rule rule, double noise_sigma);
 
+// The interference model interference-aware policies plan with, by name:
+// "linear" (gpulet's form), "pairwise" (Tessera's) or "none";
+// INVALID_ARGUMENT for another name.
+absl::StatusOr<std::shared_ptr<const InterferenceModel>> V100Interference(
+    const V100Setup& setup, const std::string& name);
+
 // A model instance of a workload: `name` may be a replica ("alexnet/2") of
 // a measured model ("alexnet").
 struct WorkloadModel {

@@ -1912,9 +1912,10 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
 // cannot meet their SLO are rejected early and the oldest are shed for
 // full batches (Dispatcher, "Backlog"), so the device keeps serving ones
 // that can: goodput does not collapse (it was 40 % of capacity before the
-// shedding; 88-90 % measured with it, docs/live-serving.md, "Overload";
-// asserted here with room for a loaded CI machine: 75 %), nothing is lost and
-// every answer comes before the client's deadline.
+// shedding, counted by send time; 100 % measured with it,
+// docs/live-serving.md, "Overload"; asserted here with room for a loaded
+// CI machine: 75 %), nothing is lost and every answer comes before the
+// client's deadline.
 TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
   LocalCluster::Options options = ResNet50AloneOnGpu0(
       "gpulet_id: \"g0\" share_percent: 100 "
@@ -1926,8 +1927,13 @@ TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
   const absl::Duration slo = absl::Milliseconds(108 * kTimeScale);
   const absl::Duration timeout = absl::Seconds(10);
 
-  // Goodput (OK within the SLO, per second) of one open-loop step,
-  // counting requests sent after a one-second warm-up.
+  // Goodput (answers OK within the SLO per second) of one open-loop step:
+  // the answers given from 1 s to 5 s after the step began. Counting the
+  // requests sent in that window instead ("by send time") credits the
+  // window with the queue it leaves behind and charges it with the one it
+  // finds: at 1.45x the queue builds slowly and drains past the window, at
+  // 3x it is full after a few hundred ms (measured with the same device
+  // throughput, 64/s, in both: 80/s and 72/s by send time).
   auto run = [&](double rate) {
     LoadGenerator::ModelLoad load{"resnet50",
                                   ShapeOnlyRequest(stub.get(), "resnet50"),
@@ -1938,23 +1944,28 @@ TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
     const LoadGenerator::Result result =
         LoadGenerator::Run(stub.get(), {load}, lo);
     EXPECT_EQ(result.lost, 0) << "at " << rate << "/s";
-    int64_t good = 0, early = 0, answered = 0;
+    int64_t good = 0, good_by_send = 0, early = 0, answered = 0;
     for (const auto& r : result.records) {
       EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
                   r.code == absl::StatusCode::kDeadlineExceeded ||
                   r.code == absl::StatusCode::kResourceExhausted)
           << absl::StatusCodeToString(r.code);
       EXPECT_LT(r.latency, timeout);
+      const bool within = r.code == absl::StatusCode::kOk && r.latency <= slo;
+      const absl::Duration answer = r.sent + r.latency;
+      if (within && answer >= absl::Seconds(1) && answer < absl::Seconds(5)) {
+        ++good;
+      }
       if (r.sent < absl::Seconds(1)) continue;
       ++answered;
-      if (r.code == absl::StatusCode::kOk && r.latency <= slo) ++good;
+      good_by_send += within;
       if (r.code == absl::StatusCode::kDeadlineExceeded) ++early;
     }
     const double goodput = good / 4.0;
     std::printf(
-        "[ report ] offered %.0f/s: goodput %.1f/s, %lld of %lld rejected "
-        "early\n",
-        rate, goodput, static_cast<long long>(early),
+        "[ report ] offered %.0f/s: goodput %.1f/s (by send time %.1f/s), "
+        "%lld of %lld sent after 1 s rejected early\n",
+        rate, goodput, good_by_send / 4.0, static_cast<long long>(early),
         static_cast<long long>(answered));
     return goodput;
   };

@@ -162,21 +162,18 @@ absl::StatusOr<Runner> MakeTorchRunner(
   ASSIGN_OR_RETURN(out.runner,
                    TorchModelRunner::Create(paths, configs, runner_options));
   if (config.operator_groups()) {
-    if (runner_options.cuda) {
-      return absl::UnimplementedError(
-          "operator groups on cuda devices (a stream per query) are not "
-          "built yet; cpu and emulated A100 devices run them");
-    }
     std::map<std::string, std::string> segments;
     for (const auto& [name, path] : paths) {
       segments[name] =
           std::filesystem::path(path).replace_filename("segments.pt");
     }
+    TorchGroupRunner::Options group_options;
+    group_options.cores.assign(config.cpu_cores().begin(),
+                               config.cpu_cores().end());
+    group_options.cuda = runner_options.cuda;
     ASSIGN_OR_RETURN(
         out.groups,
-        TorchGroupRunner::Create(segments, configs,
-                                 std::vector<int>(config.cpu_cores().begin(),
-                                                  config.cpu_cores().end())));
+        TorchGroupRunner::Create(segments, configs, std::move(group_options)));
   }
   return out;
 #endif

@@ -1,7 +1,10 @@
 #include "proxy/torch_group_runner.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <set>
@@ -23,24 +26,53 @@ struct TorchGroupRunner::Impl {
   using Queries = GroupQueries<std::vector<at::Tensor>>;
   std::map<std::string, Model> models;
   std::vector<int> cores;
+  torch::Device device = torch::kCPU;
   Queries queries;
 
-  // The member's query; a first range's state is a copy of its inputs
-  // (the region slot is reused).
+  // The member's query; a first range's state is a copy of its inputs on
+  // the device (the region slot is reused).
   absl::StatusOr<Queries::Query*> Admit(const GroupMemberRun& m) {
     auto model = models.find(m.model);
     const int ops =
         model == models.end() ? 0 : model->second.config.segment_count();
-    return queries.Admit(m, ops,
-                         [](const GroupMemberRun& first)
-                             -> absl::StatusOr<std::vector<at::Tensor>> {
-                           std::vector<at::Tensor> state;
-                           for (const TensorView& in : first.inputs) {
-                             ASSIGN_OR_RETURN(auto t, TensorOverView(in));
-                             state.push_back(t.clone());
-                           }
-                           return state;
-                         });
+    return queries.Admit(
+        m, ops,
+        [this](const GroupMemberRun& first)
+            -> absl::StatusOr<std::vector<at::Tensor>> {
+          std::vector<at::Tensor> state;
+          for (const TensorView& in : first.inputs) {
+            ASSIGN_OR_RETURN(auto t, TensorOverView(in));
+            state.push_back(device.is_cuda() ? t.to(device) : t.clone());
+          }
+          return state;
+        });
+  }
+
+  // Runs member `i`'s range: on the cores, or launched on a CUDA stream of
+  // its own and waited for.
+  void RunMember(Queries::Query& q, const GroupMemberRun& member) {
+    torch::jit::Module& module = models.at(q.model).segments;
+    if (!device.is_cuda()) {
+      q.state =
+          RunRange(module, std::move(q.state), member.start_op, member.end_op);
+      return;
+    }
+    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+    const c10::Stream stream = cuda.getStreamFromGlobalPool(device);
+    {
+      const c10::StreamGuard on_stream(stream);
+      q.state =
+          RunRange(module, std::move(q.state), member.start_op, member.end_op);
+    }
+    cuda.synchronizeStream(stream);
+  }
+
+  // Waits for the copies made on the device's current stream (the inputs
+  // of first ranges) before the members' streams read them.
+  void SynchronizeCurrentStream() const {
+    if (!device.is_cuda()) return;
+    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+    cuda.synchronizeStream(cuda.getStream(device));
   }
 
   std::vector<at::Tensor> RunRange(torch::jit::Module& module,
@@ -63,13 +95,20 @@ TorchGroupRunner::~TorchGroupRunner() = default;
 
 absl::StatusOr<std::unique_ptr<TorchGroupRunner>> TorchGroupRunner::Create(
     const std::map<std::string, std::string>& segment_paths,
-    const std::map<std::string, ModelConfig>& configs, std::vector<int> cores) {
+    const std::map<std::string, ModelConfig>& configs, Options options) {
   auto impl = std::make_unique<Impl>();
-  if (cores.empty()) {
-    ASSIGN_OR_RETURN(auto own, GetCpuAffinity(0));
-    cores = own;
+  if (options.cores.empty()) {
+    ASSIGN_OR_RETURN(options.cores, GetCpuAffinity(0));
   }
-  impl->cores = std::move(cores);
+  impl->cores = std::move(options.cores);
+  if (options.cuda) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(
+          "device cuda: this LibTorch build has no CUDA or sees no GPU "
+          "(build against a CUDA LibTorch: docs/cuda.md)");
+    }
+    impl->device = torch::Device(torch::kCUDA, 0);
+  }
   for (const auto& [name, path] : segment_paths) {
     auto config = configs.find(name);
     if (config == configs.end() || config->second.segment_count() <= 0) {
@@ -79,7 +118,7 @@ absl::StatusOr<std::unique_ptr<TorchGroupRunner>> TorchGroupRunner::Create(
     Impl::Model model;
     model.config = config->second;
     try {
-      model.segments = torch::jit::load(path);
+      model.segments = torch::jit::load(path, impl->device);
       model.segments.eval();
       const int64_t count =
           model.segments.get_method("segment_count")({}).toInt();
@@ -131,14 +170,18 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     forget();
     return admitted;
   }
+  try {
+    impl_->SynchronizeCurrentStream();
+  } catch (const std::exception& e) {
+    forget();
+    return absl::InternalError(
+        absl::StrCat("copying a group's inputs failed: ", e.what()));
+  }
   const absl::Time start = absl::Now();
   const std::vector<absl::Status> ran =
       RunPinnedInParallel(n, impl_->cores, [&](int i) -> absl::Status {
         try {
-          Impl::Queries::Query& q = *queries[i];
-          q.state = impl_->RunRange(impl_->models.at(q.model).segments,
-                                    std::move(q.state), members[i].start_op,
-                                    members[i].end_op);
+          impl_->RunMember(*queries[i], members[i]);
           return absl::OkStatus();
         } catch (const std::exception& e) {
           return absl::InternalError(absl::StrCat("model '", members[i].model,
@@ -159,7 +202,15 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     q.next_op = m.end_op;
     if (m.end_op < OperatorCount(m.model)) continue;
     std::vector<torch::Tensor> results;
-    for (at::Tensor& t : q.state) results.push_back(t.contiguous());
+    try {
+      for (at::Tensor& t : q.state) {
+        results.push_back(t.to(torch::kCPU).contiguous());
+      }
+    } catch (const std::exception& e) {
+      impl_->queries.Forget(m.query_id);
+      return absl::InternalError(absl::StrCat(
+          "copying model '", m.model, "''s outputs failed: ", e.what()));
+    }
     auto copied = CopyOutputs(impl_->models.at(m.model).config, results, m.out,
                               m.out_capacity);
     impl_->queries.Forget(m.query_id);  // whether or not the copy worked

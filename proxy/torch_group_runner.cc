@@ -4,7 +4,6 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
-#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <set>
@@ -101,14 +100,7 @@ absl::StatusOr<std::unique_ptr<TorchGroupRunner>> TorchGroupRunner::Create(
     ASSIGN_OR_RETURN(options.cores, GetCpuAffinity(0));
   }
   impl->cores = std::move(options.cores);
-  if (options.cuda) {
-    if (!torch::cuda::is_available()) {
-      return absl::FailedPreconditionError(
-          "device cuda: this LibTorch build has no CUDA or sees no GPU "
-          "(build against a CUDA LibTorch: docs/cuda.md)");
-    }
-    impl->device = torch::Device(torch::kCUDA, 0);
-  }
+  ASSIGN_OR_RETURN(impl->device, RunnerDevice(options.cuda));
   for (const auto& [name, path] : segment_paths) {
     auto config = configs.find(name);
     if (config == configs.end() || config->second.segment_count() <= 0) {

@@ -15,6 +15,16 @@
 
 namespace tessera {
 
+absl::StatusOr<torch::Device> RunnerDevice(bool cuda) {
+  if (!cuda) return torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(
+        "device cuda: this LibTorch build has no CUDA or sees no GPU "
+        "(build against a CUDA LibTorch: docs/cuda.md)");
+  }
+  return torch::Device(torch::kCUDA, 0);
+}
+
 absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {
   switch (type) {
     case TYPE_BOOL:
@@ -114,14 +124,7 @@ absl::StatusOr<std::unique_ptr<TorchModelRunner>> TorchModelRunner::Create(
     const std::map<std::string, ModelConfig>& configs, const Options& options) {
   at::set_num_threads(std::max(1, options.num_threads));
   auto impl = std::make_unique<Impl>();
-  if (options.cuda) {
-    if (!torch::cuda::is_available()) {
-      return absl::FailedPreconditionError(
-          "device cuda: this LibTorch build has no CUDA or sees no GPU "
-          "(build against a CUDA LibTorch: docs/cuda.md)");
-    }
-    impl->device = torch::Device(torch::kCUDA, 0);
-  }
+  ASSIGN_OR_RETURN(impl->device, RunnerDevice(options.cuda));
   for (const auto& [name, path] : model_paths) {
     auto cit = configs.find(name);
     if (cit == configs.end()) {

@@ -17,6 +17,10 @@ namespace tessera {
 
 absl::StatusOr<c10::ScalarType> ToScalarType(DataType type);
 
+// The device a runner uses: cuda:0 when `cuda` (FAILED_PRECONDITION where
+// this LibTorch has no CUDA or sees no GPU), else the CPU.
+absl::StatusOr<torch::Device> RunnerDevice(bool cuda);
+
 // A CPU tensor over the view's bytes (not copied).
 absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view);
 

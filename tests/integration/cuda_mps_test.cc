@@ -201,13 +201,6 @@ exit 1
   backend->Stop(absl::Seconds(10));
 }
 
-// A GPU node's binaries may live apart from this build (docs/cuda.md: the
-// CUDA proxy beside the regular build's backend): these variables say where.
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
 // Needs a GPU, the MPS binaries and a CUDA build of LibTorch.
 TEST(RealGpuTest, TwoGpuletsShareOneGpuThroughMps) {
   if (system("nvidia-smi > /dev/null 2>&1") != 0) {

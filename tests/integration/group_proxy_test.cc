@@ -16,6 +16,7 @@
 #include "common/status_proto.h"
 #include "common/text_proto.h"
 #include "gtest/gtest.h"
+#include "tests/integration/local_cluster.h"
 
 namespace tessera {
 namespace {
@@ -155,13 +156,6 @@ TEST(GroupProxyTest, RangesInGroupsAnswerWhatTheWholeModelAnswers) {
                                                /*tolerance=*/1e-4);
 }
 
-// A GPU node's binaries and models may live apart from this build
-// (docs/cuda.md): these variables say where.
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
 // Needs a GPU and a CUDA build of the proxy (ctest -L gpu): each member's
 // range on a CUDA stream of its own, the intermediate kept on the GPU.
 TEST(RealGpuTest, OperatorGroupsOnCudaAnswerWhatTheWholeModelAnswers) {
@@ -169,8 +163,8 @@ TEST(RealGpuTest, OperatorGroupsOnCudaAnswerWhatTheWholeModelAnswers) {
     GTEST_SKIP() << "no GPU visible (nvidia-smi failed)";
   }
   RangesInGroupsAnswerWhatTheWholeModelAnswers(
-      EnvOr("TESSERA_GPU_BIN_DIR", kBin),
-      EnvOr("TESSERA_GPU_MODEL_DIR", kModels), DEVICE_KIND_CUDA,
+      testing::EnvOr("TESSERA_GPU_BIN_DIR", kBin),
+      testing::EnvOr("TESSERA_GPU_MODEL_DIR", kModels), DEVICE_KIND_CUDA,
       /*tolerance=*/1e-3);  // the same kernels need not run at every shape
 }
 

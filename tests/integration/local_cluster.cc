@@ -406,6 +406,11 @@ std::vector<pid_t> ChildPids(pid_t parent) {
   return children;
 }
 
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
 std::string CommandLine(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(in)),

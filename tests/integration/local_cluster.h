@@ -123,6 +123,11 @@ absl::StatusOr<int> StartServer(const std::string& binary,
                                 std::map<std::string, std::string> env = {},
                                 int log_fd = -1);
 
+// The environment variable's value, or `fallback` when it is unset or
+// empty. A GPU node's binaries and models may live apart from this build
+// (docs/cuda.md): TESSERA_GPU_BIN_DIR and TESSERA_GPU_MODEL_DIR say where.
+std::string EnvOr(const char* name, const std::string& fallback);
+
 // Pids of the live processes whose parent is `parent`.
 std::vector<pid_t> ChildPids(pid_t parent);
 // The process's command line, arguments joined by spaces.

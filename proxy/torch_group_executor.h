@@ -1,10 +1,12 @@
 #pragma once
 
-// Runs operator groups of segmentable models on the `cpu` device with real
-// LibTorch: each member's range of segments on its own thread, all at
-// once, the group ending when the last range ends (Abacus's executor on
-// CPU cores). A member that starts past segment 0 first gets its
-// intermediate by running [0, start) untimed. Torch stays in the .cc.
+// Runs operator groups of segmentable models with real LibTorch: each
+// member's range of segments on its own thread, all at once, the group
+// ending when the last range ends (Abacus's executor). On the CPU the
+// threads are pinned to this process's cores; on cuda:0 each launches its
+// range on a CUDA stream of its own (TorchGroupRunner's way). A member that
+// starts past segment 0 first gets its intermediate by running [0, start)
+// untimed. Torch stays in the .cc.
 
 #include <memory>
 #include <string>
@@ -23,10 +25,11 @@ class TorchGroupExecutor {
   // this needs are process-wide: LibTorch's intra-op thread count, and no
   // TorchScript graph re-optimisation (which would re-specialise run_range
   // per range and make a group's time depend on what ran before it). Meant
-  // for a measuring process (the group profiler, tests).
+  // for a measuring process (the group profiler, tests). `cuda`: run on
+  // cuda:0 (FAILED_PRECONDITION where LibTorch has no CUDA or sees no GPU).
   static absl::StatusOr<std::unique_ptr<TorchGroupExecutor>> Create(
       const std::string& repository, const std::vector<std::string>& models,
-      int batch, int threads_per_member);
+      int batch, int threads_per_member, bool cuda = false);
   ~TorchGroupExecutor();
 
   // The models as a catalog (ids in the order given).

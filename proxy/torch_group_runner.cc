@@ -1,8 +1,6 @@
 #include "proxy/torch_group_runner.h"
 
 #include <ATen/Parallel.h>
-#include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
@@ -47,31 +45,14 @@ struct TorchGroupRunner::Impl {
         });
   }
 
-  // Runs member `i`'s range: on the cores, or launched on a CUDA stream of
-  // its own and waited for.
+  // Runs the member's range: on the cores, or launched on a CUDA stream
+  // of its own and waited for.
   void RunMember(Queries::Query& q, const GroupMemberRun& member) {
     torch::jit::Module& module = models.at(q.model).segments;
-    if (!device.is_cuda()) {
+    RunOnOwnStream(device, [&] {
       q.state =
           RunRange(module, std::move(q.state), member.start_op, member.end_op);
-      return;
-    }
-    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    const c10::Stream stream = cuda.getStreamFromGlobalPool(device);
-    {
-      const c10::StreamGuard on_stream(stream);
-      q.state =
-          RunRange(module, std::move(q.state), member.start_op, member.end_op);
-    }
-    cuda.synchronizeStream(stream);
-  }
-
-  // Waits for the copies made on the device's current stream (the inputs
-  // of first ranges) before the members' streams read them.
-  void SynchronizeCurrentStream() const {
-    if (!device.is_cuda()) return;
-    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    cuda.synchronizeStream(cuda.getStream(device));
+    });
   }
 
   std::vector<at::Tensor> RunRange(torch::jit::Module& module,
@@ -163,7 +144,7 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     return admitted;
   }
   try {
-    impl_->SynchronizeCurrentStream();
+    SynchronizeCurrentStream(impl_->device);
   } catch (const std::exception& e) {
     forget();
     return absl::InternalError(

@@ -1,6 +1,8 @@
 #include "proxy/torch_model_runner.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 
@@ -23,6 +25,27 @@ absl::StatusOr<torch::Device> RunnerDevice(bool cuda) {
         "(build against a CUDA LibTorch: docs/cuda.md)");
   }
   return torch::Device(torch::kCUDA, 0);
+}
+
+void RunOnOwnStream(const torch::Device& device,
+                    const std::function<void()>& body) {
+  if (!device.is_cuda()) {
+    body();
+    return;
+  }
+  const c10::impl::VirtualGuardImpl cuda(device.type());
+  const c10::Stream stream = cuda.getStreamFromGlobalPool(device);
+  {
+    const c10::StreamGuard on_stream(stream);
+    body();
+  }
+  cuda.synchronizeStream(stream);
+}
+
+void SynchronizeCurrentStream(const torch::Device& device) {
+  if (!device.is_cuda()) return;
+  const c10::impl::VirtualGuardImpl cuda(device.type());
+  cuda.synchronizeStream(cuda.getStream(device));
 }
 
 absl::StatusOr<c10::ScalarType> ToScalarType(DataType type) {

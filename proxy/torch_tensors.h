@@ -6,6 +6,7 @@
 
 #include <torch/script.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@ absl::StatusOr<c10::ScalarType> ToScalarType(DataType type);
 // The device a runner uses: cuda:0 when `cuda` (FAILED_PRECONDITION where
 // this LibTorch has no CUDA or sees no GPU), else the CPU.
 absl::StatusOr<torch::Device> RunnerDevice(bool cuda);
+
+// Runs `body` with a CUDA stream of its own from LibTorch's pool as the
+// current stream and waits for that stream (operator groups: one stream per
+// member, launched from the member's thread); on the CPU just runs it. The
+// device-generic stream API: compiles against a CPU-only LibTorch.
+void RunOnOwnStream(const torch::Device& device,
+                    const std::function<void()>& body);
+// Waits for the work queued on the device's current stream (e.g. copies to
+// it) on this thread; nothing on the CPU.
+void SynchronizeCurrentStream(const torch::Device& device);
 
 // A CPU tensor over the view's bytes (not copied).
 absl::StatusOr<torch::Tensor> TensorOverView(const TensorView& view);

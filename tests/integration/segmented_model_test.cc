@@ -3,6 +3,8 @@
 // ranges run concurrently on the cores.
 #include <cmath>
 
+#include <torch/cuda.h>
+
 #include "gtest/gtest.h"
 #include "proxy/torch_group_executor.h"
 
@@ -59,6 +61,30 @@ TEST(SegmentedModelTest, AGroupRunsItsRangesAndTakesTime) {
   EXPECT_FALSE(
       TorchGroupExecutor::Create(TESSERA_MODEL_DIR, {"nonexistent"}, 1, 1)
           .ok());
+}
+
+// On cuda:0 each member runs on a stream of its own; where this LibTorch
+// has no CUDA (Debian's), asking for it is a clear error.
+TEST(SegmentedModelTest, OnCudaAGroupRunsOrTheErrorSaysWhy) {
+  auto executor = TorchGroupExecutor::Create(
+      TESSERA_MODEL_DIR, {"lenet", "bert_tiny"}, 2, 1, /*cuda=*/true);
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(executor.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(executor.status().message().find("no CUDA or sees no GPU"),
+              std::string::npos)
+        << executor.status();
+    return;
+  }
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  auto pair = (*executor)->RunMs({{0, 0, 4, 2, 0}, {1, 0, 4, 2, 0}});
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_GT(*pair, 0);
+  for (int s = 0; s < 2; ++s) {
+    auto whole = (*executor)->RunWholeModel(s);
+    auto pieces = (*executor)->RunInPieces(s, {2});
+    ASSERT_TRUE(whole.ok() && pieces.ok());
+    ExpectClose(*pieces, *whole, "cuda");
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/cpu_affinity.h"
 #include "common/status_macros.h"
+#include "proxy/error_text.h"
 #include "proxy/group_queries.h"
 #include "proxy/torch_tensors.h"
 
@@ -39,7 +40,13 @@ struct TorchGroupRunner::Impl {
           std::vector<at::Tensor> state;
           for (const TensorView& in : first.inputs) {
             ASSIGN_OR_RETURN(auto t, TensorOverView(in));
-            state.push_back(device.is_cuda() ? t.to(device) : t.clone());
+            try {
+              state.push_back(device.is_cuda() ? t.to(device) : t.clone());
+            } catch (const std::exception& e) {
+              return absl::ResourceExhaustedError(absl::StrCat(
+                  "copying model '", first.model,
+                  "''s inputs failed: ", ShortModelError(e.what())));
+            }
           }
           return state;
         });
@@ -147,8 +154,8 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
     SynchronizeCurrentStream(impl_->device);
   } catch (const std::exception& e) {
     forget();
-    return absl::InternalError(
-        absl::StrCat("copying a group's inputs failed: ", e.what()));
+    return absl::InternalError(absl::StrCat("copying a group's inputs failed: ",
+                                            ShortModelError(e.what())));
   }
   const absl::Time start = absl::Now();
   const std::vector<absl::Status> ran =
@@ -157,8 +164,9 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
           impl_->RunMember(*queries[i], members[i]);
           return absl::OkStatus();
         } catch (const std::exception& e) {
-          return absl::InternalError(absl::StrCat("model '", members[i].model,
-                                                  "' failed: ", e.what()));
+          return absl::InternalError(
+              absl::StrCat("model '", members[i].model,
+                           "' failed: ", ShortModelError(e.what())));
         }
       });
   *exec_time = absl::Now() - start;
@@ -181,8 +189,9 @@ absl::StatusOr<std::vector<std::vector<TensorView>>> TorchGroupRunner::RunGroup(
       }
     } catch (const std::exception& e) {
       impl_->queries.Forget(m.query_id);
-      return absl::InternalError(absl::StrCat(
-          "copying model '", m.model, "''s outputs failed: ", e.what()));
+      return absl::InternalError(
+          absl::StrCat("copying model '", m.model,
+                       "''s outputs failed: ", ShortModelError(e.what())));
     }
     auto copied = CopyOutputs(impl_->models.at(m.model).config, results, m.out,
                               m.out_capacity);

@@ -1,6 +1,7 @@
 #include "scheduler/time_share_solver.h"
 
 #include <cmath>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "tests/scheduler/policy_test_util.h"
@@ -50,6 +51,31 @@ TEST_F(TimeShareSolverTest, SoloFitsIsTheSolversAnswerMemoised) {
     }
   }
   EXPECT_EQ(m.solo_fits_cache.size(), 10u);
+}
+
+// TimeShareFeasible stops at the first feasible duty cycle; it must say
+// what SolveTimeShare says, with and without the queueing bound, for one
+// and two slices over a spread of rates, SLOs and shares.
+TEST_F(TimeShareSolverTest, FeasibleAgreesWithTheSolver) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> rate(1, 600), slo(8, 120);
+  const std::vector<double> shares = {20, 40, 50, 60, 80, 100};
+  int feasible = 0, infeasible = 0;
+  for (int i = 0; i < 400; ++i) {
+    const bool queueing = i % 2 == 0;
+    ModelDemand x = Demand(a_, 0, slo(rng), queueing);
+    ModelDemand y = Demand(b_, 0, slo(rng), queueing);
+    std::vector<Slice> slices = {Slice{&x, rate(rng)}};
+    if (i % 3 != 0) slices.push_back(Slice{&y, rate(rng) / 4});
+    const double share = shares[i % shares.size()];
+    const bool solved = SolveTimeShare(slices, share, SoloLatency).has_value();
+    EXPECT_EQ(TimeShareFeasible(slices, share, SoloLatency), solved)
+        << "case " << i;
+    (solved ? feasible : infeasible)++;
+  }
+  // Both answers occur often enough for the comparison to mean something.
+  EXPECT_GT(feasible, 50);
+  EXPECT_GT(infeasible, 50);
 }
 
 TEST_F(TimeShareSolverTest, LoneResidueModelByHand) {

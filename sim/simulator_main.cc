@@ -8,8 +8,10 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "common/usage.h"
 #include "scheduler/mlp_inss_actor.h"
 #include "scheduler/policy_registry.h"
@@ -84,198 +86,242 @@ ABSL_FLAG(std::string, trace, "",
 namespace tessera {
 namespace {
 
-int Run() {
-  const bool emulated = absl::GetFlag(FLAGS_setup) == "emulated";
-  if (!emulated && absl::GetFlag(FLAGS_setup) != "v100") {
-    std::fprintf(stderr, "--setup must be v100 or emulated\n");
-    return 2;
-  }
+// The measured cluster of --setup: the V100 data or the emulated set.
+struct Setup {
   std::unique_ptr<V100Setup> v100;
-  std::unique_ptr<EmulatedSetup> emu;
-  if (emulated) {
-    auto loaded = LoadEmulatedSetup(absl::GetFlag(FLAGS_model_repository),
-                                    absl::GetFlag(FLAGS_profile_dir),
-                                    absl::GetFlag(FLAGS_noise));
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
-      return 2;
-    }
-    emu = std::move(*loaded);
-  } else {
-    auto rule = ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule));
-    if (!rule.ok()) {
-      std::fprintf(stderr, "%s\n", rule.status().ToString().c_str());
-      return 2;
-    }
-    auto loaded = LoadV100Setup(absl::GetFlag(FLAGS_v100_profile), *rule,
-                                absl::GetFlag(FLAGS_noise));
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
-      return 2;
-    }
-    v100 = std::move(*loaded);
+  std::unique_ptr<EmulatedSetup> emulated;
+  GroundTruth* truth() const {
+    return emulated ? emulated->truth.get() : v100->truth.get();
   }
+};
+
+absl::StatusOr<Setup> LoadSetup() {
+  const std::string which = absl::GetFlag(FLAGS_setup);
+  Setup setup;
+  if (which == "emulated") {
+    ASSIGN_OR_RETURN(setup.emulated,
+                     LoadEmulatedSetup(absl::GetFlag(FLAGS_model_repository),
+                                       absl::GetFlag(FLAGS_profile_dir),
+                                       absl::GetFlag(FLAGS_noise)));
+    return setup;
+  }
+  if (which != "v100") {
+    return absl::InvalidArgumentError("--setup must be v100 or emulated");
+  }
+  ASSIGN_OR_RETURN(Share100Rule rule,
+                   ParseShare100Rule(absl::GetFlag(FLAGS_share100_rule)));
+  ASSIGN_OR_RETURN(setup.v100, LoadV100Setup(absl::GetFlag(FLAGS_v100_profile),
+                                             rule, absl::GetFlag(FLAGS_noise)));
+  return setup;
+}
+
+// The models and rates of --rates, or of --models at --rate.
+absl::StatusOr<std::vector<WorkloadModel>> WorkloadFromFlags() {
   std::vector<WorkloadModel> workload;
-  if (!absl::GetFlag(FLAGS_rates).empty()) {
-    for (absl::string_view p :
-         absl::StrSplit(absl::GetFlag(FLAGS_rates), ',', absl::SkipEmpty())) {
-      std::vector<std::string> kv = absl::StrSplit(p, ':');
-      double r;
-      if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &r)) {
-        std::fprintf(stderr, "bad --rates entry '%s'\n",
-                     std::string(p).c_str());
-        return 2;
-      }
-      workload.push_back({kv[0], r});
-    }
-  } else {
+  if (absl::GetFlag(FLAGS_rates).empty()) {
     for (absl::string_view m :
          absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
       workload.push_back({std::string(m), absl::GetFlag(FLAGS_rate)});
     }
+    return workload;
   }
+  for (absl::string_view p :
+       absl::StrSplit(absl::GetFlag(FLAGS_rates), ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(p, ':');
+    double r;
+    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &r)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --rates entry '", p, "'"));
+    }
+    workload.push_back({kv[0], r});
+  }
+  return workload;
+}
+
+// --trace's arrival times per model (sorted), and the workload of their
+// average rates.
+absl::Status ReadTrace(const std::string& path,
+                       std::map<std::string, std::vector<double>>* trace,
+                       std::vector<WorkloadModel>* workload) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError("cannot open trace " + path);
+  std::string line;
+  double last = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> parts = absl::StrSplit(line, ',');
+    double t;
+    if (parts.size() != 2 || !absl::SimpleAtod(parts[1], &t)) continue;
+    (*trace)[parts[0]].push_back(t);
+    last = std::max(last, t);
+  }
+  workload->clear();
+  for (auto& [m, times] : *trace) {
+    std::sort(times.begin(), times.end());
+    workload->push_back({m, times.size() / std::max(last, 1e-9)});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ClusterSnapshot> SnapshotOf(
+    const Setup& setup, const std::vector<WorkloadModel>& workload) {
+  const int gpus = absl::GetFlag(FLAGS_gpus);
+  ClusterSnapshot snapshot =
+      setup.emulated ? MakeEmulatedSnapshot(*setup.emulated, gpus, workload)
+                     : MakeV100Snapshot(*setup.v100, gpus, workload,
+                                        absl::GetFlag(FLAGS_slo_factor));
+  if (snapshot.models.size() == workload.size()) return snapshot;
+  const std::string known =
+      setup.emulated
+          ? absl::StrJoin(setup.emulated->repository->ModelNames(), ", ")
+          : absl::StrJoin(
+                setup.v100->data.profiles, ", ",
+                [](std::string* out, const auto& p) { out->append(p.first); });
+  return absl::InvalidArgumentError(
+      "unknown model in --models/--rates; known: " + known);
+}
+
+// What every policy plans with: the rules, InSS's actor, the interference
+// model of --interference (the emulated set's own for linear and pairwise)
+// and the fits of the snapshot's profiles.
+absl::StatusOr<PolicyOptions> PolicyOptionsFromFlags(
+    const Setup& setup, const ClusterSnapshot& snapshot) {
+  PolicyOptions options;
+  ASSIGN_OR_RETURN(options.rules,
+                   RulesFromFlags(absl::GetFlag(FLAGS_rules),
+                                  absl::GetFlag(FLAGS_rules_override)));
+  if (auto actor =
+          MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_inss_checkpoint));
+      actor.ok()) {
+    options.inss_actor = *std::move(actor);
+  } else if (!absl::GetFlag(FLAGS_inss_checkpoint).empty()) {
+    return actor.status();
+  }
+  options.inss_fallback = absl::GetFlag(FLAGS_inss_fallback);
+  const std::string intf = absl::GetFlag(FLAGS_interference);
+  if (setup.emulated && intf != "none") {
+    if (intf != "linear" && intf != "pairwise") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--interference must be linear, pairwise or none, not '", intf, "'"));
+    }
+    options.interference = setup.emulated->interference;
+  } else if (setup.emulated) {
+    options.interference = std::make_shared<NoInterference>();
+  } else {
+    auto model = V100Interference(*setup.v100, intf);
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--interference: ", model.status().message()));
+    }
+    options.interference = *std::move(model);
+  }
+  options.fits = std::make_shared<const ProfileFits>(
+      ProfileFits::Build(snapshot.models, options.rules));
+  return options;
+}
+
+void PrintSearch(const std::string& name, const SearchResult& r,
+                 const ClusterSnapshot& snapshot,
+                 const ClusterSimulator& simulator, const SimOptions& options) {
+  std::printf(
+      "%-13s SLO-preserved max throughput %8.1f req/s (scale %.3f of "
+      "the base rates), violations %.2f%%, GPUs %d, share sum %.0f%%, "
+      "planned for %.0f%% of it; policy called up to scale %.3f "
+      "schedulable (%d runs)\n",
+      name.c_str(), r.max_throughput_rps, r.best.scale,
+      100 * r.best.sim.violation_fraction(), r.best.sim.gpus_used,
+      r.best.sim.share_sum, 100 * r.best.planned_fraction,
+      r.max_schedulable_scale, r.runs);
+  std::printf("%-13s limit: %s; worst model's violations %.2f%%\n", "",
+              r.limit == SearchResult::Limit::kRefused    ? "refused"
+              : r.limit == SearchResult::Limit::kViolated ? "plan broke"
+                                                          : "none",
+              100 * r.best.sim.max_model_violation_fraction());
+  if (!absl::GetFlag(FLAGS_efficiency)) return;
+  double hold = 0;
+  const double e =
+      PlannerEfficiency(r, snapshot, simulator, options, 0.01, &hold);
+  std::printf(
+      "%-13s planner efficiency %.3f (the plan at the limit "
+      "holds up to %.2fx its load)\n",
+      "", e, hold);
+}
+
+void PrintPlan(const Plan& plan) {
+  for (const DevicePlan& d : plan.devices()) {
+    std::printf("  %s:", d.device_id().c_str());
+    for (const GpuletPlan& g : d.gpulets()) {
+      std::printf("  [%.0f%%", g.share_percent());
+      for (const ModelAssignment& a : g.models()) {
+        std::printf(" %s b%d d%.1fms %.0frps", a.model().c_str(),
+                    a.batch_size(), a.duty_cycle_ms(), a.rate_rps());
+      }
+      std::printf("]");
+    }
+    std::printf("\n");
+  }
+}
+
+void PrintRun(const std::string& name, const SimResult& r) {
+  std::printf(
+      "%-13s GPUs %d, share sum %.0f%%, goodput %.1f req/s, "
+      "violations %.2f%%; %.1f%% of batches started beside a busy "
+      "partition (mean slowdown there %.3f)\n",
+      name.c_str(), r.gpus_used, r.share_sum, r.goodput_rps,
+      100 * r.violation_fraction(),
+      r.batches == 0 ? 0.0 : 100.0 * r.overlapped_batches / r.batches,
+      r.overlapped_batches == 0
+          ? 1.0
+          : r.overlapped_factor_sum / r.overlapped_batches);
+  for (const ModelResult& m : r.models) {
+    std::printf(
+        "    %-12s arrived %6lld  late %5lld  dropped %5lld  "
+        "p50 %7.2f ms  p99 %7.2f ms  violations %.2f%%\n",
+        m.model.c_str(), static_cast<long long>(m.arrived),
+        static_cast<long long>(m.late), static_cast<long long>(m.dropped),
+        m.p50_ms, m.p99_ms, 100 * m.violation_fraction());
+  }
+}
+
+// Plans with each --policy and either searches its SLO-preserved maximum
+// or simulates its plan for the workload (or the trace).
+absl::Status Simulate() {
+  ASSIGN_OR_RETURN(const Setup setup, LoadSetup());
+  ASSIGN_OR_RETURN(std::vector<WorkloadModel> workload, WorkloadFromFlags());
   std::map<std::string, std::vector<double>> trace;
   if (!absl::GetFlag(FLAGS_trace).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_trace));
-    if (!in) {
-      std::fprintf(stderr, "cannot open trace %s\n",
-                   absl::GetFlag(FLAGS_trace).c_str());
-      return 2;
-    }
-    std::string line;
-    double last = 0;
-    while (std::getline(in, line)) {
-      std::vector<std::string> parts = absl::StrSplit(line, ',');
-      double t;
-      if (parts.size() != 2 || !absl::SimpleAtod(parts[1], &t)) continue;
-      trace[parts[0]].push_back(t);
-      last = std::max(last, t);
-    }
-    workload.clear();
-    for (auto& [m, times] : trace) {
-      std::sort(times.begin(), times.end());
-      workload.push_back({m, times.size() / std::max(last, 1e-9)});
-    }
+    RETURN_IF_ERROR(ReadTrace(absl::GetFlag(FLAGS_trace), &trace, &workload));
   }
-  const ClusterSnapshot snapshot =
-      emulated ? MakeEmulatedSnapshot(*emu, absl::GetFlag(FLAGS_gpus), workload)
-               : MakeV100Snapshot(*v100, absl::GetFlag(FLAGS_gpus), workload,
-                                  absl::GetFlag(FLAGS_slo_factor));
-  if (snapshot.models.size() != workload.size()) {
-    std::fprintf(
-        stderr, "unknown model in --models/--rates; known: %s\n",
-        emulated ? absl::StrJoin(emu->repository->ModelNames(), ", ").c_str()
-                 : absl::StrJoin(v100->data.profiles, ", ",
-                                 [](std::string* out, const auto& p) {
-                                   out->append(p.first);
-                                 })
-                       .c_str());
-    return 2;
-  }
-  auto corunner_rule =
-      GroundTruth::ParseCorunnerRule(absl::GetFlag(FLAGS_corunner_rule));
-  if (!corunner_rule.ok()) {
-    std::fprintf(stderr, "%s\n", corunner_rule.status().ToString().c_str());
-    return 2;
-  }
-  GroundTruth* truth = emulated ? emu->truth.get() : v100->truth.get();
-  truth->set_corunner_rule(*corunner_rule);
-  const ClusterSimulator simulator(truth, Configs(snapshot));
+  ASSIGN_OR_RETURN(const ClusterSnapshot snapshot, SnapshotOf(setup, workload));
+  ASSIGN_OR_RETURN(
+      const GroundTruth::CorunnerRule corunner_rule,
+      GroundTruth::ParseCorunnerRule(absl::GetFlag(FLAGS_corunner_rule)));
+  setup.truth()->set_corunner_rule(corunner_rule);
+  const ClusterSimulator simulator(setup.truth(), Configs(snapshot));
   SimOptions options;
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   options.seed = absl::GetFlag(FLAGS_seed);
   options.min_requests = absl::GetFlag(FLAGS_min_requests);
-
-  PolicyOptions policy_options;
-  auto rules = RulesFromFlags(absl::GetFlag(FLAGS_rules),
-                              absl::GetFlag(FLAGS_rules_override));
-  if (!rules.ok()) {
-    std::fprintf(stderr, "%s\n", rules.status().ToString().c_str());
-    return 2;
-  }
-  policy_options.rules = *rules;
-  if (auto actor =
-          MlpInssActor::LoadOrShipped(absl::GetFlag(FLAGS_inss_checkpoint));
-      actor.ok()) {
-    policy_options.inss_actor = *std::move(actor);
-  } else if (!absl::GetFlag(FLAGS_inss_checkpoint).empty()) {
-    std::fprintf(stderr, "%s\n", actor.status().ToString().c_str());
-    return 2;
-  }
-  policy_options.inss_fallback = absl::GetFlag(FLAGS_inss_fallback);
-  const std::string intf = absl::GetFlag(FLAGS_interference);
-  if (intf != "none" && intf != "linear" && intf != "pairwise") {
-    std::fprintf(stderr,
-                 "--interference must be linear, pairwise or none, not '%s'\n",
-                 intf.c_str());
-    return 2;
-  }
-  if (intf == "none") {
-    policy_options.interference = std::make_shared<NoInterference>();
-  } else if (emulated) {
-    policy_options.interference = emu->interference;
-  } else {
-    policy_options.interference =
-        intf == "pairwise" ? v100->pairwise : v100->linear;
-  }
-  policy_options.fits = std::make_shared<const ProfileFits>(
-      ProfileFits::Build(snapshot.models, policy_options.rules));
-  for (absl::string_view name :
+  ASSIGN_OR_RETURN(const PolicyOptions policy_options,
+                   PolicyOptionsFromFlags(setup, snapshot));
+  for (absl::string_view view :
        absl::StrSplit(absl::GetFlag(FLAGS_policy), ',', absl::SkipEmpty())) {
-    auto policy = PolicyRegistry::Create(std::string(name), policy_options);
-    if (!policy.ok()) {
-      std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
-      return 2;
-    }
+    const std::string name(view);
+    ASSIGN_OR_RETURN(std::unique_ptr<SchedulingPolicy> policy,
+                     PolicyRegistry::Create(name, policy_options));
     if (absl::GetFlag(FLAGS_search)) {
-      SearchResult r =
-          SearchMaxThroughput(**policy, snapshot, simulator, options, 0.01,
+      const SearchResult r =
+          SearchMaxThroughput(*policy, snapshot, simulator, options, 0.01,
                               absl::GetFlag(FLAGS_overload));
-      std::printf(
-          "%-13s SLO-preserved max throughput %8.1f req/s (scale %.3f of "
-          "the base rates), violations %.2f%%, GPUs %d, share sum %.0f%%, "
-          "planned for %.0f%% of it; policy called up to scale %.3f "
-          "schedulable (%d runs)\n",
-          std::string(name).c_str(), r.max_throughput_rps, r.best.scale,
-          100 * r.best.sim.violation_fraction(), r.best.sim.gpus_used,
-          r.best.sim.share_sum, 100 * r.best.planned_fraction,
-          r.max_schedulable_scale, r.runs);
-      std::printf("%-13s limit: %s; worst model's violations %.2f%%\n", "",
-                  r.limit == SearchResult::Limit::kRefused    ? "refused"
-                  : r.limit == SearchResult::Limit::kViolated ? "plan broke"
-                                                              : "none",
-                  100 * r.best.sim.max_model_violation_fraction());
-      if (absl::GetFlag(FLAGS_efficiency)) {
-        double hold = 0;
-        const double e =
-            PlannerEfficiency(r, snapshot, simulator, options, 0.01, &hold);
-        std::printf(
-            "%-13s planner efficiency %.3f (the plan at the limit "
-            "holds up to %.2fx its load)\n",
-            "", e, hold);
-      }
+      PrintSearch(name, r, snapshot, simulator, options);
       continue;
     }
-    auto plan = (*policy)->Schedule(snapshot);
+    auto plan = policy->Schedule(snapshot);
     if (!plan.ok()) {
-      std::printf("%-13s unschedulable: %s\n", std::string(name).c_str(),
+      std::printf("%-13s unschedulable: %s\n", name.c_str(),
                   std::string(plan.status().message()).c_str());
       continue;
     }
-    if (absl::GetFlag(FLAGS_print_plan)) {
-      for (const DevicePlan& d : plan->devices()) {
-        std::printf("  %s:", d.device_id().c_str());
-        for (const GpuletPlan& g : d.gpulets()) {
-          std::printf("  [%.0f%%", g.share_percent());
-          for (const ModelAssignment& a : g.models()) {
-            std::printf(" %s b%d d%.1fms %.0frps", a.model().c_str(),
-                        a.batch_size(), a.duty_cycle_ms(), a.rate_rps());
-          }
-          std::printf("]");
-        }
-        std::printf("\n");
-      }
-    }
+    if (absl::GetFlag(FLAGS_print_plan)) PrintPlan(*plan);
     SimResult r;
     if (trace.empty()) {
       std::map<std::string, double> rates;
@@ -284,26 +330,20 @@ int Run() {
     } else {
       r = simulator.RunTrace(*plan, trace, options);
     }
-    std::printf(
-        "%-13s GPUs %d, share sum %.0f%%, goodput %.1f req/s, "
-        "violations %.2f%%; %.1f%% of batches started beside a busy "
-        "partition (mean slowdown there %.3f)\n",
-        std::string(name).c_str(), r.gpus_used, r.share_sum, r.goodput_rps,
-        100 * r.violation_fraction(),
-        r.batches == 0 ? 0.0 : 100.0 * r.overlapped_batches / r.batches,
-        r.overlapped_batches == 0
-            ? 1.0
-            : r.overlapped_factor_sum / r.overlapped_batches);
-    for (const ModelResult& m : r.models) {
-      std::printf(
-          "    %-12s arrived %6lld  late %5lld  dropped %5lld  "
-          "p50 %7.2f ms  p99 %7.2f ms  violations %.2f%%\n",
-          m.model.c_str(), static_cast<long long>(m.arrived),
-          static_cast<long long>(m.late), static_cast<long long>(m.dropped),
-          m.p50_ms, m.p99_ms, 100 * m.violation_fraction());
-    }
+    PrintRun(name, r);
   }
-  return 0;
+  return absl::OkStatus();
+}
+
+// Errors in what the flags ask for print their message and exit 2.
+int Run() {
+  const absl::Status status = Simulate();
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%s\n",
+               absl::IsInvalidArgument(status)
+                   ? std::string(status.message()).c_str()
+                   : status.ToString().c_str());
+  return 2;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ void SetTesseraDefaults(TesseraRules* t) {
   t->set_keep_plan_in_force(true);
   t->set_keep_tolerance(0.02);
   t->set_fewest_gpus_min_room(1);
+  t->set_fewest_gpus_release_room(1);
   t->set_prefer_fewest_moves(true);
   t->set_repair_plan_in_force(true);
   t->set_fill_used_gpus(true);
@@ -265,6 +266,11 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
                 // TesseraPolicy::kMarginMaxScale: the largest room it checks.
                 t.fewest_gpus_min_room() <= 4,
             "tessera.fewest_gpus_min_room", "in [1, 4]"));
+  RETURN_IF_ERROR(
+      Check(t.fewest_gpus_release_room() >= 1 &&
+                // TesseraPolicy::kMarginMaxScale: the largest room it checks.
+                t.fewest_gpus_release_room() <= 4,
+            "tessera.fewest_gpus_release_room", "in [1, 4]"));
   return out;
 }
 

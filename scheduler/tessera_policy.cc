@@ -262,7 +262,8 @@ absl::StatusOr<Plan> TesseraPolicy::Schedule(
     const PlanCheck check = SharedCheck(**inputs);
     for (Candidate& c : candidates) Measure(snapshot, check, **inputs, &c);
   }
-  if (kept && (candidates.empty() || Keeps(*kept, BestOf(candidates)))) {
+  if (kept && (candidates.empty() || Keeps(*kept, BestOf(candidates)) ||
+               HoldsItsGpus(*kept, BestOf(candidates)))) {
     return Finish(*std::move(kept), candidates.size() + 1);
   }
   if (!large) {
@@ -323,6 +324,16 @@ bool TesseraPolicy::Keeps(const Candidate& kept, const Candidate& best) const {
     return kept.cost.gpus <= best.cost.gpus;
   }
   return kept.cost.margin >= (1 - rules.keep_tolerance()) * best.cost.margin;
+}
+
+bool TesseraPolicy::HoldsItsGpus(const Candidate& kept,
+                                 const Candidate& best) const {
+  const TesseraRules& rules = options_.rules.tessera();
+  const double release = rules.fewest_gpus_release_room();
+  return rules.objective() == TESSERA_OBJECTIVE_FEWEST_GPUS && release > 1 &&
+         best.cost.gpus < kept.cost.gpus &&
+         best.cost.margin < release - kMarginTolerance &&
+         kept.cost.margin >= best.cost.margin - kMarginTolerance;
 }
 
 TesseraPolicy::Candidate& TesseraPolicy::BestOf(

@@ -116,6 +116,10 @@ class TesseraPolicy : public SchedulingPolicy {
   // needs no more GPUs, under MAX_THROUGHPUT while its margin is within
   // keep_tolerance of the best plan's.
   bool Keeps(const Candidate& kept, const Candidate& best) const;
+  // Under FEWEST_GPUS with fewest_gpus_release_room: the plan in force is
+  // kept against a best plan on fewer GPUs whose room is below that floor,
+  // while the plan in force has at least its room.
+  bool HoldsItsGpus(const Candidate& kept, const Candidate& best) const;
   // The best of `candidates` (not empty) under the objective.
   Candidate& BestOf(std::vector<Candidate>& candidates) const;
   // With prefer_fewest_moves, the candidate that Keeps against `best`

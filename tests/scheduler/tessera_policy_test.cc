@@ -339,6 +339,35 @@ TEST(TesseraPolicyTest, KeepsThePlanInForceWhileItHolds) {
       << replaced->reason();
 }
 
+// Under fewest GPUs the 2-GPU plan in force gives way to a 1-GPU plan at
+// half the rates (425 of a GPU's 1,000 req/s: room 2.35), unless a GPU is
+// given back only with a room of 2.5; a release room of 2 lets it go.
+TEST(TesseraPolicyTest, UnderFewestGpusAGpuIsGivenBackOnlyWithTheReleaseRoom) {
+  ClusterSnapshot s = TwoModelsOnTwoGpus();
+  auto first = RunPolicyWith("tessera", s, Options());
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(TesseraPolicy::CostOf(*first, Plan()).gpus, 2);
+  s.current_plan = *first;
+  s.current_plan.set_epoch(1);
+  s.models[0].rate_rps = 150;
+  s.models[1].rate_rps = 275;
+  for (const auto& [release, gpus] :
+       std::vector<std::pair<double, int>>{{1, 1}, {2, 1}, {2.5, 2}}) {
+    SCOPED_TRACE(release);
+    PolicyOptions o = Options(TESSERA_OBJECTIVE_FEWEST_GPUS);
+    o.rules.mutable_tessera()->set_fewest_gpus_release_room(release);
+    auto plan = RunPolicyWith("tessera", s, o);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(TesseraPolicy::CostOf(*plan, Plan()).gpus, gpus)
+        << plan->reason();
+    if (gpus == 2) {
+      EXPECT_EQ(plan->reason().rfind("the plan in force", 0), 0u)
+          << plan->reason();
+      EXPECT_EQ(TesseraPolicy::CostOf(*plan, s.current_plan).moved, 0);
+    }
+  }
+}
+
 // X and Y at 100 req/s each on 20 % gpulets of their own: the plan holds
 // 2x the rates (a 20 % gpulet serves 200), a whole GPU holds both 4x. With
 // keep_tolerance t the plan in force stays while 2 >= (1 - t) * 4.

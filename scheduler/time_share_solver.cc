@@ -223,10 +223,6 @@ bool TryDutyCycle(const std::vector<Slice>& slices, double d,
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The duty cycles worth trying (SolveTimeShare's comment), unfiltered.
 std::vector<double> DutyCycleCandidates(const std::vector<Slice>& slices,
                                         const LatencyTable& table,

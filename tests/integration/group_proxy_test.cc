@@ -151,6 +151,45 @@ void RangesInGroupsAnswerWhatTheWholeModelAnswers(const std::string& bin,
   ExpectClose(*lenet_whole, again.finished[4], tolerance);
 }
 
+// A query whose token ids are past bert_tiny's vocabulary throws inside
+// TorchScript: its group fails with the error's last line, no traceback
+// and no server path, and the proxy serves the next group.
+TEST(GroupProxyTest, AModelErrorInAGroupIsShortAndTheProxyServesOn) {
+  ModelConfig bert;
+  ASSERT_TRUE(ReadTextProto(kModels + "/bert_tiny/config.pbtxt", &bert).ok());
+  ProxyHandle::Options options;
+  options.proxy_binary = kBin + "/tessera_proxy";
+  options.config.set_model_repository(kModels);
+  options.config.set_gpulet_id(absl::StrCat("groups-bad-", getpid()));
+  options.config.set_device_id("cpu0");
+  options.config.set_device_kind(DEVICE_KIND_CPU);
+  options.config.set_warmup_runs(1);
+  options.config.set_operator_groups(true);
+  *options.config.add_models() = bert;
+  options.startup_timeout = absl::Seconds(120);
+  auto proxy = ProxyHandle::Start(options);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+
+  BatchRequest bad = RandomBatch(bert, 1, 21);
+  ASSERT_EQ(bad.inputs(0).data_type(), TYPE_INT64);
+  std::string* ids = bad.mutable_inputs(0)->mutable_data();
+  for (size_t i = 0; i + sizeof(int64_t) <= ids->size(); i += sizeof(int64_t)) {
+    const int64_t v = int64_t{1} << 40;
+    std::memcpy(ids->data() + i, &v, sizeof v);
+  }
+  GroupResponse failed = RunGroup(proxy->get(), {{1, 0, 4, &bad, true}});
+  ASSERT_FALSE(failed.status.ok());
+  const std::string message(failed.status.message());
+  EXPECT_NE(message.find("bert_tiny"), std::string::npos) << message;
+  EXPECT_EQ(message.find("Traceback"), std::string::npos) << message;
+  EXPECT_EQ(message.find(".py"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 300u) << message;
+
+  const BatchRequest good = RandomBatch(bert, 1, 22);
+  GroupResponse served = RunGroup(proxy->get(), {{2, 0, 4, &good, true}});
+  EXPECT_TRUE(served.status.ok()) << served.status;
+}
+
 TEST(GroupProxyTest, RangesInGroupsAnswerWhatTheWholeModelAnswers) {
   RangesInGroupsAnswerWhatTheWholeModelAnswers(kBin, kModels, DEVICE_KIND_CPU,
                                                /*tolerance=*/1e-4);

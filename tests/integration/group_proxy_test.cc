@@ -85,6 +85,24 @@ void ExpectClose(const BatchResponse& whole, const BatchResponse& ranges,
   }
 }
 
+// A proxy of `bin` on `kind` that runs `served` by operator groups.
+ProxyHandle::Options GroupProxyOptions(const std::string& bin,
+                                       const std::string& models,
+                                       DeviceKind kind, const std::string& id,
+                                       const std::vector<ModelConfig>& served) {
+  ProxyHandle::Options options;
+  options.proxy_binary = bin + "/tessera_proxy";
+  options.config.set_model_repository(models);
+  options.config.set_gpulet_id(id);
+  options.config.set_device_id(kind == DEVICE_KIND_CUDA ? "gpu0" : "cpu0");
+  options.config.set_device_kind(kind);
+  options.config.set_warmup_runs(1);
+  options.config.set_operator_groups(true);
+  for (const ModelConfig& m : served) *options.config.add_models() = m;
+  options.startup_timeout = absl::Seconds(120);
+  return options;
+}
+
 GroupResponse RunGroup(ProxyHandle* proxy,
                        std::vector<GroupMemberRequest> members) {
   absl::Notification done;
@@ -106,18 +124,8 @@ void RangesInGroupsAnswerWhatTheWholeModelAnswers(const std::string& bin,
   ModelConfig lenet, bert;
   ASSERT_TRUE(ReadTextProto(models + "/lenet/config.pbtxt", &lenet).ok());
   ASSERT_TRUE(ReadTextProto(models + "/bert_tiny/config.pbtxt", &bert).ok());
-  ProxyHandle::Options options;
-  options.proxy_binary = bin + "/tessera_proxy";
-  options.config.set_model_repository(models);
-  options.config.set_gpulet_id(absl::StrCat("groups-", getpid()));
-  options.config.set_device_id(kind == DEVICE_KIND_CUDA ? "gpu0" : "cpu0");
-  options.config.set_device_kind(kind);
-  options.config.set_warmup_runs(1);
-  options.config.set_operator_groups(true);
-  *options.config.add_models() = lenet;
-  *options.config.add_models() = bert;
-  options.startup_timeout = absl::Seconds(120);
-  auto proxy = ProxyHandle::Start(options);
+  auto proxy = ProxyHandle::Start(GroupProxyOptions(
+      bin, models, kind, absl::StrCat("groups-", getpid()), {lenet, bert}));
   ASSERT_TRUE(proxy.ok()) << proxy.status();
 
   const BatchRequest lenet_q = RandomBatch(lenet, 3, 11);
@@ -157,17 +165,9 @@ void RangesInGroupsAnswerWhatTheWholeModelAnswers(const std::string& bin,
 TEST(GroupProxyTest, AModelErrorInAGroupIsShortAndTheProxyServesOn) {
   ModelConfig bert;
   ASSERT_TRUE(ReadTextProto(kModels + "/bert_tiny/config.pbtxt", &bert).ok());
-  ProxyHandle::Options options;
-  options.proxy_binary = kBin + "/tessera_proxy";
-  options.config.set_model_repository(kModels);
-  options.config.set_gpulet_id(absl::StrCat("groups-bad-", getpid()));
-  options.config.set_device_id("cpu0");
-  options.config.set_device_kind(DEVICE_KIND_CPU);
-  options.config.set_warmup_runs(1);
-  options.config.set_operator_groups(true);
-  *options.config.add_models() = bert;
-  options.startup_timeout = absl::Seconds(120);
-  auto proxy = ProxyHandle::Start(options);
+  auto proxy = ProxyHandle::Start(
+      GroupProxyOptions(kBin, kModels, DEVICE_KIND_CPU,
+                        absl::StrCat("groups-bad-", getpid()), {bert}));
   ASSERT_TRUE(proxy.ok()) << proxy.status();
 
   BatchRequest bad = RandomBatch(bert, 1, 21);

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status_util.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/stream_lane.h"
 
 namespace tessera {
 namespace {
@@ -24,6 +25,21 @@ struct RunState {
   std::atomic<int64_t> unsent{0};
   absl::Time start;
 };
+
+// Records the answer to a request sent at `sent`.
+void Answered(RunState* state, int load, absl::Time sent,
+              absl::StatusCode code) {
+  LoadGenerator::Record r;
+  r.load = load;
+  r.sent = sent - state->start;
+  r.latency = absl::Now() - sent;
+  r.code = code;
+  {
+    absl::MutexLock lock(&state->mu);
+    state->records.push_back(r);
+  }
+  state->done++;
+}
 
 // The calls outstanding of one closed-loop model.
 struct Window {
@@ -51,16 +67,7 @@ class Call {
   Call(std::shared_ptr<RunState> state, int load)
       : state_(std::move(state)), load_(load) {}
   void Done(const grpc::Status& s) {
-    LoadGenerator::Record r;
-    r.load = load_;
-    r.sent = sent_ - state_->start;
-    r.latency = absl::Now() - sent_;
-    r.code = FromGrpcStatus(s).code();
-    {
-      absl::MutexLock lock(&state_->mu);
-      state_->records.push_back(r);
-    }
-    state_->done++;
+    Answered(state_.get(), load_, sent_, FromGrpcStatus(s).code());
     if (window_) {
       absl::MutexLock lock(&window_->mu);
       --window_->outstanding;
@@ -88,6 +95,23 @@ LoadGenerator::Result LoadGenerator::Run(
   // One sender per model with its own Poisson schedule, in absolute times
   // so sending delays do not lower the offered rate. Arrivals are
   // memoryless, so each step of the schedule restarts at its boundary.
+  const absl::Time give_up = end + options.timeout + absl::Seconds(5);
+  // Open loop over streams: each model's lanes, used round robin.
+  std::vector<std::vector<std::unique_ptr<StreamLane>>> lanes(loads.size());
+  for (size_t i = 0; i < loads.size(); ++i) {
+    if (loads[i].concurrency > 0) continue;
+    for (int k = 0; k < options.streams_per_model; ++k) {
+      lanes[i].push_back(std::make_unique<StreamLane>(
+          stub, loads[i].request, options.timeout, give_up,
+          [state, i](absl::Time sent, std::optional<absl::StatusCode> code) {
+            if (code.has_value()) {
+              Answered(state.get(), static_cast<int>(i), sent, *code);
+            } else {
+              state->done++;  // no answer: lost
+            }
+          }));
+    }
+  }
   std::vector<std::thread> senders;
   std::atomic<int> senders_done{0};
   for (size_t i = 0; i < loads.size(); ++i) {
@@ -97,6 +121,17 @@ LoadGenerator::Result LoadGenerator::Run(
         ~Finished() { ++*n; }
       } finished{&senders_done};
       std::mt19937_64 rng(options.seed * 7919 + i);
+      size_t next_lane = 0;
+      auto send = [&] {
+        if (lanes[i].empty()) {
+          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
+                      options.timeout);
+          return;
+        }
+        state->sent++;
+        lanes[i][next_lane]->Send(absl::Now());
+        next_lane = (next_lane + 1) % lanes[i].size();
+      };
       if (loads[i].concurrency > 0) {
         auto window = std::make_shared<Window>();
         const int n = loads[i].concurrency;
@@ -123,8 +158,7 @@ LoadGenerator::Result LoadGenerator::Run(
             continue;
           }
           absl::SleepFor(start + t - absl::Now());
-          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
-                      options.timeout);
+          send();
         }
         return;
       }
@@ -143,25 +177,34 @@ LoadGenerator::Result LoadGenerator::Run(
             ++state->unsent;
           } else {
             absl::SleepFor(next - absl::Now());
-            Call::Start(stub, loads[i].request, static_cast<int>(i), state,
-                        options.timeout);
+            send();
           }
           next += absl::Seconds(gap(rng));
         }
       }
     });
   }
-  const absl::Time give_up = end + options.timeout + absl::Seconds(5);
+  bool lanes_closed = false;
   while (true) {
     absl::SleepFor(absl::Seconds(1));
     const int64_t sent = state->sent, done = state->done;
     if (options.progress) options.progress(absl::Now() - start, sent, done);
     // Done when every sender has sent its last request (a sender can lag
     // behind the clock) and every request is answered.
-    if (senders_done == static_cast<int>(loads.size()) && sent == done) break;
+    const bool all_sent = senders_done == static_cast<int>(loads.size());
+    if (all_sent && !lanes_closed) {
+      for (auto& model_lanes : lanes) {
+        for (auto& lane : model_lanes) lane->Close();
+      }
+      lanes_closed = true;
+    }
+    if (all_sent && sent == done) break;
     if (absl::Now() > give_up) break;
   }
   for (auto& t : senders) t.join();
+  for (auto& model_lanes : lanes) {
+    for (auto& lane : model_lanes) lane->Wait(give_up);
+  }
 
   Result result;
   result.sent = state->sent;

@@ -48,6 +48,11 @@ class LoadGenerator {
     // counts as lost (see Result).
     absl::Duration timeout = absl::Seconds(30);
     uint64_t seed = 1;
+    // Open loop: send each model's requests over this many
+    // ModelStreamInfer streams (round robin; a request's answer is matched
+    // by its id) instead of one unary call each; 0: unary calls. An answer
+    // after the request's timeout counts as lost, as for a unary call.
+    int streams_per_model = 0;
     // Called about once a second with (elapsed, sent, answered).
     std::function<void(absl::Duration, int64_t, int64_t)> progress;
   };

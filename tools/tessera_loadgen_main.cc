@@ -64,6 +64,12 @@ ABSL_FLAG(int, concurrency, 0,
           "Closed loop: keep this many calls outstanding per model of --load "
           "(its rates are ignored; 'model' alone is enough) instead of "
           "Poisson arrivals. 0: open loop.");
+ABSL_FLAG(int, streams, 0,
+          "Open loop: send each model's requests over this many "
+          "ModelStreamInfer streams (round robin; each request carries the "
+          "'timeout' parameter, Triton's per-request timeout in "
+          "microseconds, set to --timeout_s) instead of one unary call each. "
+          "0: unary calls.");
 ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput: raise every rate of "
           "--load by 25% per run of --duration_s until more than 1% of "
@@ -115,6 +121,7 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
   if (trace_end > absl::ZeroDuration()) options.duration = trace_end;
   options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.streams_per_model = absl::GetFlag(FLAGS_streams);
   if (progress) {
     options.progress = [](absl::Duration t, int64_t sent, int64_t done) {
       std::fprintf(
@@ -289,6 +296,12 @@ int Run() {
     std::fprintf(stderr,
                  "--concurrency must be >= 0 and excludes --trace and "
                  "--search\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_streams) < 0 ||
+      (absl::GetFlag(FLAGS_streams) > 0 &&
+       absl::GetFlag(FLAGS_concurrency) > 0)) {
+    std::fprintf(stderr, "--streams must be >= 0 and excludes --concurrency\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_warmup_s) < 0 ||

@@ -1,14 +1,21 @@
-// The load generator on its own: a schedule faster than this machine can
+// The load generator on its own. A schedule faster than this machine can
 // send must still stop at the run's duration and say what it did not
-// send. The calls go to a loopback port nothing listens on, so each ends
-// at once with UNAVAILABLE.
+// send (the calls go to a loopback port nothing listens on, so each ends
+// at once with UNAVAILABLE). Over streams, against an in-process server,
+// every request is reported once with its answer's code, matched by id.
 #include "tools/load_generator.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <memory>
+#include <vector>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -52,6 +59,137 @@ TEST(LoadGeneratorTest, ALaggingSenderStopsAtTheDurationAndCountsTheRest) {
     ASSERT_LT(r.sent, options.duration + absl::Milliseconds(20));
   }
   EXPECT_EQ(result.lost, 0);
+}
+
+// A ModelStreamInfer server: answers a request with an even id OK and one
+// with an odd id RESOURCE_EXHAUSTED (error_message and the
+// tessera.status_code parameter), in pairs and in reverse order (so the
+// generator must match answers by id), each after `delay`. Records the
+// requests' timeout parameters.
+class PairSwappingServer final
+    : public inference::GRPCInferenceService::Service {
+ public:
+  explicit PairSwappingServer(absl::Duration delay) : delay_(delay) {}
+
+  grpc::Status ModelStreamInfer(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<inference::ModelStreamInferResponse,
+                               inference::ModelInferRequest>* stream) override {
+    std::vector<inference::ModelInferRequest> held;
+    inference::ModelInferRequest request;
+    auto answer_held = [&] {
+      for (auto it = held.rbegin(); it != held.rend(); ++it) {
+        absl::SleepFor(delay_);
+        inference::ModelStreamInferResponse answer;
+        answer.mutable_infer_response()->set_id(it->id());
+        int64_t id = 0;
+        if (!absl::SimpleAtoi(it->id(), &id) || id % 2 == 1) {
+          answer.set_error_message("the queue is full");
+          (*answer.mutable_infer_response()
+                ->mutable_parameters())["tessera.status_code"]
+              .set_int64_param(grpc::StatusCode::RESOURCE_EXHAUSTED);
+        }
+        if (!stream->Write(answer)) return false;
+      }
+      held.clear();
+      return true;
+    };
+    while (stream->Read(&request)) {
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = request.parameters().find("timeout");
+        timeouts_.push_back(
+            it == request.parameters().end() ? -1 : it->second.int64_param());
+      }
+      held.push_back(request);
+      if (held.size() == 2 && !answer_held()) return grpc::Status::CANCELLED;
+    }
+    answer_held();
+    return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
+  }
+
+  std::vector<int64_t> timeouts() {
+    absl::MutexLock lock(&mu_);
+    return timeouts_;
+  }
+
+ private:
+  const absl::Duration delay_;
+  absl::Mutex mu_;
+  std::vector<int64_t> timeouts_ ABSL_GUARDED_BY(mu_);
+};
+
+class StreamLoadTest : public ::testing::Test {
+ protected:
+  void Start(absl::Duration delay) {
+    service_ = std::make_unique<PairSwappingServer>(delay);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    stub_ = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  }
+  static LoadGenerator::ModelLoad Load(const std::string& model, double rate) {
+    LoadGenerator::ModelLoad load;
+    load.model = model;
+    load.request.set_model_name(model);
+    load.schedule = {{absl::ZeroDuration(), rate}};
+    return load;
+  }
+
+  std::unique_ptr<PairSwappingServer> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+
+TEST_F(StreamLoadTest, EveryRequestIsReportedOnceWithItsAnswersCode) {
+  Start(absl::ZeroDuration());
+  LoadGenerator::Options options;
+  options.duration = absl::Milliseconds(500);
+  options.timeout = absl::Seconds(5);
+  options.streams_per_model = 2;
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), {Load("m", 400)}, options);
+  ASSERT_GT(result.sent, 100);
+  EXPECT_EQ(result.lost, 0);
+  ASSERT_EQ(static_cast<int64_t>(result.records.size()), result.sent);
+  // The k-th request sent went to lane k % 2 with id k / 2 there; odd ids
+  // were refused. Answers came back in swapped pairs: matching them in
+  // arrival order would flip every code.
+  for (size_t k = 0; k < result.records.size(); ++k) {
+    const LoadGenerator::Record& r = result.records[k];
+    ASSERT_EQ(r.code, (k / 2) % 2 == 1 ? absl::StatusCode::kResourceExhausted
+                                       : absl::StatusCode::kOk)
+        << "request " << k;
+    EXPECT_LT(r.latency, absl::Seconds(1));
+  }
+  // Each request carried its timeout in microseconds (Triton's parameter).
+  const std::vector<int64_t> timeouts = service_->timeouts();
+  ASSERT_EQ(static_cast<int64_t>(timeouts.size()), result.sent);
+  for (int64_t t : timeouts) ASSERT_EQ(t, 5'000'000);
+}
+
+TEST_F(StreamLoadTest, AnAnswerAfterTheTimeoutIsLost) {
+  Start(absl::Milliseconds(300));
+  LoadGenerator::Options options;
+  options.duration = absl::Milliseconds(100);
+  options.timeout = absl::Milliseconds(200);
+  options.streams_per_model = 1;
+  const LoadGenerator::Result result =
+      LoadGenerator::Run(stub_.get(), {Load("m", 100)}, options);
+  ASSERT_GT(result.sent, 0);
+  // Every answer came at least 300 ms after its request: none in time.
+  EXPECT_EQ(result.lost, result.sent);
+  for (const LoadGenerator::Record& r : result.records) {
+    EXPECT_EQ(r.code, absl::StatusCode::kDeadlineExceeded);
+  }
 }
 
 }  // namespace

@@ -72,6 +72,10 @@ void InferStream::OnRead(bool ok) {
                           pending->request.id());
                       pending->answer.mutable_infer_response()->set_model_name(
                           pending->request.model_name());
+                      // And its gRPC code, which error_message cannot carry.
+                      (*pending->answer.mutable_infer_response()
+                            ->mutable_parameters())["tessera.status_code"]
+                          .set_int64_param(status.error_code());
                     }
                     pending->answered = true;
                     Next(state.get());
@@ -103,7 +107,13 @@ void InferStream::Next(State* state) {
     const Pending& next = *state->order.front();
     if (!next.answered) return;
     state->writing = true;
-    stream->stream_.Write(next.answer, &stream->written_);
+    // While more answers are ready behind this one, gRPC may hold it and
+    // send them together (one socket write for many answers under load).
+    grpc::WriteOptions options;
+    if (state->order.size() > 1 && state->order[1]->answered) {
+      options.set_buffer_hint();
+    }
+    stream->stream_.Write(next.answer, options, &stream->written_);
     return;
   }
   if (state->reads_done) {

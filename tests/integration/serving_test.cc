@@ -351,6 +351,10 @@ TEST_F(ServingTest, StreamAnswersInOrderAndSurvivesAClientThatLeaves) {
       EXPECT_EQ(answer.infer_response().id(), absl::StrCat("s", i));
       if (i == 5) {
         EXPECT_THAT(answer.error_message(), HasSubstr("no_such_model"));
+        auto code =
+            answer.infer_response().parameters().find("tessera.status_code");
+        ASSERT_NE(code, answer.infer_response().parameters().end());
+        EXPECT_EQ(code->second.int64_param(), grpc::StatusCode::NOT_FOUND);
         continue;
       }
       ASSERT_EQ(answer.error_message(), "") << i;

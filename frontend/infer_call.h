@@ -27,6 +27,9 @@ struct DecodedRequest {
   std::vector<int> outputs;
   // Shape-only request: `inputs` are empty; the backend fabricates data.
   bool shape_only = false;
+  // The request's "timeout" parameter (Triton's per-request timeout, sent
+  // in microseconds); InfiniteDuration when absent or 0.
+  absl::Duration timeout = absl::InfiniteDuration();
 };
 
 // One accepted ModelInfer call, from acceptance until it is finished. The

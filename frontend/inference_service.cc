@@ -243,6 +243,7 @@ void InferenceService::Infer(const CallOrigin& origin,
   call->deadline = arrival + slo;
   // Without a client deadline this is "infinitely" far (saturating).
   call->deadline = std::min(call->deadline, origin.client_deadline);
+  call->deadline = std::min(call->deadline, arrival + call->decoded.timeout);
   absl::Status routed = router_->Submit(call);
   if (!routed.ok()) FinishCall(std::move(call), routed);
 }

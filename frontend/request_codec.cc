@@ -85,6 +85,22 @@ bool HasTypedContents(const inference::InferTensorContents& c) {
          c.fp64_contents_size() || c.bytes_contents_size();
 }
 
+// The request's "timeout" parameter: Triton's per-request timeout, an
+// int64 of microseconds (0 or absent: none).
+absl::StatusOr<absl::Duration> Timeout(
+    const inference::ModelInferRequest& request) {
+  auto param = request.parameters().find("timeout");
+  if (param == request.parameters().end()) return absl::InfiniteDuration();
+  if (param->second.parameter_choice_case() !=
+          inference::InferParameter::kInt64Param ||
+      param->second.int64_param() < 0) {
+    return absl::InvalidArgumentError(
+        "parameter 'timeout' must be an int64 of microseconds >= 0 (0: none)");
+  }
+  if (param->second.int64_param() == 0) return absl::InfiniteDuration();
+  return absl::Microseconds(param->second.int64_param());
+}
+
 // The request's tessera.shape_only parameter (false when absent).
 absl::StatusOr<bool> ShapeOnly(const inference::ModelInferRequest& request,
                                const std::string& model, bool raw) {
@@ -278,6 +294,7 @@ absl::StatusOr<DecodedRequest> RequestCodec::Decode(
   // Shape-only mode (load generation at scale): inputs carry shapes, no
   // data; the backend fabricates it.
   ASSIGN_OR_RETURN(decoded.shape_only, ShapeOnly(request, model, raw));
+  ASSIGN_OR_RETURN(decoded.timeout, Timeout(request));
   decoded.inputs.resize(num_inputs);
   decoded.owned.resize(num_inputs);
   std::vector<bool> seen(num_inputs, false);

@@ -82,6 +82,29 @@ TEST(RequestCodecTest, DecodesRawContentsInConfigOrder) {
   EXPECT_THAT(d->outputs, ::testing::ElementsAre(0, 1));
 }
 
+// Triton's per-request "timeout" parameter, in microseconds.
+TEST(RequestCodecTest, TheTimeoutParameterIsMicrosecondsAndZeroIsNone) {
+  auto r = RawRequest(1);
+  auto d = RequestCodec::Decode(r, TwoInputConfig());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->timeout, absl::InfiniteDuration());
+  (*r.mutable_parameters())["timeout"].set_int64_param(2500);
+  d = RequestCodec::Decode(r, TwoInputConfig());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->timeout, absl::Microseconds(2500));
+  (*r.mutable_parameters())["timeout"].set_int64_param(0);
+  d = RequestCodec::Decode(r, TwoInputConfig());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->timeout, absl::InfiniteDuration());
+  (*r.mutable_parameters())["timeout"].set_int64_param(-1);
+  EXPECT_EQ(RequestCodec::Decode(r, TwoInputConfig()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  (*r.mutable_parameters())["timeout"].set_string_param("5s");
+  d = RequestCodec::Decode(r, TwoInputConfig());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(), HasSubstr("'timeout'"));
+}
+
 // Triton's shared-memory extension: a tensor that names a region instead
 // of carrying data is refused as unsupported, by name (it used to be
 // decoded as an empty tensor: "0 elements").

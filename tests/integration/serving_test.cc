@@ -385,6 +385,23 @@ TEST_F(ServingTest, StreamAnswersInOrderAndSurvivesAClientThatLeaves) {
   ExpectStillServing();
 }
 
+// Triton's per-request "timeout" parameter bounds the call's deadline: a
+// microsecond leaves no time to execute, and the call is rejected before
+// execution; a malformed one is the client's error.
+TEST_F(ServingTest, TheTimeoutParameterBoundsTheDeadline) {
+  auto request =
+      MakeRequest(Config("lenet"), RandomInputs(Config("lenet"), 1, 79), false);
+  inference::ModelInferResponse response;
+  (*request.mutable_parameters())["timeout"].set_int64_param(30'000'000);
+  ASSERT_TRUE(Infer(stub_.get(), request, &response).ok());
+  (*request.mutable_parameters())["timeout"].set_int64_param(1);
+  EXPECT_EQ(Infer(stub_.get(), request, &response).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  (*request.mutable_parameters())["timeout"].set_string_param("1s");
+  EXPECT_EQ(Infer(stub_.get(), request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ServingTest, RequestedOutputSubsetIsReturned) {
   auto inputs = RandomInputs(Config("bert_tiny"), 2, 77);
   auto request = MakeRequest(Config("bert_tiny"), inputs, false);

@@ -26,6 +26,8 @@ Dispatcher::Dispatcher(std::vector<ModelSlot> models,
       queues_(models_.size()),
       last_sent_(models_.size(), absl::InfinitePast()),
       last_probe_(models_.size(), clock->Now()),
+      last_departure_(models_.size(), absl::InfinitePast()),
+      last_departure_wait_(models_.size(), absl::ZeroDuration()),
       overhead_(options.initial_overhead) {}
 
 void Dispatcher::Enqueue(const DispatchRequest& request) {
@@ -42,6 +44,19 @@ size_t Dispatcher::queued() const {
   size_t n = 0;
   for (const auto& q : queues_) n += q.size();
   return n;
+}
+
+absl::Duration Dispatcher::QueueWait(int model, absl::Time now) const {
+  const std::deque<DispatchRequest>& queue = queues_[model];
+  absl::Duration wait = absl::ZeroDuration();
+  if (!queue.empty()) wait = now - queue.front().arrival;
+  return std::max(wait,
+                  last_departure_wait_[model] - (now - last_departure_[model]));
+}
+
+void Dispatcher::Depart(int model, absl::Time now, absl::Duration wait) {
+  last_departure_[model] = now;
+  last_departure_wait_[model] = wait;
 }
 
 absl::Duration Dispatcher::Exec(int model, int items) const {
@@ -85,6 +100,10 @@ void Dispatcher::Expire(absl::Time now, std::vector<DispatchRequest>* expired) {
       queue.pop_front();
     }
     if (options_.shed_oldest_in_backlog) ShedOldest(now, m, expired);
+    if (expired->size() > first) {
+      const DispatchRequest& last = expired->back();
+      Depart(m, now, last.deadline - last.arrival);
+    }
     if (expired->size() == first ||
         options_.probe_interval <= absl::ZeroDuration()) {
       continue;
@@ -175,6 +194,7 @@ Dispatcher::Decision Dispatcher::Poll() {
     auto& queue = queues_[best];
     batch.requests.assign(queue.begin(), queue.begin() + best_take);
     queue.erase(queue.begin(), queue.begin() + best_take);
+    Depart(best, now, now - batch.requests.front().arrival);
     busy_until_ = Completion(now, best, best_items);
     last_sent_[best] = now;
     last_probe_[best] = now;

@@ -74,6 +74,14 @@ struct FormedBatch {
 // most one late batch per interval (<= 10% of the device), and a measured
 // batch that corrects the estimate.
 //
+// Queue wait. What a new request of a model would wait behind: the longer
+// of its queue's head's wait now and the last departure's, less the time
+// since that departure. A batch departs with its oldest request's wait; an
+// expiry departs with the expired request's whole budget (deadline minus
+// arrival: the queue could not serve it at all), so after an expiry the
+// signal stays high for that budget less the time since. With no
+// departures (nothing admitted) it decays to the head's wait.
+//
 // Predicted completion of a batch sent at `now` is
 //   max(now + overhead, busy_until) + L(items) * (1 + exec_margin_fraction)
 // where `overhead` is the measured round trip minus execution (network and
@@ -149,6 +157,10 @@ class Dispatcher {
   const std::vector<ModelSlot>& models() const { return models_; }
   int inflight() const { return static_cast<int>(inflight_.size()); }
   size_t queued() const;
+  // How long a request of `model` enqueued at `now` finds the requests
+  // ahead of it waiting (admission control's signal, see "Queue wait"
+  // above).
+  absl::Duration QueueWait(int model, absl::Time now) const;
   absl::Duration overhead() const { return overhead_; }
 
  private:
@@ -160,6 +172,8 @@ class Dispatcher {
   };
 
   absl::Duration Exec(int model, int items) const;
+  // Records a departure from `model`'s queue (see "Queue wait").
+  void Depart(int model, absl::Time now, absl::Duration wait);
   absl::Time Completion(absl::Time now, int model, int items) const;
   void RecomputeBusyUntil(absl::Time now);
   // Expires requests that cannot meet their deadline (into `expired`),
@@ -178,6 +192,10 @@ class Dispatcher {
   // When each model last sent a batch or was probed (construction time at
   // first), for `probe_interval`.
   std::vector<absl::Time> last_probe_;
+  // Each model's last departure (see "Queue wait"): when, and the wait it
+  // counted.
+  std::vector<absl::Time> last_departure_;
+  std::vector<absl::Duration> last_departure_wait_;
   std::map<uint64_t, Inflight> inflight_;
   absl::Time busy_until_ = absl::InfinitePast();
   absl::Duration overhead_;

@@ -48,6 +48,25 @@ absl::Status AdmissionControl::CheckBacklog(absl::Duration slo,
                    " ms, a share of the model's SLO); retry later"));
 }
 
+absl::Status AdmissionControl::CheckQueue(absl::Duration slo,
+                                          absl::Duration queue_wait) {
+  if (options_.max_queue_slo_fraction <= 0 || slo <= absl::ZeroDuration()) {
+    return absl::OkStatus();
+  }
+  const absl::Duration limit = slo * options_.max_queue_slo_fraction;
+  if (queue_wait < limit) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    ++refused_;
+    ++refused_for_queue_;
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the model's queue is full: the calls ahead have waited ",
+                   absl::ToInt64Milliseconds(queue_wait), " ms (limit ",
+                   absl::ToInt64Milliseconds(limit),
+                   " ms, a share of the model's SLO); retry later"));
+}
+
 absl::StatusOr<AdmissionControl::Ticket> AdmissionControl::Admit(
     absl::string_view model, int64_t request_bytes) {
   const int64_t bytes = request_bytes + options_.per_request_overhead_bytes;
@@ -107,6 +126,7 @@ AdmissionControl::Usage AdmissionControl::usage() const {
   }
   usage.refused = refused_;
   usage.refused_for_backlog = refused_for_backlog_;
+  usage.refused_for_queue = refused_for_queue_;
   return usage;
 }
 

@@ -41,6 +41,10 @@ class AdmissionControl {
     // Refuse a call whose wait in gRPC reaches this share of its model's
     // SLO; 0: never.
     double max_backlog_slo_fraction = 0.5;
+    // Refuse a call while the calls of its model queued ahead of it have
+    // waited this share of the model's SLO (the frontend takes calls
+    // faster than its gpulets send them); 0: never.
+    double max_queue_slo_fraction = 0;
   };
 
   // What an admitted call holds; given back when destroyed (or reset).
@@ -78,6 +82,12 @@ class AdmissionControl {
                             absl::Time deadline, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // RESOURCE_EXHAUSTED when the calls queued ahead of a call of a model
+  // with SLO `slo` have waited `queue_wait`, `max_queue_slo_fraction` of
+  // the SLO or more.
+  absl::Status CheckQueue(absl::Duration slo, absl::Duration queue_wait)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Admits one call of `model` whose request holds `request_bytes`, or
   // says which limit refuses it (RESOURCE_EXHAUSTED).
   absl::StatusOr<Ticket> Admit(absl::string_view model, int64_t request_bytes)
@@ -90,6 +100,7 @@ class AdmissionControl {
     std::map<std::string, int64_t> requests_per_model;
     int64_t refused = 0;              // since start, by every rule
     int64_t refused_for_backlog = 0;  // of those, by CheckBacklog
+    int64_t refused_for_queue = 0;    // of those, by CheckQueue
   };
   Usage usage() const ABSL_LOCKS_EXCLUDED(mu_);
   const Options& options() const { return options_; }
@@ -107,6 +118,7 @@ class AdmissionControl {
   std::map<std::string, int64_t, std::less<>> per_model_ ABSL_GUARDED_BY(mu_);
   int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t refused_for_backlog_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t refused_for_queue_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera

@@ -83,6 +83,11 @@ ABSL_FLAG(int64_t, max_inflight_calls_per_model, 4096,
 ABSL_FLAG(int64_t, max_inflight_mb, 1024,
           "Request bytes held at once (MiB; each call counts its message "
           "plus 4 KiB); beyond: RESOURCE_EXHAUSTED. 0: no limit.");
+ABSL_FLAG(double, max_queue_slo_fraction, 0,
+          "Refuse a call (RESOURCE_EXHAUSTED) while the calls of its model "
+          "queued ahead of it have waited this share of the model's SLO "
+          "(the frontend takes calls faster than its gpulets can send them); "
+          "0: never.");
 ABSL_FLAG(double, max_backlog_slo_fraction, 0.5,
           "Refuse a call (RESOURCE_EXHAUSTED) when the event loops have been "
           "busy without a break for this share of its model's SLO: calls "
@@ -170,6 +175,12 @@ absl::StatusOr<tessera::AdmissionControl::Options> AdmissionFromFlags() {
   if (!(admission.max_backlog_slo_fraction >= 0)) {
     return absl::InvalidArgumentError(
         "--max_backlog_slo_fraction must be >= 0 (0: never)");
+  }
+  admission.max_queue_slo_fraction =
+      absl::GetFlag(FLAGS_max_queue_slo_fraction);
+  if (!(admission.max_queue_slo_fraction >= 0)) {
+    return absl::InvalidArgumentError(
+        "--max_queue_slo_fraction must be >= 0 (0: never)");
   }
   return admission;
 }

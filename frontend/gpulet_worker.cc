@@ -410,6 +410,13 @@ size_t GpuletWorker::queued() const {
   return dispatcher_.queued();
 }
 
+absl::Duration GpuletWorker::QueueWait(const std::string& model) const {
+  auto it = model_index_.find(model);
+  if (it == model_index_.end()) return absl::ZeroDuration();
+  absl::MutexLock lock(&mu_);
+  return dispatcher_.QueueWait(it->second, clock_->Now());
+}
+
 bool GpuletWorker::WaitIdle(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -70,6 +70,10 @@ class GpuletWorker {
   const Options& options() const { return options_; }
   // Calls waiting in the dispatcher.
   size_t queued() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Dispatcher::QueueWait of `model` now (zero for a model it does not
+  // serve).
+  absl::Duration QueueWait(const std::string& model) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& gpulet_id() const { return options_.gpulet.gpulet_id(); }
 
   // iGniter's shadow: from now on batches go to the warm standby proxy

@@ -221,6 +221,13 @@ void InferenceService::Infer(const CallOrigin& origin,
         !s.ok()) {
       return refuse(s);
     }
+    if (admission_->options().max_queue_slo_fraction > 0) {
+      if (absl::Status s = admission_->CheckQueue(
+              slo, router_->QueueWait(request->model_name()));
+          !s.ok()) {
+        return refuse(s);
+      }
+    }
     auto admitted = admission_->Admit(
         request->model_name(), static_cast<int64_t>(request->ByteSizeLong()));
     if (!admitted.ok()) return refuse(admitted.status());

@@ -43,6 +43,21 @@ absl::Status Router::Submit(std::unique_ptr<InferCall>& call) {
   return Reroute(call);
 }
 
+absl::Duration Router::QueueWait(const std::string& model) const {
+  std::vector<std::shared_ptr<GpuletWorker>> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = by_model_.find(model);
+    if (it == by_model_.end()) return absl::ZeroDuration();
+    targets = it->second.workers;
+  }
+  absl::Duration shortest = absl::InfiniteDuration();
+  for (const auto& worker : targets) {
+    shortest = std::min(shortest, worker->QueueWait(model));
+  }
+  return targets.empty() ? absl::ZeroDuration() : shortest;
+}
+
 void Router::StopAccepting() {
   absl::MutexLock lock(&mu_);
   accepting_ = false;

@@ -48,6 +48,11 @@ class Router {
   size_t Drain(absl::Time until) const ABSL_LOCKS_EXCLUDED(mu_);
 
   bool HasPlan() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How long a call of `model` submitted now would find the calls ahead of
+  // it waiting: the shortest GpuletWorker::QueueWait over the gpulets that
+  // serve it (zero when none does).
+  absl::Duration QueueWait(const std::string& model) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a gpulet of the plan in force serves `model` with a proxy that
   // loaded it (ModelReady, RepositoryIndex).
   bool Serves(const std::string& model) const ABSL_LOCKS_EXCLUDED(mu_);

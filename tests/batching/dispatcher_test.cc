@@ -143,6 +143,35 @@ TEST_F(DispatcherTest, ExpiresRequestsThatCannotMeetTheirDeadline) {
   EXPECT_EQ(decision.batches[0].model, 1);
 }
 
+// The wait a new request finds ahead of it: the queue head's wait, or the
+// last departure's (a batch: its oldest request's wait; an expiry: the
+// expired request's whole budget) less the time since it left.
+TEST_F(DispatcherTest, QueueWaitIsTheHeadsOrTheLastDeparturesLessTheTimeSince) {
+  auto d = Make(4, 4, /*conserving=*/false);
+  EXPECT_EQ(d->QueueWait(0, clock_.Now()), absl::ZeroDuration());
+  d->Enqueue(Request(1, 0, Milliseconds(500)));
+  clock_.Advance(Milliseconds(30));
+  EXPECT_EQ(d->QueueWait(0, clock_.Now()), Milliseconds(30));
+  EXPECT_EQ(d->QueueWait(1, clock_.Now()), absl::ZeroDuration());
+  for (uint64_t i = 2; i <= 4; ++i) {
+    d->Enqueue(Request(i, 0, Milliseconds(500)));
+  }
+  ASSERT_EQ(d->Poll().batches.size(), 1u);  // full: leaves, 30 ms waited
+  EXPECT_EQ(d->QueueWait(0, clock_.Now()), Milliseconds(30));
+  clock_.Advance(Milliseconds(10));
+  EXPECT_EQ(d->QueueWait(0, clock_.Now()), Milliseconds(20));
+  clock_.Advance(Milliseconds(30));
+  EXPECT_EQ(d->QueueWait(0, clock_.Now()), absl::ZeroDuration());
+
+  // Model b's request cannot make 1 ms (overhead 1 ms + L(1) 2 ms): it
+  // expires at once, having waited nothing, and counts its 1 ms budget.
+  d->Enqueue(Request(5, 1, Milliseconds(1)));
+  ASSERT_EQ(d->Poll().expired.size(), 1u);
+  EXPECT_EQ(d->QueueWait(1, clock_.Now()), Milliseconds(1));
+  clock_.Advance(Milliseconds(1));
+  EXPECT_EQ(d->QueueWait(1, clock_.Now()), absl::ZeroDuration());
+}
+
 // An inflated overhead estimate (200 ms, e.g. learned while the frontend
 // was starved of CPU) would expire every 50 ms request for ever: no batch
 // leaves, so none corrects it. With probing, one request per interval is

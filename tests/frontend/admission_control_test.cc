@@ -159,5 +159,25 @@ TEST(AdmissionControlTest, BacklogCheckOffAtZeroShareOrWithoutABound) {
   }
 }
 
+TEST(AdmissionControlTest, RefusesWhileTheQueueAheadWaitedAShareOfTheSlo) {
+  AdmissionControl::Options options = Limits(0, 0, 0);
+  options.max_queue_slo_fraction = 0.5;
+  AdmissionControl admission(options);
+  const absl::Duration slo = absl::Milliseconds(100);
+  EXPECT_TRUE(admission.CheckQueue(slo, absl::Milliseconds(49)).ok());
+  absl::Status refused = admission.CheckQueue(slo, absl::Milliseconds(50));
+  ASSERT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("waited 50 ms (limit 50 ms"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(admission.usage().refused, 1);
+  EXPECT_EQ(admission.usage().refused_for_queue, 1);
+  EXPECT_EQ(admission.usage().refused_for_backlog, 0);
+
+  options.max_queue_slo_fraction = 0;  // off
+  AdmissionControl off(options);
+  EXPECT_TRUE(off.CheckQueue(slo, absl::Seconds(10)).ok());
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,5 +1,5 @@
 // Router on in-memory batch sinks: a model's calls split by the plan's
-// rates, and shutdown's drain.
+// rates, the queue wait admission control reads, and shutdown's drain.
 #include "frontend/router.h"
 
 #include <memory>
@@ -38,6 +38,39 @@ TEST(RouterTest, SplitsAModelsCallsByThePlansRates) {
   EXPECT_EQ(a.items() + static_cast<int>(wa->queued()), 300);
   EXPECT_EQ(b.items() + static_cast<int>(wb->queued()), 100);
   // A new plan without them retires both.
+  EXPECT_EQ(router.Install({}).size(), 2u);
+  wa->Stop();
+  wb->Stop();
+  a.Release();
+  b.Release();
+  EXPECT_TRUE(wa->WaitIdle(absl::Seconds(30)));
+  EXPECT_TRUE(wb->WaitIdle(absl::Seconds(30)));
+}
+
+// A new call of a model finds the shortest queue wait of the gpulets that
+// serve it.
+TEST(RouterTest, QueueWaitIsTheShortestOverTheModelsGpulets) {
+  const ModelConfig model = Model();
+  FakeSink a(FakeSink::Mode::kHold), b(FakeSink::Mode::kHold);
+  Calls calls(&model);
+  Router router;
+  EXPECT_EQ(router.QueueWait("m"), absl::ZeroDuration());  // no plan
+  auto wa = MakeWorker("ga", &model, &a, 100);
+  ASSERT_TRUE(router.Install({wa}).empty());
+  // Held batches: two in flight, then the calls queue.
+  for (int i = 0; i < 40; ++i) {
+    std::unique_ptr<InferCall> c = calls.Make(i, 0, 0);
+    ASSERT_TRUE(router.Submit(c).ok());
+  }
+  ASSERT_GT(wa->queued(), 0u);
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_GE(router.QueueWait("m"), absl::Milliseconds(50));
+  EXPECT_EQ(router.QueueWait("other"), absl::ZeroDuration());
+  // A second gpulet with nothing queued: a call could go there.
+  auto wb = MakeWorker("gb", &model, &b, 100);
+  ASSERT_TRUE(router.Install({wa, wb}).empty());
+  EXPECT_EQ(router.QueueWait("m"), absl::ZeroDuration());
+
   EXPECT_EQ(router.Install({}).size(), 2u);
   wa->Stop();
   wb->Stop();

@@ -15,7 +15,7 @@
 # Usage: bench/frontend_overload.sh [--frontend_cpu_percent=30 (0: no cap)]
 #   [--capacity_rates="5000 5500 6000"] [--overload="1.2 1.5"]
 #   [--frontend_flags="--max_backlog_slo_fraction=0"] [--duration_s=8]
-#   [--settle_s=60]
+#   [--settle_s=60] [--loadgen_flags="--streams=4"]
 # With TESSERA_OVERLOAD_METRICS=FILE, the frontend's /metrics after the
 # overload runs are written to FILE (server-side codes).
 # Needs root for the cgroup (else the frontend is not capped and the load
@@ -29,6 +29,7 @@ CPU_PERCENT=30
 CAPACITY_RATES="5000 5500 6000"
 OVERLOAD="1.2 1.5"
 FRONTEND_FLAGS=""
+LOADGEN_FLAGS=""
 DURATION=8
 SETTLE_S=60
 for arg in "$@"; do
@@ -37,6 +38,7 @@ for arg in "$@"; do
     --capacity_rates=*) CAPACITY_RATES="${arg#*=}" ;;
     --overload=*) OVERLOAD="${arg#*=}" ;;
     --frontend_flags=*) FRONTEND_FLAGS="${arg#*=}" ;;
+    --loadgen_flags=*) LOADGEN_FLAGS="${arg#*=}" ;;
     --duration_s=*) DURATION="${arg#*=}" ;;
     --settle_s=*) SETTLE_S="${arg#*=}" ;;
     -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
@@ -101,7 +103,8 @@ else
 fi
 sleep 2
 IDLE_RSS=$(rss_mb "$FE")
-echo "frontend ${CAPPED}; flags: ${FRONTEND_FLAGS:-(defaults)}; idle RSS" \
+echo "frontend ${CAPPED}; flags: ${FRONTEND_FLAGS:-(defaults)};" \
+  "load generator: ${LOADGEN_FLAGS:-(unary calls)}; idle RSS" \
   "${IDLE_RSS} MB"
 printf '%8s %9s %9s %9s %7s %7s  %s\n' rate "sent/s" "goodput" "of cap." \
   "p50 ms" "RSS MB" codes
@@ -109,9 +112,10 @@ printf '%8s %9s %9s %9s %7s %7s  %s\n' rate "sent/s" "goodput" "of cap." \
 # One run at `rate`: prints its line and sets GOODPUT.
 run() {
   local rate="$1" capacity="$2"
+  # shellcheck disable=SC2086  # LOADGEN_FLAGS is a list of flags
   taskset -c 1 "$BIN/tessera_loadgen" --server="$SERVER" \
     --load="lenet:$rate" --duration_s="$DURATION" --timeout_s=5 \
-    --slos=lenet:50 --shape_only --csv="$WORK/load.csv" \
+    --slos=lenet:50 --shape_only --csv="$WORK/load.csv" $LOADGEN_FLAGS \
     > "$WORK/loadgen.log" 2>&1 || true
   local model offered ok p50 p90 p99 max slo attainment sent errors
   IFS=, read -r model offered ok p50 p90 p99 max slo attainment sent errors \

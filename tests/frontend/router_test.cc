@@ -16,6 +16,20 @@ using testing::FakeSink;
 using testing::MakeWorker;
 using testing::Model;
 
+// Installs an empty plan, which retires both workers, and lets their held
+// batches go.
+void RetireBoth(Router& router, const std::shared_ptr<GpuletWorker>& wa,
+                FakeSink& a, const std::shared_ptr<GpuletWorker>& wb,
+                FakeSink& b) {
+  EXPECT_EQ(router.Install({}).size(), 2u);
+  wa->Stop();
+  wb->Stop();
+  a.Release();
+  b.Release();
+  EXPECT_TRUE(wa->WaitIdle(absl::Seconds(30)));
+  EXPECT_TRUE(wb->WaitIdle(absl::Seconds(30)));
+}
+
 TEST(RouterTest, SplitsAModelsCallsByThePlansRates) {
   const ModelConfig model = Model();
   FakeSink a(FakeSink::Mode::kHold), b(FakeSink::Mode::kHold);
@@ -38,13 +52,7 @@ TEST(RouterTest, SplitsAModelsCallsByThePlansRates) {
   EXPECT_EQ(a.items() + static_cast<int>(wa->queued()), 300);
   EXPECT_EQ(b.items() + static_cast<int>(wb->queued()), 100);
   // A new plan without them retires both.
-  EXPECT_EQ(router.Install({}).size(), 2u);
-  wa->Stop();
-  wb->Stop();
-  a.Release();
-  b.Release();
-  EXPECT_TRUE(wa->WaitIdle(absl::Seconds(30)));
-  EXPECT_TRUE(wb->WaitIdle(absl::Seconds(30)));
+  RetireBoth(router, wa, a, wb, b);
 }
 
 // A new call of a model finds the shortest queue wait of the gpulets that
@@ -71,13 +79,7 @@ TEST(RouterTest, QueueWaitIsTheShortestOverTheModelsGpulets) {
   ASSERT_TRUE(router.Install({wa, wb}).empty());
   EXPECT_EQ(router.QueueWait("m"), absl::ZeroDuration());
 
-  EXPECT_EQ(router.Install({}).size(), 2u);
-  wa->Stop();
-  wb->Stop();
-  a.Release();
-  b.Release();
-  EXPECT_TRUE(wa->WaitIdle(absl::Seconds(30)));
-  EXPECT_TRUE(wb->WaitIdle(absl::Seconds(30)));
+  RetireBoth(router, wa, a, wb, b);
 }
 
 // Shutdown's drain: it waits for the batches in flight to come back, and

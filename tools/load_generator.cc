@@ -83,21 +83,14 @@ class Call {
   absl::Time sent_;
 };
 
-}  // namespace
-
-LoadGenerator::Result LoadGenerator::Run(
-    inference::GRPCInferenceService::Stub* stub,
-    const std::vector<ModelLoad>& loads, const Options& options) {
-  auto state = std::make_shared<RunState>();
-  state->start = absl::Now();
-  const absl::Time start = state->start;
-  const absl::Time end = start + options.duration;
-  // One sender per model with its own Poisson schedule, in absolute times
-  // so sending delays do not lower the offered rate. Arrivals are
-  // memoryless, so each step of the schedule restarts at its boundary.
-  const absl::Time give_up = end + options.timeout + absl::Seconds(5);
-  // Open loop over streams: each model's lanes, used round robin.
-  std::vector<std::vector<std::unique_ptr<StreamLane>>> lanes(loads.size());
+// Open loop over streams: each model's lanes, used round robin (none for
+// unary calls or a closed-loop model).
+using Lanes = std::vector<std::vector<std::unique_ptr<StreamLane>>>;
+Lanes OpenLanes(inference::GRPCInferenceService::Stub* stub,
+                const std::vector<LoadGenerator::ModelLoad>& loads,
+                const LoadGenerator::Options& options, absl::Time give_up,
+                const std::shared_ptr<RunState>& state) {
+  Lanes lanes(loads.size());
   for (size_t i = 0; i < loads.size(); ++i) {
     if (loads[i].concurrency > 0) continue;
     for (int k = 0; k < options.streams_per_model; ++k) {
@@ -112,6 +105,23 @@ LoadGenerator::Result LoadGenerator::Run(
           }));
     }
   }
+  return lanes;
+}
+
+}  // namespace
+
+LoadGenerator::Result LoadGenerator::Run(
+    inference::GRPCInferenceService::Stub* stub,
+    const std::vector<ModelLoad>& loads, const Options& options) {
+  auto state = std::make_shared<RunState>();
+  state->start = absl::Now();
+  const absl::Time start = state->start;
+  const absl::Time end = start + options.duration;
+  // One sender per model with its own Poisson schedule, in absolute times
+  // so sending delays do not lower the offered rate. Arrivals are
+  // memoryless, so each step of the schedule restarts at its boundary.
+  const absl::Time give_up = end + options.timeout + absl::Seconds(5);
+  const Lanes lanes = OpenLanes(stub, loads, options, give_up, state);
   std::vector<std::thread> senders;
   std::atomic<int> senders_done{0};
   for (size_t i = 0; i < loads.size(); ++i) {
@@ -193,8 +203,8 @@ LoadGenerator::Result LoadGenerator::Run(
     // behind the clock) and every request is answered.
     const bool all_sent = senders_done == static_cast<int>(loads.size());
     if (all_sent && !lanes_closed) {
-      for (auto& model_lanes : lanes) {
-        for (auto& lane : model_lanes) lane->Close();
+      for (const auto& model_lanes : lanes) {
+        for (const auto& lane : model_lanes) lane->Close();
       }
       lanes_closed = true;
     }
@@ -202,8 +212,8 @@ LoadGenerator::Result LoadGenerator::Run(
     if (absl::Now() > give_up) break;
   }
   for (auto& t : senders) t.join();
-  for (auto& model_lanes : lanes) {
-    for (auto& lane : model_lanes) lane->Wait(give_up);
+  for (const auto& model_lanes : lanes) {
+    for (const auto& lane : model_lanes) lane->Wait(give_up);
   }
 
   Result result;

@@ -1915,8 +1915,11 @@ TEST(StandbyShadowTest, OverloadedGpuletSwitchesToItsWarmStandby) {
 // shedding, counted by send time; 100 % measured with it,
 // docs/live-serving.md, "Overload"; asserted here with room for a loaded
 // CI machine: 75 %), nothing is lost and every answer comes before the
-// client's deadline.
-TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
+// client's deadline. Over unary calls and over ModelStreamInfer streams
+// (two per run: the same rules, answers in order per stream).
+class DeviceBoundOverloadTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
   LocalCluster::Options options = ResNet50AloneOnGpu0(
       "gpulet_id: \"g0\" share_percent: 100 "
       "models { model: \"resnet50\" batch_size: 16 rate_rps: 60 }",
@@ -1941,9 +1944,11 @@ TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
     LoadGenerator::Options lo;
     lo.duration = absl::Seconds(5);
     lo.timeout = timeout;
+    lo.streams_per_model = GetParam();
     const LoadGenerator::Result result =
         LoadGenerator::Run(stub.get(), {load}, lo);
     EXPECT_EQ(result.lost, 0) << "at " << rate << "/s";
+    EXPECT_EQ(static_cast<int64_t>(result.records.size()), result.sent);
     int64_t good = 0, good_by_send = 0, early = 0, answered = 0;
     for (const auto& r : result.records) {
       EXPECT_TRUE(r.code == absl::StatusCode::kOk ||
@@ -1978,6 +1983,12 @@ TEST(DeviceBoundOverloadTest, ThreeTimesCapacityKeepsItsGoodput) {
   EXPECT_GT(capacity, 30);
   EXPECT_GE(overload, 0.75 * capacity);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, DeviceBoundOverloadTest,
+                         ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? "Unary" : "Streams";
+                         });
 
 }  // namespace
 }  // namespace testing

@@ -221,6 +221,8 @@ void InferenceService::Infer(const CallOrigin& origin,
         !s.ok()) {
       return refuse(s);
     }
+    // QueueWait locks every gpulet of the model: ask only when the rule
+    // is on.
     if (admission_->options().max_queue_slo_fraction > 0) {
       if (absl::Status s = admission_->CheckQueue(
               slo, router_->QueueWait(request->model_name()));

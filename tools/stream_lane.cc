@@ -113,6 +113,7 @@ void StreamLane::Wait(absl::Time deadline) {
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
   if (mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) return;
   context_.TryCancel();
+  // Bounded: gRPC ends a cancelled call promptly and always calls OnDone.
   mu_.Await(absl::Condition(&done));
 }
 

@@ -136,12 +136,18 @@ class StreamLoadTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now()));
   }
-  static LoadGenerator::ModelLoad Load(const std::string& model, double rate) {
+  // Model "m" at `rate` for `duration` over `streams` streams.
+  LoadGenerator::Result RunStreams(double rate, absl::Duration duration,
+                                   absl::Duration timeout, int streams) {
     LoadGenerator::ModelLoad load;
-    load.model = model;
-    load.request.set_model_name(model);
+    load.model = "m";
+    load.request.set_model_name("m");
     load.schedule = {{absl::ZeroDuration(), rate}};
-    return load;
+    LoadGenerator::Options options;
+    options.duration = duration;
+    options.timeout = timeout;
+    options.streams_per_model = streams;
+    return LoadGenerator::Run(stub_.get(), {load}, options);
   }
 
   std::unique_ptr<PairSwappingServer> service_;
@@ -151,12 +157,8 @@ class StreamLoadTest : public ::testing::Test {
 
 TEST_F(StreamLoadTest, EveryRequestIsReportedOnceWithItsAnswersCode) {
   Start(absl::ZeroDuration());
-  LoadGenerator::Options options;
-  options.duration = absl::Milliseconds(500);
-  options.timeout = absl::Seconds(5);
-  options.streams_per_model = 2;
   const LoadGenerator::Result result =
-      LoadGenerator::Run(stub_.get(), {Load("m", 400)}, options);
+      RunStreams(400, absl::Milliseconds(500), absl::Seconds(5), /*streams=*/2);
   ASSERT_GT(result.sent, 100);
   EXPECT_EQ(result.lost, 0);
   ASSERT_EQ(static_cast<int64_t>(result.records.size()), result.sent);
@@ -178,12 +180,8 @@ TEST_F(StreamLoadTest, EveryRequestIsReportedOnceWithItsAnswersCode) {
 
 TEST_F(StreamLoadTest, AnAnswerAfterTheTimeoutIsLost) {
   Start(absl::Milliseconds(300));
-  LoadGenerator::Options options;
-  options.duration = absl::Milliseconds(100);
-  options.timeout = absl::Milliseconds(200);
-  options.streams_per_model = 1;
-  const LoadGenerator::Result result =
-      LoadGenerator::Run(stub_.get(), {Load("m", 100)}, options);
+  const LoadGenerator::Result result = RunStreams(
+      100, absl::Milliseconds(100), absl::Milliseconds(200), /*streams=*/1);
   ASSERT_GT(result.sent, 0);
   // Every answer came at least 300 ms after its request: none in time.
   EXPECT_EQ(result.lost, result.sent);

@@ -211,6 +211,9 @@ absl::StatusOr<tessera::FrontendServer::Options> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // So that the heap trimmer can give a burst back (allocator_tuning.h).
+  tessera::RestartWithGlibcTunable(argv, tessera::kFrontendGlibcTunable);
+  tessera::KeepOneHeapArena();
   tessera::TuneAllocatorForLargeMessages();
   tessera::SetUsage(
       "Tessera frontend: KServe v2 gRPC inference server that places models "

@@ -5,7 +5,10 @@
 # pinned to core 1 (5 s client deadline, lenet's 50 ms SLO). The frontend
 # is capped at --frontend_cpu_percent of a core (a cgroup-v1 CPU quota over
 # 10 ms periods), so that one load generator on this 2-core machine can
-# offer it several times its capacity.
+# offer it several times its capacity. With --server_cpus=0 instead (and
+# --frontend_cpu_percent=0), the frontend, the backend and its proxies share
+# core 0 uncapped: the whole CPU cluster is the bottleneck, and the load
+# generator has core 1 to itself.
 #
 # Prints per rate: offered and answered rate, goodput (OK within the SLO per
 # second), its share of the capacity, the codes, and the frontend's resident
@@ -15,7 +18,7 @@
 # Usage: bench/frontend_overload.sh [--frontend_cpu_percent=30 (0: no cap)]
 #   [--capacity_rates="5000 5500 6000"] [--overload="1.2 1.5"]
 #   [--frontend_flags="--max_backlog_slo_fraction=0"] [--duration_s=8]
-#   [--settle_s=60] [--loadgen_flags="--streams=4"]
+#   [--settle_s=60] [--loadgen_flags="--streams=4"] [--server_cpus=0]
 # With TESSERA_OVERLOAD_METRICS=FILE, the frontend's /metrics after the
 # overload runs are written to FILE (server-side codes).
 # Needs root for the cgroup (else the frontend is not capped and the load
@@ -32,6 +35,7 @@ FRONTEND_FLAGS=""
 LOADGEN_FLAGS=""
 DURATION=8
 SETTLE_S=60
+SERVER_CPUS=""
 for arg in "$@"; do
   case "$arg" in
     --frontend_cpu_percent=*) CPU_PERCENT="${arg#*=}" ;;
@@ -41,7 +45,8 @@ for arg in "$@"; do
     --loadgen_flags=*) LOADGEN_FLAGS="${arg#*=}" ;;
     --duration_s=*) DURATION="${arg#*=}" ;;
     --settle_s=*) SETTLE_S="${arg#*=}" ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --server_cpus=*) SERVER_CPUS="${arg#*=}" ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | cut -c3-; exit 0 ;;
     *) echo "frontend_overload.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -67,7 +72,9 @@ wait_for_file() {
 }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
-"$BIN/tessera_backend" --listen=127.0.0.1:0 --port_file="$WORK/be.port" \
+PIN=()
+[[ -n "$SERVER_CPUS" ]] && PIN=(taskset -c "$SERVER_CPUS")
+"${PIN[@]}" "$BIN/tessera_backend" --listen=127.0.0.1:0 --port_file="$WORK/be.port" \
   --model_repository="$ROOT/models" --poll_us=0 --proxy_poll_us=0 \
   > "$WORK/backend.log" 2>&1 &
 PIDS+=($!)
@@ -75,7 +82,7 @@ wait_for_file "$WORK/be.port"
 sed "s/127.0.0.1:8101/127.0.0.1:$(cat "$WORK/be.port")/" \
   "$ROOT/configs/local_cpu.pbtxt" > "$WORK/frontend.pbtxt"
 # shellcheck disable=SC2086  # FRONTEND_FLAGS is a list of flags
-(cd "$ROOT" && exec "$BIN/tessera_frontend" --config="$WORK/frontend.pbtxt" \
+(cd "$ROOT" && exec "${PIN[@]}" "$BIN/tessera_frontend" --config="$WORK/frontend.pbtxt" \
   --listen=127.0.0.1:0 --port_file="$WORK/fe.port" \
   --http_port=0 --http_port_file="$WORK/fe_http.port" \
   --admin_listen= --model_repository="$ROOT/models" --poll_us=0 \
@@ -103,7 +110,7 @@ else
 fi
 sleep 2
 IDLE_RSS=$(rss_mb "$FE")
-echo "frontend ${CAPPED}; flags: ${FRONTEND_FLAGS:-(defaults)};" \
+echo "frontend ${CAPPED}${SERVER_CPUS:+; servers on CPU $SERVER_CPUS}; flags: ${FRONTEND_FLAGS:-(defaults)};" \
   "load generator: ${LOADGEN_FLAGS:-(unary calls)}; idle RSS" \
   "${IDLE_RSS} MB"
 printf '%8s %9s %9s %9s %7s %7s  %s\n' rate "sent/s" "goodput" "of cap." \

@@ -72,17 +72,16 @@ wait_for_file() {
 }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
-PIN=()
-[[ -n "$SERVER_CPUS" ]] && PIN=(taskset -c "$SERVER_CPUS")
-"${PIN[@]}" "$BIN/tessera_backend" --listen=127.0.0.1:0 --port_file="$WORK/be.port" \
+"$BIN/tessera_backend" --listen=127.0.0.1:0 --port_file="$WORK/be.port" \
   --model_repository="$ROOT/models" --poll_us=0 --proxy_poll_us=0 \
   > "$WORK/backend.log" 2>&1 &
-PIDS+=($!)
+BACKEND=$!
+PIDS+=("$BACKEND")
 wait_for_file "$WORK/be.port"
 sed "s/127.0.0.1:8101/127.0.0.1:$(cat "$WORK/be.port")/" \
   "$ROOT/configs/local_cpu.pbtxt" > "$WORK/frontend.pbtxt"
 # shellcheck disable=SC2086  # FRONTEND_FLAGS is a list of flags
-(cd "$ROOT" && exec "${PIN[@]}" "$BIN/tessera_frontend" --config="$WORK/frontend.pbtxt" \
+(cd "$ROOT" && exec "$BIN/tessera_frontend" --config="$WORK/frontend.pbtxt" \
   --listen=127.0.0.1:0 --port_file="$WORK/fe.port" \
   --http_port=0 --http_port_file="$WORK/fe_http.port" \
   --admin_listen= --model_repository="$ROOT/models" --poll_us=0 \
@@ -96,6 +95,17 @@ for _ in $(seq 1 300); do
     grep -q "server ready: yes" && break
   sleep 0.5
 done
+if [[ -n "$SERVER_CPUS" ]]; then
+  # Pinned once the plan runs: the backend sizes gpulets by the cores it
+  # may use at start, and the proxies start with the plan.
+  for _ in $(seq 1 300); do
+    (($(pgrep -c -P "$BACKEND" tessera_proxy || true) >= 2)) && break
+    sleep 0.1
+  done
+  for pid in "$FE" "$BACKEND" $(pgrep -P "$BACKEND" tessera_proxy); do
+    taskset -a -p -c "$SERVER_CPUS" "$pid" > /dev/null
+  done
+fi
 CAPPED="not capped"
 if [[ "$CPU_PERCENT" == 0 ]]; then
   :

@@ -221,7 +221,11 @@ int main(int argc, char** argv) {
       "Scheduling policies: " +
       absl::StrJoin(tessera::PolicyRegistry::Names(), ", ") +
       "\nExample: tessera_frontend --config=configs/local_cpu.pbtxt "
-      "--model_repository=models");
+      "--model_repository=models\n"
+      "Environment: at startup the frontend restarts itself (same pid) with "
+      "GLIBC_TUNABLES=glibc.malloc.tcache_count=0 added, unless "
+      "GLIBC_TUNABLES already sets tcache_count (docs/live-serving.md, "
+      "Overload).");
   absl::ParseCommandLine(argc, argv);
   // absl's lock-order (deadlock) detection costs graph bookkeeping on every
   // lock on the serving path; the tests keep it on.

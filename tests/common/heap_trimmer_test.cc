@@ -17,6 +17,18 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerHeap = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerHeap = true;
+#else
+constexpr bool kSanitizerHeap = false;
+#endif
+#else
+constexpr bool kSanitizerHeap = false;
+#endif
+
 TEST(HeapTrimmerTest, TrimsOnlyWhenMuchIsFreeAndTheBurstIsOver) {
   int64_t free_bytes = 0;
   int trims = 0;
@@ -69,13 +81,9 @@ int64_t ResidentBytes() {
 // The real allocator, tuned as the serving processes tune it: 200 MiB of
 // 1 MiB buffers freed stay resident until the trimmer gives them back.
 TEST(HeapTrimmerTest, GivesAFreedBurstBackToTheOs) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
-#endif
-#endif
+  if (kSanitizerHeap) {
+    GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
+  }
   TuneAllocatorForLargeMessages();
   std::vector<char*> buffers;
   for (int i = 0; i < 200; ++i) {
@@ -98,13 +106,9 @@ TEST(HeapTrimmerTest, GivesAFreedBurstBackToTheOs) {
 // (a thread arena would keep it at its top). Runs in a fresh process, since
 // the arena limit holds only for threads that have no arena yet.
 TEST(HeapTrimmerTest, GivesAnotherThreadsBurstBackWithOneArena) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
-#endif
-#endif
+  if (kSanitizerHeap) {
+    GTEST_SKIP() << "a sanitizer's allocator replaces glibc's heap";
+  }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {

@@ -90,11 +90,20 @@ FE=$!
 PIDS+=("$FE")
 wait_for_file "$WORK/fe.port"
 SERVER="127.0.0.1:$(cat "$WORK/fe.port")"
-for _ in $(seq 1 300); do
-  "$BIN/tessera_client" --server="$SERVER" 2>/dev/null |
-    grep -q "server ready: yes" && break
+READY=no
+for _ in $(seq 1 120); do
+  if "$BIN/tessera_client" --server="$SERVER" 2>/dev/null |
+    grep -q "server ready: yes"; then
+    READY=yes
+    break
+  fi
   sleep 0.5
 done
+if [[ "$READY" != yes ]]; then
+  echo "frontend_overload.sh: the frontend is not ready after 60 s; its log:" >&2
+  tail -5 "$WORK/frontend.log" >&2
+  exit 1
+fi
 if [[ -n "$SERVER_CPUS" ]]; then
   # Pinned once the plan runs: the backend sizes gpulets by the cores it
   # may use at start, and the proxies start with the plan.

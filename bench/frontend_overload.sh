@@ -11,8 +11,9 @@
 # generator has core 1 to itself.
 #
 # Prints per rate: offered and answered rate, goodput (OK within the SLO per
-# second), its share of the capacity, the codes, and the frontend's resident
-# size; then the resident size a minute after the last run. Capacity: the
+# second), its share of the capacity, the frontend's resident size, the
+# requests never answered before the client's deadline (lost), and the
+# codes; then the resident size a minute after the last run. Capacity: the
 # best goodput at the rates up to --capacity_rates (the same run).
 #
 # Usage: bench/frontend_overload.sh [--frontend_cpu_percent=30 (0: no cap)]
@@ -132,8 +133,8 @@ IDLE_RSS=$(rss_mb "$FE")
 echo "frontend ${CAPPED}${SERVER_CPUS:+; servers on CPU $SERVER_CPUS}; flags: ${FRONTEND_FLAGS:-(defaults)};" \
   "load generator: ${LOADGEN_FLAGS:-(unary calls)}; idle RSS" \
   "${IDLE_RSS} MB"
-printf '%8s %9s %9s %9s %7s %7s  %s\n' rate "sent/s" "goodput" "of cap." \
-  "p50 ms" "RSS MB" codes
+printf '%8s %9s %9s %9s %7s %7s %6s  %s\n' rate "sent/s" "goodput" "of cap." \
+  "p50 ms" "RSS MB" lost codes
 
 # One run at `rate`: prints its line and sets GOODPUT.
 run() {
@@ -156,9 +157,12 @@ run() {
   local codes
   codes=$(awk '$1 == "lenet" {for (i = 9; i <= NF; ++i) printf "%s ", $i}' \
     "$WORK/loadgen.log")
-  printf '%8s %9.0f %9s %9s %7.1f %7s  %s\n' "$rate" \
+  # Requests the server never answered before the client's deadline.
+  local lost
+  lost=$(awk '/got no answer/ {print $1}' "$WORK/loadgen.log")
+  printf '%8s %9.0f %9s %9s %7.1f %7s %6s  %s\n' "$rate" \
     "$(awk -v s="$sent" -v d="$DURATION" 'BEGIN {print s / d}')" \
-    "$GOODPUT" "$share" "$p50" "$(rss_mb "$FE")" "${codes:-?}"
+    "$GOODPUT" "$share" "$p50" "$(rss_mb "$FE")" "${lost:-0}" "${codes:-?}"
 }
 
 CAPACITY=0

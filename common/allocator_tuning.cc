@@ -8,6 +8,10 @@
 #include <cstring>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -31,17 +35,14 @@ void RestartWithGlibcTunable(char** argv, const char* tunable) {
   const char* current = std::getenv("GLIBC_TUNABLES");
   const bool had_tunables = current != nullptr;
   const std::string original = had_tunables ? current : "";
-  const std::string name(tunable, std::strcspn(tunable, "="));
-  std::string tunables = original;
+  const std::string prefix =
+      std::string(tunable, std::strcspn(tunable, "=")) + "=";
   // Entries are "name=value", separated by ':'.
-  for (size_t start = 0; start <= tunables.size();) {
-    size_t end = tunables.find(':', start);
-    if (end == std::string::npos) end = tunables.size();
-    const std::string entry = tunables.substr(start, end - start);
-    if (entry.compare(0, name.size() + 1, name + "=") == 0) return;
-    start = end + 1;
+  for (absl::string_view entry : absl::StrSplit(original, ':')) {
+    if (absl::StartsWith(entry, prefix)) return;
   }
-  tunables = tunables.empty() ? tunable : tunables + ":" + tunable;
+  const std::string tunables =
+      original.empty() ? tunable : absl::StrCat(original, ":", tunable);
   if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   spdlog::warn("could not restart with GLIBC_TUNABLES={}: {}", tunables,

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -595,6 +596,30 @@ TEST_F(ServingTest, FrontendRunsTheEventLoopsItWasAskedFor) {
   }
   std::sort(loops.begin(), loops.end());
   EXPECT_EQ(loops, (std::vector<std::string>{"fe-loop-0", "fe-loop-1"}));
+}
+
+// The frontend restarts itself without glibc's thread caches (so that its
+// heap trimmer can give a burst back), keeping any tunables it was given.
+TEST_F(ServingTest, FrontendRunsWithoutThreadCaches) {
+  std::ifstream in(
+      absl::StrCat("/proc/", cluster_->frontend()->pid(), "/environ"),
+      std::ios::binary);
+  const std::string environ((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+  std::string tunables = "(unset)";
+  for (absl::string_view entry : absl::StrSplit(environ, '\0')) {
+    if (absl::ConsumePrefix(&entry, "GLIBC_TUNABLES=")) {
+      tunables = std::string(entry);
+    }
+  }
+  const char* own = std::getenv("GLIBC_TUNABLES");
+  if (own != nullptr && absl::StrContains(own, "glibc.malloc.tcache_count=")) {
+    EXPECT_EQ(tunables, own);  // the operator's own choice stands
+  } else if (own != nullptr && *own != '\0') {
+    EXPECT_EQ(tunables, absl::StrCat(own, ":glibc.malloc.tcache_count=0"));
+  } else {
+    EXPECT_EQ(tunables, "glibc.malloc.tcache_count=0");
+  }
 }
 
 TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {

@@ -1,6 +1,7 @@
 #include "common/allocator_tuning.h"
 
 #include <malloc.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +32,25 @@ void KeepOneHeapArena() {
   }
 }
 
+namespace {
+
+// An exec of /proc/self/exe names the process "exe" (ps, top, pgrep, the
+// kernel's logs). Gives it back the name of its command, as the kernel
+// gave it at the first start: the last part of argv[0], at most 15 bytes.
+void RestoreNameAfterRestart(const char* argv0) {
+  char name[16] = {};
+  if (argv0 == nullptr || prctl(PR_GET_NAME, name) != 0 ||
+      std::strcmp(name, "exe") != 0) {
+    return;
+  }
+  const char* slash = std::strrchr(argv0, '/');
+  const std::string command(slash == nullptr ? argv0 : slash + 1);
+  if (command.empty()) return;
+  prctl(PR_SET_NAME, command.substr(0, sizeof(name) - 1).c_str());
+}
+
+}  // namespace
+
 void RestartWithGlibcTunable(char** argv, const char* tunable) {
   const char* current = std::getenv("GLIBC_TUNABLES");
   const bool had_tunables = current != nullptr;
@@ -39,7 +59,10 @@ void RestartWithGlibcTunable(char** argv, const char* tunable) {
       std::string(tunable, std::strcspn(tunable, "=")) + "=";
   // Entries are "name=value", separated by ':'.
   for (absl::string_view entry : absl::StrSplit(original, ':')) {
-    if (absl::StartsWith(entry, prefix)) return;
+    if (absl::StartsWith(entry, prefix)) {
+      RestoreNameAfterRestart(argv[0]);
+      return;
+    }
   }
   const std::string tunables =
       original.empty() ? tunable : absl::StrCat(original, ":", tunable);

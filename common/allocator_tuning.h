@@ -29,8 +29,10 @@ void KeepOneHeapArena();
 // (execv of /proc/self/exe: same pid, arguments and environment) with
 // `tunable` ("name=value") added to GLIBC_TUNABLES, unless the variable
 // already names the tunable (the operator's own choice, or this process
-// after its restart). Returns if the exec fails, with a warning. Call first
-// thing in main, before any thread starts.
+// after its restart). The restarted process takes back its command's name
+// (an exec of /proc/self/exe would show it as "exe" in ps and pgrep).
+// Returns if the exec fails, with a warning. Call first thing in main,
+// before any thread starts.
 void RestartWithGlibcTunable(char** argv, const char* tunable);
 
 // The frontend's tunable: no per-thread cache of freed small blocks. Each

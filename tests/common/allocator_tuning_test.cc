@@ -27,29 +27,40 @@ std::vector<std::string> OwnArguments() {
   return args;
 }
 
+// This process's name as ps and pgrep show it (/proc/self/comm).
+std::string OwnName() {
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 // Runs in a death-test child, so the restart execs only that child: the
 // restarted process runs the same statement again and finds the tunable
-// set, after the one it already had.
+// set, after the one it already had, and its own name, not "exe".
 TEST(AllocatorTuningTest, RestartsOnceWithTheTunableAdded) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        const char* now = std::getenv("GLIBC_TUNABLES");
-        if (now != nullptr && std::strstr(now, "tcache_count=0") != nullptr) {
-          std::fprintf(stderr, "restarted with %s\n", now);
-          std::_Exit(0);
-        }
-        setenv("GLIBC_TUNABLES", "glibc.malloc.mxfast=0", 1);
         std::vector<std::string> args = OwnArguments();
         std::vector<char*> argv;
         for (std::string& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
+        const char* now = std::getenv("GLIBC_TUNABLES");
+        if (now != nullptr && std::strstr(now, "tcache_count=0") != nullptr) {
+          RestartWithGlibcTunable(argv.data(), "glibc.malloc.tcache_count=0");
+          std::fprintf(stderr, "restarted with %s as %s\n", now,
+                       OwnName().c_str());
+          std::_Exit(0);
+        }
+        setenv("GLIBC_TUNABLES", "glibc.malloc.mxfast=0", 1);
         RestartWithGlibcTunable(argv.data(), "glibc.malloc.tcache_count=0");
         std::fprintf(stderr, "not restarted\n");
         std::_Exit(1);
       },
       testing::ExitedWithCode(0),
-      "restarted with glibc.malloc.mxfast=0:glibc.malloc.tcache_count=0");
+      "restarted with glibc.malloc.mxfast=0:glibc.malloc.tcache_count=0 as "
+      "tessera_unit_te\n");
 }
 
 TEST(AllocatorTuningTest, KeepsTheOperatorsOwnValue) {

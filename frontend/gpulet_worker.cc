@@ -240,12 +240,24 @@ void GpuletWorker::SendBatch(const FormedBatch& batch,
   // The callback owns the calls; std::function needs a copyable callable.
   auto shared_calls = std::make_shared<std::vector<std::unique_ptr<InferCall>>>(
       std::move(calls));
+  CallbackStarts();
   backend_->Send(std::move(request),
                  [this, batch_id, sent, shared_calls](absl::Status status,
                                                       BatchResponse response) {
                    OnBatchResponse(batch_id, sent, std::move(*shared_calls),
                                    std::move(status), response);
+                   CallbackEnds();
                  });
+}
+
+void GpuletWorker::CallbackStarts() {
+  absl::MutexLock lock(&mu_);
+  ++callbacks_running_;
+}
+
+void GpuletWorker::CallbackEnds() {
+  absl::MutexLock lock(&mu_);
+  --callbacks_running_;
 }
 
 void GpuletWorker::OnBatchResponse(
@@ -351,9 +363,15 @@ void GpuletWorker::Isolate(std::vector<std::unique_ptr<InferCall>> calls) {
     pending->received.resize(n);
   }
   for (size_t i = 0; i < n; ++i) {
+    CallbackStarts();
     backend_->Send(std::move(requests[i]), [this, pending, i](
                                                absl::Status status,
                                                BatchResponse response) {
+      // Declared first, so it runs last: the callback's end on every path.
+      struct EndOnExit {
+        GpuletWorker* worker;
+        ~EndOnExit() { worker->CallbackEnds(); }
+      } end_on_exit{this};
       std::vector<std::unique_ptr<InferCall>> calls;
       std::vector<absl::Status> statuses;
       std::vector<BatchResponse> responses;
@@ -420,7 +438,7 @@ absl::Duration GpuletWorker::QueueWait(const std::string& model) const {
 bool GpuletWorker::WaitIdle(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return dispatcher_.inflight() == 0;
+    return dispatcher_.inflight() == 0 && callbacks_running_ == 0;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
 }

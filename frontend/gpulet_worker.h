@@ -64,7 +64,8 @@ class GpuletWorker {
   // switch) to `forward`. Batches in flight complete as usual.
   std::vector<std::unique_ptr<InferCall>> Retire(Forward forward)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Waits up to `timeout` until no batch is in flight.
+  // Waits up to `timeout` until no batch is in flight and every backend
+  // callback has returned (after that the worker may be destroyed).
   bool WaitIdle(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options& options() const { return options_; }
@@ -121,6 +122,10 @@ class GpuletWorker {
   // INVALID_ARGUMENT (its inputs are at fault); if every one fails, each
   // gets its own error.
   void Isolate(std::vector<std::unique_ptr<InferCall>> calls);
+  // Counts a backend callback in (before its Send) and out (its last use
+  // of the worker).
+  void CallbackStarts() ABSL_LOCKS_EXCLUDED(mu_);
+  void CallbackEnds() ABSL_LOCKS_EXCLUDED(mu_);
   // Answers `call` from row `row` of `response` (or with `status`).
   void Answer(std::unique_ptr<InferCall> call, absl::Status status,
               const BatchResponse& response, int row, absl::Time sent,
@@ -149,6 +154,11 @@ class GpuletWorker {
   absl::Time armed_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Forward forward_ ABSL_GUARDED_BY(mu_);
+  // Backend callbacks (batches and Isolate's single sends) that have not
+  // returned yet: they run on the worker, so WaitIdle waits for them too.
+  // A batch leaves the dispatcher's in-flight count before its calls are
+  // answered, and Isolate's sends are never in it.
+  int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<bool> on_standby_{false};
   std::atomic<int64_t> answered_{0};
   std::atomic<int64_t> late_{0};

@@ -124,6 +124,36 @@ TEST(GpuletWorkerTest, RetireHandsQueuedCallsOverAndInFlightOnesFinish) {
   for (auto& c : forwarded) FinishCall(std::move(c), absl::OkStatus());
 }
 
+// A batch leaves the dispatcher's in-flight count before its calls are
+// answered; the worker is still in use until its callback returns, so
+// WaitIdle (after which the plan coordinator drops a retired worker) must
+// wait for that too. Here the first call's answer blocks inside the
+// callback, on the thread that released the batch.
+TEST(GpuletWorkerTest, IsNotIdleWhileABatchIsStillBeingAnswered) {
+  const ModelConfig model = Model();
+  FakeSink sink(FakeSink::Mode::kHold);
+  Calls calls(&model);
+  auto worker = MakeWorker("g0", &model, &sink);
+  absl::Notification answering, unblock;
+  std::unique_ptr<InferCall> call = calls.Make(0, 1, 2);
+  std::function<void(const grpc::Status&)> finish = std::move(call->finish);
+  call->finish = [&, finish](const grpc::Status& s) {
+    answering.Notify();
+    unblock.WaitForNotification();
+    finish(s);
+  };
+  worker->Submit(std::move(call));
+  std::thread backend([&] { sink.Release(); });
+  ASSERT_TRUE(answering.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_FALSE(worker->WaitIdle(absl::Milliseconds(100)))
+      << "idle while its callback still answers calls";
+  unblock.Notify();
+  backend.join();
+  EXPECT_TRUE(worker->WaitIdle(absl::Seconds(30)));
+  ASSERT_TRUE(calls.AllFinished(1, absl::Seconds(30)));
+  worker->Stop();
+}
+
 // A call's lateness is judged on the clock its arrival and deadline come
 // from (the frontend's injected one), not on the wall clock.
 TEST(GpuletWorkerTest, LatenessIsMeasuredOnTheCallsClock) {

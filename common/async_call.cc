@@ -8,32 +8,50 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/deferred_writes.h"
 
 namespace tessera {
 
 void RunCompletionQueue(grpc::CompletionQueue* cq, const PollOptions& poll,
-                        BacklogBound* backlog) {
+                        BacklogBound* backlog, bool defer_writes) {
   void* tag = nullptr;
   bool ok = false;
   const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // don't block
   const gpr_timespec never = gpr_inf_future(GPR_CLOCK_MONOTONIC);
-  auto mark_empty = [backlog] {
-    if (backlog != nullptr) backlog->MarkEmpty();
+  if (poll.window <= absl::ZeroDuration() && backlog == nullptr &&
+      !defer_writes) {
+    while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
+    return;
+  }
+  DeferredWrites deferred;
+  DeferredWrites::Scope scope(defer_writes ? &deferred : nullptr);
+  // Looks at the queue without blocking; when it is empty, marks that and
+  // flushes the deferred writes (their completions may arrive at once).
+  // TIMEOUT only when the queue is empty and nothing is deferred.
+  auto next_queued = [&]() {
+    while (true) {
+      const grpc::CompletionQueue::NextStatus next =
+          cq->AsyncNext(&tag, &ok, past);
+      if (next != grpc::CompletionQueue::TIMEOUT) return next;
+      if (backlog != nullptr) backlog->MarkEmpty();
+      if (deferred.empty()) return next;
+      deferred.FlushAll();
+    }
+  };
+  auto proceed = [&] {
+    static_cast<AsyncTag*>(tag)->Proceed(ok);
+    deferred.CountEvent();
   };
   if (poll.window <= absl::ZeroDuration()) {
-    if (backlog == nullptr) {
-      while (cq->Next(&tag, &ok)) static_cast<AsyncTag*>(tag)->Proceed(ok);
-      return;
-    }
     while (true) {
-      grpc::CompletionQueue::NextStatus next = cq->AsyncNext(&tag, &ok, past);
+      grpc::CompletionQueue::NextStatus next = next_queued();
       if (next == grpc::CompletionQueue::TIMEOUT) {
-        mark_empty();
         next = cq->AsyncNext(&tag, &ok, never);
-        mark_empty();  // it waited with nothing queued until just now
+        // It waited with nothing queued until just now.
+        if (backlog != nullptr) backlog->MarkEmpty();
       }
       if (next == grpc::CompletionQueue::SHUTDOWN) return;
-      static_cast<AsyncTag*>(tag)->Proceed(ok);
+      proceed();
     }
   }
   PollGovernor governor(poll);
@@ -41,19 +59,17 @@ void RunCompletionQueue(grpc::CompletionQueue* cq, const PollOptions& poll,
     const absl::Time waiting = absl::Now();
     const absl::Time poll_until = waiting + governor.StartWait(waiting);
     grpc::CompletionQueue::NextStatus next;
-    while ((next = cq->AsyncNext(&tag, &ok, past)) ==
-           grpc::CompletionQueue::TIMEOUT) {
-      mark_empty();
+    while ((next = next_queued()) == grpc::CompletionQueue::TIMEOUT) {
       if (absl::Now() >= poll_until) break;
       sched_yield();  // another runnable thread on this core goes first
     }
     if (next == grpc::CompletionQueue::TIMEOUT) {
       next = cq->AsyncNext(&tag, &ok, never);
-      mark_empty();
+      if (backlog != nullptr) backlog->MarkEmpty();
     }
     if (next == grpc::CompletionQueue::SHUTDOWN) return;
     governor.EndWait(absl::Now() - waiting);
-    static_cast<AsyncTag*>(tag)->Proceed(ok);
+    proceed();
   }
 }
 

@@ -47,10 +47,14 @@ class AsyncOp final : public AsyncTag {
 // loop polls for the result.
 // With `backlog`, the loop marks every moment it finds `cq` empty and every
 // wake-up from a wait on it (BacklogBound::MarkEmpty); it then looks at the
-// queue without blocking before each sleep.
+// queue without blocking before each sleep. With `defer_writes` the loop
+// owns a DeferredWrites for its thread and flushes it when the queue runs
+// dry and every DeferredWrites::kMaxEventsHeld events; without, writers on
+// it find none and write at once.
 void RunCompletionQueue(grpc::CompletionQueue* cq,
                         const PollOptions& poll = PollOptions(),
-                        BacklogBound* backlog = nullptr);
+                        BacklogBound* backlog = nullptr,
+                        bool defer_writes = false);
 
 // True when gRPC polls with epoll1 (the default on Linux, unless the
 // GRPC_POLL_STRATEGY environment variable names another first): one epoll

@@ -141,7 +141,7 @@ absl::Status FrontendServer::Start() {
     health_.Arm(&health_async_, cq, &calls_);
     loops_.emplace_back([this, cq, i, poll = options_.poll] {
       NameThisThread(absl::StrCat("fe-loop-", i));
-      RunCompletionQueue(cq, poll, &backlog_);
+      RunCompletionQueue(cq, poll, &backlog_, options_.coalesce_stream_answers);
     });
   }
   spdlog::info(

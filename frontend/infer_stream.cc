@@ -34,6 +34,8 @@ void InferStream::OnAccepted(bool ok) {
   {
     absl::MutexLock lock(&state_->mu);
     state_->stream = this;
+    // Accepted on the loop that runs the stream's queue.
+    state_->loop_writes = DeferredWrites::OfThisThread();
   }
   StartRead();
 }
@@ -106,13 +108,23 @@ void InferStream::Next(State* state) {
   if (!state->order.empty()) {
     const Pending& next = *state->order.front();
     if (!next.answered) return;
+    const bool more_ready =
+        state->order.size() > 1 && state->order[1]->answered;
+    if (!more_ready && !state->flushing && state->loop_writes != nullptr &&
+        state->loop_writes == DeferredWrites::OfThisThread()) {
+      // Alone for now: the loop flushes it when its queue runs dry or
+      // after a few events, with whatever was answered meanwhile.
+      if (!state->deferred) {
+        state->deferred = true;
+        state->loop_writes->Defer(state->shared_from_this());
+      }
+      return;
+    }
     state->writing = true;
     // While more answers are ready behind this one, gRPC may hold it and
     // send them together (one socket write for many answers under load).
     grpc::WriteOptions options;
-    if (state->order.size() > 1 && state->order[1]->answered) {
-      options.set_buffer_hint();
-    }
+    if (more_ready) options.set_buffer_hint();
     stream->stream_.Write(next.answer, options, &stream->written_);
     return;
   }
@@ -120,6 +132,14 @@ void InferStream::Next(State* state) {
     state->finishing = true;
     stream->stream_.Finish(grpc::Status::OK, &stream->finished_);
   }
+}
+
+void InferStream::State::FlushDeferred() {
+  absl::MutexLock lock(&mu);
+  deferred = false;
+  flushing = true;
+  Next(this);
+  flushing = false;
 }
 
 void InferStream::OnFinished(bool) {

@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/async_call.h"
+#include "common/deferred_writes.h"
 #include "frontend/inference_service.h"
 #include "grpc_service.grpc.pb.h"
 
@@ -18,9 +19,13 @@ namespace tessera {
 // docs/benchmarks.md). Reads requests one after another, hands each to
 // InferenceService::Infer as it arrives (so a stream's requests batch with
 // everyone's), and writes the answers in the order the requests came, each
-// failed one as its error_message. The stream ends OK after the client
-// closes its side and every answer is written; a client that goes away
-// ends it CANCELLED. Deletes itself when its last operation completes.
+// failed one as its error_message. On a loop that defers writes
+// (--coalesce_stream_answers), an answer that would leave alone is held
+// for the loop's next flush (DeferredWrites), so answers made close
+// together, refusals under overload most of all, share one socket write. The
+// stream ends OK after the client closes its side and every answer is written;
+// a client that goes away ends it CANCELLED. Deletes itself when its last
+// operation completes.
 class InferStream {
  public:
   // Arms one stream on `cq`; it arms the next when it is accepted.
@@ -39,7 +44,11 @@ class InferStream {
   };
   // What outlives the stream: the finish callbacks of calls still in the
   // router may run after it is gone.
-  struct State {
+  struct State final : DeferredWrites::Writer,
+                       std::enable_shared_from_this<State> {
+    // Writes the answer held for the loop's flush.
+    void FlushDeferred() override ABSL_LOCKS_EXCLUDED(mu);
+
     absl::Mutex mu;
     InferStream* stream ABSL_GUARDED_BY(mu) = nullptr;  // null: finished
     std::deque<std::shared_ptr<Pending>> order ABSL_GUARDED_BY(mu);
@@ -47,6 +56,10 @@ class InferStream {
     bool reads_done ABSL_GUARDED_BY(mu) = false;
     bool broken ABSL_GUARDED_BY(mu) = false;  // a write failed
     bool finishing ABSL_GUARDED_BY(mu) = false;
+    // The deferred writes of the loop that runs this stream's operations.
+    DeferredWrites* loop_writes ABSL_GUARDED_BY(mu) = nullptr;
+    bool deferred ABSL_GUARDED_BY(mu) = false;  // waits for loop_writes
+    bool flushing ABSL_GUARDED_BY(mu) = false;  // in FlushDeferred
   };
 
   InferStream(InferenceService* service, InferenceService::AsyncService* async,
@@ -58,10 +71,11 @@ class InferStream {
   void OnWritten(bool ok);
   void OnFinished(bool ok);
   void StartRead();
-  // Writes the next answer when it is ready and nothing is being written,
-  // or finishes the stream when nothing is left. Operations of the
-  // asynchronous API complete on the queue, never inline, so they start
-  // under the lock.
+  // Writes the next answer when it is ready and nothing is being written
+  // (on the stream's own loop, one with no ready answer behind it waits
+  // for the loop's flush), or finishes the stream when nothing is left.
+  // Operations of the asynchronous API complete on the queue, never inline, so
+  // they start under the lock.
   static void Next(State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu);
 
   InferenceService* const service_;

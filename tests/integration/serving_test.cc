@@ -178,8 +178,12 @@ class ServingTest : public ::testing::Test {
     options.static_plan = kPlan;
     // Two event loops: the concurrent clients' calls and the backend
     // stream's results are handled on different threads (the other suites
-    // run the default, one).
-    options.extra_frontend_flags = {"--max_message_mb=16", "--event_loops=2"};
+    // run the default, one). Stream answers wait for their loop's flush
+    // (--coalesce_stream_answers; the other suites write them at once), so
+    // the stream tests here check that every held answer still goes out,
+    // in order.
+    options.extra_frontend_flags = {"--max_message_mb=16", "--event_loops=2",
+                                    "--coalesce_stream_answers"};
     auto cluster = LocalCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();

@@ -38,7 +38,7 @@ std::vector<IgniterResident> Residents(
 double PlanningWait(const IgniterRequest& q, const IgniterPlacement& p,
                     double t_ms) {
   return FixedBatchWaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms, p.batch,
-                          kQueueingTail, q.burst_tail);
+                          kQueueingTail, q.burst_tail, q.bulk_queue_wait);
 }
 
 // A prediction raised to the request's solo floor, when it has one.
@@ -152,7 +152,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         const double mid = (lo + hi) / 2;
         const bool fits =
             best_ms + FixedBatchWaitMs(mid, best_ms, best_b, kQueueingTail,
-                                       q.burst_tail) <=
+                                       q.burst_tail, q.bulk_queue_wait) <=
             q.slo_ms;
         (fits ? lo : hi) = mid;
       }

@@ -25,6 +25,8 @@ struct IgniterRequest {
   bool queueing_check = false;
   // The burst bound of that wait (FixedBatchWaitMs' burst_tail; 0: off).
   double burst_tail = 0;
+  // That wait from the bulk-service queue (SharedRules.bulk_queue_wait).
+  bool bulk_queue_wait = false;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted
   // to profiles undershoots at small shares and batches (docs/

@@ -36,7 +36,8 @@ double InssBatching::WorstMs(const InssCluster& cluster, int slot, int batch,
   if (cluster.slots()[slot].queueing_check) {
     worst +=
         FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms, batch,
-                         kQueueingTail, cluster.slots()[slot].burst_tail);
+                         kQueueingTail, cluster.slots()[slot].burst_tail,
+                         cluster.slots()[slot].bulk_queue_wait);
   }
   return worst;
 }

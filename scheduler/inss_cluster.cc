@@ -135,6 +135,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
     slot.queueing_check = options.rules.inss().fill_wait();
     const SharedRules& shared = options.rules.shared();
     slot.burst_tail = shared.burst_bound() ? shared.burst_tail() : 0;
+    slot.bulk_queue_wait = shared.bulk_queue_wait();
     slot.slo_ms = m->config.slo_ms();
     slot.max_batch = std::min({32, std::max(1, m->config.max_batch_size()),
                                slot.latency->max_batch()});

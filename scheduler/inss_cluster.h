@@ -39,6 +39,8 @@ struct InssModelSlot {
   bool queueing_check = true;
   // Its burst bound (FixedBatchWaitMs' burst_tail; 0: off).
   double burst_tail = 0;
+  // That wait from the bulk-service queue (SharedRules.bulk_queue_wait).
+  bool bulk_queue_wait = false;
 };
 
 // What InSS plans over: the model slots and the devices, with the

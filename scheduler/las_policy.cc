@@ -84,8 +84,9 @@ class Planner {
     // the mean: the SLO is a tail target, the paper's T a mean (the
     // digest's "mean vs tail").
     if (rules_.tail_wait() && std::isfinite(queue)) {
-      queue = FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
-                               m.queueing_tail, m.burst_tail);
+      queue =
+          FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
+                           m.queueing_tail, m.burst_tail, m.bulk_queue_wait);
     }
     const double t = queue + proc;
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();

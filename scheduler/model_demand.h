@@ -35,6 +35,8 @@ struct ModelDemand {
   double burst_tail = 0;
   // SharedRules.burst_max_marginal_load.
   double burst_max_marginal_load = 1;
+  // SharedRules.bulk_queue_wait: fixed-batch waits from BulkQueueWaitMs.
+  bool bulk_queue_wait = false;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of whether this model alone at a rate fits a share (SoloFits):

@@ -50,6 +50,7 @@ PlanningRules TesseraDefaults() {
   s->set_burst_bound(true);
   s->set_burst_tail(0.0002);
   s->set_burst_max_marginal_load(0.8);
+  s->set_bulk_queue_wait(false);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -100,6 +101,7 @@ PlanningRules PaperDefaults() {
   s->set_burst_bound(false);
   s->set_burst_tail(0.001);
   s->set_burst_max_marginal_load(0.8);
+  s->set_bulk_queue_wait(false);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);

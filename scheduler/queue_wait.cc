@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -191,8 +192,180 @@ int PoissonQuantile(double mean, double tail) {
   }
 }
 
+namespace {
+
+// Lundberg's exponent of Lindley's recursion Z' = (Z + A - cap)^+ with A ~
+// Poisson(a), a < cap: the positive root of a (e^theta - 1) = theta cap.
+double LundbergExponent(double a, int cap) {
+  auto f = [a, cap](double th) { return a * std::expm1(th) - th * cap; };
+  // f < 0 just above 0 (a < cap) and f grows without bound.
+  double lo = 0, hi = 1;
+  while (f(hi) < 0) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (int i = 0; i < 80 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (f(mid) < 0 ? lo : hi) = mid;
+  }
+  return lo;  // the lower end: a smaller exponent is the safer bound
+}
+
+// 8-point Gauss-Legendre nodes and weights on [-1, 1].
+constexpr std::array<double, 8> kGaussNodes = {
+    -0.9602898564975363, -0.7966664774136267, -0.5255324099163290,
+    -0.1834346424956498, 0.1834346424956498,  0.5255324099163290,
+    0.7966664774136267,  0.9602898564975363};
+constexpr std::array<double, 8> kGaussWeights = {
+    0.1012285362903763, 0.2223810344533745, 0.3137066458778873,
+    0.3626837833783620, 0.3626837833783620, 0.3137066458778873,
+    0.2223810344533745, 0.1012285362903763};
+
+// P(Z + N >= n) with N ~ Poisson(mean) and P(Z >= z) <= exp(-theta z):
+//   sum_{k < n} P(N = k) exp(-theta (n - k)) + P(N >= n).
+// The sum's terms t_k grow by mean e^theta / k from k = 0: it is taken
+// from its largest term (in log space) outwards with that ratio, so no
+// term that matters underflows or overflows.
+double AheadAtLeast(double mean, int n, double theta) {
+  if (n <= 0) return 1.0;
+  if (mean <= 0) return std::exp(-theta * n);
+  double pmf = std::exp(-mean);
+  double below = 0;  // P(N < n)
+  for (int k = 0; k < n; ++k) {
+    if (k > 0) pmf *= mean / k;
+    below += pmf;
+  }
+  const double log_ratio = std::log(mean) + theta;
+  const int top =
+      log_ratio >= std::log(static_cast<double>(n))
+          ? n - 1
+          : std::min(n - 1, static_cast<int>(std::floor(std::exp(log_ratio))));
+  const double ratio = std::exp(log_ratio);
+  const double t_top = std::exp(top * std::log(mean) - mean -
+                                std::lgamma(top + 1.0) - theta * (n - top));
+  double sum = t_top;
+  double t = t_top;
+  for (int k = top + 1; k < n; ++k) sum += t *= ratio / k;
+  t = t_top;
+  for (int k = top; k > 0; --k) sum += t *= k / ratio;
+  return std::min(1.0, sum + std::max(0.0, 1 - below));
+}
+
+}  // namespace
+
+double BulkQueueSojournTail(double arrivals_per_batch, int cap, double sigma) {
+  const double a = arrivals_per_batch;
+  if (cap < 1 || a >= cap) return 1.0;
+  if (sigma < 1) return 1.0;
+  if (a <= 0) return 0.0;
+  const double theta = LundbergExponent(a, cap);
+  // J(v) = floor(sigma - 1 + v): floor(sigma) - 1 below v = 1 - frac, then
+  // floor(sigma).
+  const double whole = std::floor(sigma);
+  const double frac = sigma - whole;
+  const int j_low = static_cast<int>(whole) - 1;
+  double integral = 0;
+  auto piece = [&](double v0, double v1, int j) {
+    if (v1 <= v0) return;
+    const double half = (v1 - v0) / 2, mid = (v1 + v0) / 2;
+    for (size_t i = 0; i < kGaussNodes.size(); ++i) {
+      const double v = mid + half * kGaussNodes[i];
+      integral += half * kGaussWeights[i] * AheadAtLeast(a * v, cap * j, theta);
+    }
+  };
+  piece(0, 1 - frac, j_low);
+  piece(1 - frac, 1, j_low + 1);
+  return std::clamp(std::min(1.0, a) * integral, 0.0, 1.0);
+}
+
+namespace {
+
+// The least sigma with BulkQueueSojournTail(rho cap, cap, sigma) <= tail,
+// to 1e-4 relative; +inf past 1e6.
+double BulkSojournQuantile(double rho, int cap, double tail) {
+  const double a = rho * cap;
+  auto fits = [&](double sigma) {
+    return BulkQueueSojournTail(a, cap, sigma) <= tail;
+  };
+  if (fits(1)) return 1.0;
+  double lo = 1, hi = 2;
+  while (!fits(hi)) {
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e6) return std::numeric_limits<double>::infinity();
+  }
+  while (hi - lo > 1e-4 * hi) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+// The default-tail quantile of one cap, tabulated as q(rho) (1 - rho)
+// over rho = i / kBulkTableSize (finite as rho -> 1) and interpolated:
+// the policies ask for it in their inner loops (LAS: every (b, p) of
+// every service on every GPU). Built on first use of the cap.
+constexpr int kBulkTableSize = 256;
+constexpr int kBulkTableMaxCap = 128;
+
+class BulkQuantileTable {
+ public:
+  explicit BulkQuantileTable(int cap) {
+    for (int i = 0; i < kBulkTableSize; ++i) {
+      const double rho = static_cast<double>(i) / kBulkTableSize;
+      values_[i] = BulkSojournQuantile(rho, cap, kQueueingTail) * (1 - rho);
+    }
+    // The last interval ends at rho = 1 - 1 / (4 size), computed.
+    const double rho = 1 - 0.25 / kBulkTableSize;
+    values_[kBulkTableSize] =
+        BulkSojournQuantile(rho, cap, kQueueingTail) * (1 - rho);
+  }
+  double Quantile(double rho) const {
+    const double x = rho * kBulkTableSize;
+    const int i = std::min(static_cast<int>(x), kBulkTableSize - 1);
+    const double f = (x - i) / (i == kBulkTableSize - 1 ? 0.75 : 1.0);
+    return ((1 - f) * values_[i] + f * values_[i + 1]) / (1 - rho);
+  }
+
+ private:
+  std::array<double, kBulkTableSize + 1> values_;
+};
+
+// One table per cap, built lock-free on first use (a thread that loses
+// the race discards its copy).
+const BulkQuantileTable& TableOf(int cap) {
+  static std::array<std::atomic<const BulkQuantileTable*>,
+                    kBulkTableMaxCap + 1>* const tables =
+      new std::array<std::atomic<const BulkQuantileTable*>,
+                     kBulkTableMaxCap + 1>();
+  std::atomic<const BulkQuantileTable*>& slot = (*tables)[cap];
+  const BulkQuantileTable* t = slot.load(std::memory_order_acquire);
+  if (t != nullptr) return *t;
+  auto* built = new BulkQuantileTable(cap);
+  if (slot.compare_exchange_strong(t, built, std::memory_order_acq_rel)) {
+    return *built;
+  }
+  delete built;
+  return *t;
+}
+
+}  // namespace
+
+double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
+  if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
+  if (rho <= 0 || batch_ms <= 0) return 0.0;
+  if (tail == kQueueingTail && cap >= 2 && cap <= kBulkTableMaxCap &&
+      rho < 1 - 0.25 / kBulkTableSize) {
+    return std::max(0.0, TableOf(cap).Quantile(rho) - 1) * batch_ms;
+  }
+  return (BulkSojournQuantile(rho, cap, tail) - 1) * batch_ms;
+}
+
 double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail,
-                        double burst_tail) {
+                        double burst_tail, bool bulk_queue) {
+  if (bulk_queue && batch >= 2) {
+    return BulkQueueWaitMs(rho, batch_ms, batch, tail);
+  }
   const double wait = batch <= 1 ? MD1WaitMs(rho, batch_ms, tail)
                                  : RoundWaitMs(rho, batch_ms, tail);
   if (burst_tail > 0 && rho < 1 &&

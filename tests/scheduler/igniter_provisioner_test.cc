@@ -7,6 +7,7 @@
 
 #include "datasets/igniter_coefficients.h"
 #include "gtest/gtest.h"
+#include "scheduler/queue_wait.h"
 
 namespace tessera {
 namespace {
@@ -115,6 +116,25 @@ TEST(IgniterProvisionerTest, BurstBoundLetsAFullBatchTakeItsBurst) {
   p = ProvisionIgniter(model, {q}, 4);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 60);
+}
+
+TEST(IgniterProvisionerTest, BulkQueueWaitPlansTheLowerBoundShare) {
+  // The workload of BurstBoundLetsAFullBatchTakeItsBurst. Its lower bound
+  // is r = 40 (t = 80 <= SLO / 2): rho = 0.8 at batch 32, where the bulk
+  // queue's p99.5 sojourn is 2.175 t = 174 <= 200 (queue_wait.h), so
+  // ALLOC stops there, below the burst bound's 60.
+  IgniterWorkload w = Linear("a");
+  w.k = {0, 100, 0, 0, 0};
+  const IgniterModel model(Plain());
+  IgniterRequest q{&w, 200, 320, 32};
+  q.queueing_check = true;
+  q.burst_tail = 0.001;
+  q.bulk_queue_wait = true;
+  EXPECT_NEAR(80 * (1 + BulkQueueWaitMs(0.8, 1, 32)), 174, 0.5);
+  auto p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus[0][0].batch, 32);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 40);
 }
 
 TEST(IgniterProvisionerTest, TooMuchForOneGpuIsReplicated) {

@@ -12,6 +12,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.shared().queueing_check());
   EXPECT_FALSE(paper.shared().burst_caps());
   EXPECT_FALSE(paper.shared().burst_bound());
+  EXPECT_FALSE(paper.shared().bulk_queue_wait());
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
   EXPECT_FALSE(paper.igniter().replicas());
@@ -27,6 +28,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().queueing_check());
   EXPECT_TRUE(tessera.shared().burst_caps());
   EXPECT_TRUE(tessera.shared().burst_bound());
+  EXPECT_FALSE(tessera.shared().bulk_queue_wait());  // opt-in, measured
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);
   EXPECT_TRUE(tessera.igniter().latency_floor());

@@ -53,9 +53,12 @@ double ExactTail(double rho, double u) {
   return std::clamp(static_cast<double>(1 - cdf), 0.0, 1.0);
 }
 
-// The positive root g of rho (e^g - 1) = g, rho in (0, 1).
-double DecayRate(double rho) {
-  auto f = [rho](double g) { return rho * std::expm1(g) - g; };
+// Lundberg's exponent of Lindley's recursion Z' = (Z + A - cap)^+ with A ~
+// Poisson(a), a < cap: the positive root of a (e^theta - 1) = theta cap.
+// With cap 1 it is the decay rate g of the M/D/1 wait at rho = a.
+double LundbergExponent(double a, int cap) {
+  auto f = [a, cap](double th) { return a * std::expm1(th) - th * cap; };
+  // f < 0 just above 0 (a < cap) and f grows without bound.
   double lo = 0, hi = 1;
   while (f(hi) < 0) {
     lo = hi;
@@ -73,7 +76,7 @@ double DecayRate(double rho) {
 class Md1Tail {
  public:
   explicit Md1Tail(double rho) : rho_(rho) {
-    const double g = DecayRate(rho);
+    const double g = LundbergExponent(rho, 1);
     g_ = g;
     u0_ = std::max(1.0,
                    std::min({kExactLimit / rho, static_cast<double>(kMaxTerms),
@@ -193,23 +196,6 @@ int PoissonQuantile(double mean, double tail) {
 }
 
 namespace {
-
-// Lundberg's exponent of Lindley's recursion Z' = (Z + A - cap)^+ with A ~
-// Poisson(a), a < cap: the positive root of a (e^theta - 1) = theta cap.
-double LundbergExponent(double a, int cap) {
-  auto f = [a, cap](double th) { return a * std::expm1(th) - th * cap; };
-  // f < 0 just above 0 (a < cap) and f grows without bound.
-  double lo = 0, hi = 1;
-  while (f(hi) < 0) {
-    lo = hi;
-    hi *= 2;
-  }
-  for (int i = 0; i < 80 && hi - lo > 1e-12 * hi; ++i) {
-    const double mid = (lo + hi) / 2;
-    (f(mid) < 0 ? lo : hi) = mid;
-  }
-  return lo;  // the lower end: a smaller exponent is the safer bound
-}
 
 // 8-point Gauss-Legendre nodes and weights on [-1, 1].
 constexpr std::array<double, 8> kGaussNodes = {

@@ -109,6 +109,27 @@ TEST_F(InssBatchingTest, QueueingCheckAddsTheBatchQueueWait) {
   EXPECT_LE(r.worst_ms[0], 200);
 }
 
+TEST_F(InssBatchingTest, BulkQueueWaitLetsBatchesGrow) {
+  // The workload above with shared.bulk_queue_wait: a batch takes up to b
+  // waiting tasks, so the wait is about 1.6 batch times instead of 3.7
+  // (b = 6: 55.4 ms, not 130). b = 9: exec 50 ms, rho 0.556, wait
+  // 62.7 ms + 130 = 192.7 <= 200; b = 10: 65.2 + 145 = 210.2 > 200.
+  PolicyOptions options = PaperRules();
+  options.rules.mutable_inss()->set_fill_wait(true);
+  options.rules.mutable_shared()->set_bulk_queue_wait(true);
+  const InssCluster c = Make(200, options);
+  const InssBatchResult r =
+      InssBatching::Decide(c, Place({0, -1}, {100, 0}), {100, 0}, {0, 0}, {});
+  ASSERT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.batch[0], 9);
+  const int b = r.batch[0];
+  const double exec = 5 + 5 * b;
+  EXPECT_DOUBLE_EQ(r.worst_ms[0],
+                   InssModel::WorstTaskMs(b, 100, exec, 0) +
+                       BulkQueueWaitMs(100 * exec / (1000.0 * b), exec, b));
+  EXPECT_LE(r.worst_ms[0], 200);
+}
+
 TEST_F(InssBatchingTest, BacklogCountsAgainstTheSlo) {
   const InssCluster c = Make(100);
   // 20 tasks queued ahead: the worst task needs ceil(21 / b) runs of

@@ -60,7 +60,8 @@ class Planner {
     }
   }
 
-  // T, or +inf when (13)/(14) or the collection-time check fail.
+  // T (the tail T with LasRules.tail_wait, unless tail_wait_slo_only), or
+  // +inf when (13)/(14) or the collection-time check fail.
   double Latency(const Service& s, int b, double p, double overhead) const {
     const ModelDemand& m = demands_[s.demand];
     if (p < min_share_[s.demand]) {
@@ -83,13 +84,17 @@ class Planner {
     // (FixedBatchWaitMs; the batch is also the dispatcher's cap) instead of
     // the mean: the SLO is a tail target, the paper's T a mean (the
     // digest's "mean vs tail").
+    // LasRules.tail_wait_slo_only: the tail only in the SLO check; the
+    // paper's T (the mean) stays in (14) and in the objective b / (p T).
+    const double mean_t = queue + proc;
+    double t = mean_t;
     if (rules_.tail_wait() && std::isfinite(queue)) {
-      queue =
-          FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
-                           m.queueing_tail, m.burst_tail, m.bulk_queue_wait);
+      t = proc + FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
+                                  m.queueing_tail, m.burst_tail,
+                                  m.bulk_queue_wait);
     }
-    const double t = queue + proc;
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
+    if (rules_.tail_wait_slo_only()) t = mean_t;
     if (1000.0 * b / t < s.rate_rps) {
       return std::numeric_limits<double>::infinity();
     }

@@ -74,6 +74,7 @@ PlanningRules TesseraDefaults() {
   l->set_collection_time(false);
   l->set_replicas(true);
   l->set_interfered_queue(false);
+  l->set_tail_wait_slo_only(false);
   l->set_latency_headroom(1.1);
   l->set_rate_headroom(1.0);
   InssRules* n = r.mutable_inss();
@@ -122,6 +123,7 @@ PlanningRules PaperDefaults() {
   l->set_collection_time(false);
   l->set_replicas(false);
   l->set_interfered_queue(false);
+  l->set_tail_wait_slo_only(false);
   l->set_latency_headroom(1.0);
   l->set_rate_headroom(1.0);
   InssRules* n = r.mutable_inss();

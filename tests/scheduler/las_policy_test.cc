@@ -94,6 +94,37 @@ TEST(LasPolicyTest, WithoutTheCollectionTimeTheLargestBatchWins) {
   EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
 }
 
+TEST(LasPolicyTest, TailWaitInTheSloCheckOnlyKeepsThePapersDemandConstraint) {
+  // L(b, p) = 1 + 0.2 b ms, 2,162 req/s, SLO 100 ms, no collection time.
+  // With t = L(b) and rho = lambda t / b = 2.162 / b + 0.432 (>= 0.5):
+  //  * (14) with the paper's T (Eq. 6's mean) is b / T >= lambda, i.e.
+  //    rho + rho^2 / (2 (1 - rho)) <= 1: rho <= 0.586, so b >= 15;
+  //  * (14) with the tail T (p99.5 wait of whole batches, RoundWaitMs:
+  //    ln(200) rho t / (2 (1 - rho)) past rho ~ 0.3) needs rho <= 0.38:
+  //    no batch size;
+  //  * the SLO check with the tail: b = 32 (rho 0.5) waits 2.65 t, T =
+  //    3.65 x 7.4 = 27 ms <= 100.
+  // So with the tail in all three checks nothing is feasible; with it in
+  // the SLO check only, b = 32 at the smallest share has the most
+  // throughput per share (the least rho).
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, Profile("a", [](int b, double) { return 1 + 0.2 * b; }), 2162,
+           100);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_las()->set_tail_wait(true);
+  // One service, and the heavy-traffic wait (no burst bound).
+  o.rules.mutable_las()->set_replicas(false);
+  o.rules.mutable_shared()->set_burst_bound(false);
+  auto refused = testing::RunPolicyWith("las", s, o);
+  EXPECT_FALSE(refused.ok());
+  o.rules.mutable_las()->set_tail_wait_slo_only(true);
+  auto plan = testing::RunPolicyWith("las", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->devices_size(), 1);
+  EXPECT_DOUBLE_EQ(plan->devices(0).gpulets(0).share_percent(), 20);
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
+}
+
 TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
   // Six 20 % services: five fill a GPU, the sixth opens a second.
   ClusterSnapshot s = Snapshot(2);

@@ -22,6 +22,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.las().collection_time());
   EXPECT_FALSE(paper.las().replicas());
   EXPECT_FALSE(paper.las().interfered_queue());
+  EXPECT_FALSE(paper.las().tail_wait_slo_only());
   EXPECT_FALSE(paper.inss().fill_wait());
   EXPECT_FALSE(paper.inss().bda_repair());
   const PlanningRules tessera = PresetRules(RULES_PRESET_TESSERA);

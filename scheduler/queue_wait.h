@@ -59,14 +59,6 @@ double RoundWaitMs(double rho, double round_ms, double tail = kQueueingTail);
 // tail) it is `tail`.
 double RoundWaitTailProbability(double rho, double round_ms, double wait_ms);
 
-// The planning wait at a server running batches of exactly `batch`, each
-// taking `batch_ms`, with Poisson requests (rho = rate batch_ms /
-// (1000 batch)). Batch 1 is the exact M/D/1 (MD1WaitMs). From batch 2 the
-// batches arrive as Erlang-b gaps, far more regular than Poisson:
-// RoundWaitMs, which bounds the simulated p99.5 of that E_b/D/1 queue from
-// above for b = 2, 4, 8 and rho = 0.1 ... 0.9 (docs/scheduling.md,
-// "Shared planning rules"), where the exact M/D/1 would be 2x to ten times too
-// pessimistic.
 // The least k with P(N > k) <= tail for N ~ Poisson(mean): the batch that
 // takes a duty cycle's arrivals at the planning tail. 0 for mean <= 0.
 int PoissonQuantile(double mean, double tail);
@@ -109,6 +101,14 @@ double BulkQueueSojournTail(double arrivals_per_batch, int cap, double sigma);
 double BulkQueueWaitMs(double rho, double batch_ms, int cap,
                        double tail = kQueueingTail);
 
+// The planning wait at a server running batches of exactly `batch`, each
+// taking `batch_ms`, with Poisson requests (rho = rate batch_ms /
+// (1000 batch)). Batch 1 is the exact M/D/1 (MD1WaitMs). From batch 2 the
+// batches arrive as Erlang-b gaps, far more regular than Poisson:
+// RoundWaitMs, which bounds the simulated p99.5 of that E_b/D/1 queue from
+// above for b = 2, 4, 8 and rho = 0.1 ... 0.9 (docs/scheduling.md,
+// "Shared planning rules"), where the exact M/D/1 would be 2x to ten times too
+// pessimistic.
 //
 // With burst_tail > 0 (SharedRules.burst_bound), the burst bound as well:
 // when a batch's time brings at most `batch` arrivals at that tail

@@ -125,6 +125,27 @@ TEST(LasPolicyTest, TailWaitInTheSloCheckOnlyKeepsThePapersDemandConstraint) {
   EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
 }
 
+TEST(LasPolicyTest, BulkQueueWaitAdmitsWhatTheWholeBatchWaitRefuses) {
+  // The profile above at 1,946 req/s: rho = 1.946 / b + 0.389, 0.45 at
+  // b = 32. With the tail T in (14), b / T >= lambda needs T <= t / rho,
+  // i.e. a p99.5 sojourn of at most 1 / rho batch times. The whole-batch
+  // wait (RoundWaitMs) gives 1 + ln(200) rho / (2 (1 - rho)): that needs
+  // rho <= 0.38, which no batch size reaches. The bulk queue gives about
+  // 2.0 at b = 32 (<= 1 / 0.45 = 2.2): planned, at a large batch.
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, Profile("a", [](int b, double) { return 1 + 0.2 * b; }), 1946,
+           100);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_las()->set_tail_wait(true);
+  o.rules.mutable_las()->set_replicas(false);
+  o.rules.mutable_shared()->set_burst_bound(false);
+  EXPECT_FALSE(testing::RunPolicyWith("las", s, o).ok());
+  o.rules.mutable_shared()->set_bulk_queue_wait(true);
+  auto plan = testing::RunPolicyWith("las", s, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_GE(plan->devices(0).gpulets(0).models(0).batch_size(), 24);
+}
+
 TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {
   // Six 20 % services: five fill a GPU, the sixth opens a second.
   ClusterSnapshot s = Snapshot(2);

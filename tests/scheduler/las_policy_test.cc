@@ -94,8 +94,26 @@ TEST(LasPolicyTest, WithoutTheCollectionTimeTheLargestBatchWins) {
   EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
 }
 
+// One service of L(b, p) = 1 + 0.2 b ms at `rate_rps` (SLO 100 ms) on one
+// GPU, and rules with LAS's tail wait, no replicas and the heavy-traffic
+// wait (no burst bound): the setting of the two tail-wait tests below.
+ClusterSnapshot OneLinearService(double rate_rps) {
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, Profile("a", [](int b, double) { return 1 + 0.2 * b; }),
+           rate_rps, 100);
+  return s;
+}
+
+PolicyOptions OneServiceTailWait() {
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_las()->set_tail_wait(true);
+  o.rules.mutable_las()->set_replicas(false);
+  o.rules.mutable_shared()->set_burst_bound(false);
+  return o;
+}
+
 TEST(LasPolicyTest, TailWaitInTheSloCheckOnlyKeepsThePapersDemandConstraint) {
-  // L(b, p) = 1 + 0.2 b ms, 2,162 req/s, SLO 100 ms, no collection time.
+  // OneLinearService at 2,162 req/s; no collection time.
   // With t = L(b) and rho = lambda t / b = 2.162 / b + 0.432 (>= 0.5):
   //  * (14) with the paper's T (Eq. 6's mean) is b / T >= lambda, i.e.
   //    rho + rho^2 / (2 (1 - rho)) <= 1: rho <= 0.586, so b >= 15;
@@ -107,14 +125,8 @@ TEST(LasPolicyTest, TailWaitInTheSloCheckOnlyKeepsThePapersDemandConstraint) {
   // So with the tail in all three checks nothing is feasible; with it in
   // the SLO check only, b = 32 at the smallest share has the most
   // throughput per share (the least rho).
-  ClusterSnapshot s = Snapshot(1);
-  AddModel(&s, Profile("a", [](int b, double) { return 1 + 0.2 * b; }), 2162,
-           100);
-  PolicyOptions o = testing::PaperRules();
-  o.rules.mutable_las()->set_tail_wait(true);
-  // One service, and the heavy-traffic wait (no burst bound).
-  o.rules.mutable_las()->set_replicas(false);
-  o.rules.mutable_shared()->set_burst_bound(false);
+  const ClusterSnapshot s = OneLinearService(2162);
+  PolicyOptions o = OneServiceTailWait();
   auto refused = testing::RunPolicyWith("las", s, o);
   EXPECT_FALSE(refused.ok());
   o.rules.mutable_las()->set_tail_wait_slo_only(true);
@@ -132,13 +144,8 @@ TEST(LasPolicyTest, BulkQueueWaitAdmitsWhatTheWholeBatchWaitRefuses) {
   // wait (RoundWaitMs) gives 1 + ln(200) rho / (2 (1 - rho)): that needs
   // rho <= 0.38, which no batch size reaches. The bulk queue gives about
   // 2.0 at b = 32 (<= 1 / 0.45 = 2.2): planned, at a large batch.
-  ClusterSnapshot s = Snapshot(1);
-  AddModel(&s, Profile("a", [](int b, double) { return 1 + 0.2 * b; }), 1946,
-           100);
-  PolicyOptions o = testing::PaperRules();
-  o.rules.mutable_las()->set_tail_wait(true);
-  o.rules.mutable_las()->set_replicas(false);
-  o.rules.mutable_shared()->set_burst_bound(false);
+  const ClusterSnapshot s = OneLinearService(1946);
+  PolicyOptions o = OneServiceTailWait();
   EXPECT_FALSE(testing::RunPolicyWith("las", s, o).ok());
   o.rules.mutable_shared()->set_bulk_queue_wait(true);
   auto plan = testing::RunPolicyWith("las", s, o);

@@ -45,7 +45,19 @@ std::vector<const ModelDemand*> GpuletPlacer::PaperOrder(
 }
 
 double GpuletPlacer::MaxEfficientPartition(const ModelDemand& m,
-                                           const std::vector<double>& grid) {
+                                           const std::vector<double>& grid,
+                                           GpuletKneeRule rule) {
+  if (rule == GPULET_KNEE_RULE_PER_SHARE) {
+    double best = 0, p_eff = 0;
+    for (double p : grid) {
+      const double per_share = SaturatedThroughput(m, p) / p;
+      if (per_share > best) {
+        best = per_share;
+        p_eff = p;
+      }
+    }
+    return p_eff > 0 ? p_eff : 100;
+  }
   double best_score = 0, p_eff = 0;
   for (size_t i = 0; i + 1 < grid.size(); ++i) {
     const double pair[2] = {grid[i], grid[i + 1]};
@@ -288,7 +300,7 @@ bool GpuletPlacer::PlaceInLeftover(const ModelDemand& m, double want,
 
 absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
                                      Context* ctx) const {
-  const double p_eff = MaxEfficientPartition(m, *ctx->grid);
+  const double p_eff = MaxEfficientPartition(m, *ctx->grid, ctx->knee);
   // A model's first gpulet is always placed; after it, a remainder at or
   // below the slack gets none (the artifact's TRP_SLACK).
   bool has_gpulet = rate < m.rate_rps - 1e-9;
@@ -325,7 +337,27 @@ absl::Status GpuletPlacer::Partition(
     const std::vector<const ModelDemand*>& order,
     const std::vector<double>& grid, bool fixed,
     std::vector<GpuLayout>* layouts) const {
-  Context ctx{&grid, fixed, layouts, {}, {}};
+  if (rules_.knee_rule() != GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE) {
+    return PartitionWith(rules_.knee_rule(), order, grid, fixed, layouts);
+  }
+  const std::vector<GpuLayout> original = *layouts;
+  const absl::Status first =
+      PartitionWith(GPULET_KNEE_RULE_ARTIFACT, order, grid, fixed, layouts);
+  if (first.ok() || !absl::IsResourceExhausted(first)) return first;
+  *layouts = original;
+  if (PartitionWith(GPULET_KNEE_RULE_PER_SHARE, order, grid, fixed, layouts)
+          .ok()) {
+    return absl::OkStatus();
+  }
+  *layouts = original;
+  return first;
+}
+
+absl::Status GpuletPlacer::PartitionWith(
+    GpuletKneeRule knee, const std::vector<const ModelDemand*>& order,
+    const std::vector<double>& grid, bool fixed,
+    std::vector<GpuLayout>* layouts) const {
+  Context ctx{&grid, fixed, knee, layouts, {}, {}};
   for (GpuLayout& l : *layouts) {
     l.set_occupancy_weighted_interference(
         rules_.occupancy_weighted_interference());

@@ -19,7 +19,9 @@ namespace tessera {
 // knee of the saturated-throughput curve (MaxEfficientPartition); if the
 // remaining rate exceeds what a saturated p_eff gpulet serves, place a
 // saturated gpulet of size p_eff, else the residue on p_req = the smallest
-// partition <= p_eff that serves it. A residue at or below
+// partition <= p_eff that serves it (p_eff by GpuletRules.knee_rule; with
+// ARTIFACT_THEN_PER_SHARE a failed pass is redone with the per-share
+// knee on the original layouts). A residue at or below
 // GpuletRules.residue_slack_rps gets no gpulet of its own once the model
 // has one (the artifact's TRP_SLACK). Placement tries a temporal merge
 // into an allocated gpulet that is not pinned (at most 3 models each, as
@@ -61,9 +63,12 @@ class GpuletPlacer {
   // of `grid` below the whole device (on the default grid the artifact's
   // pairs (20,40), (40,50), (50,60), (60,80)), the upper end of the pair
   // with the largest throughput gain per percent, ignoring gains under
-  // 5 %; the smallest feasible size if none qualifies.
+  // 5 %; the smallest feasible size if none qualifies (`rule` ARTIFACT).
+  // PER_SHARE: the size of `grid` with the largest saturated throughput per
+  // percent, the whole device included (ties: the smaller).
   static double MaxEfficientPartition(const ModelDemand& m,
-                                      const std::vector<double>& grid);
+                                      const std::vector<double>& grid,
+                                      GpuletKneeRule rule);
 
  private:
   // A model's rate left to place after a resident was shrunk.
@@ -71,12 +76,19 @@ class GpuletPlacer {
   struct Context {
     const std::vector<double>* grid;
     bool fixed;
+    // ARTIFACT or PER_SHARE: this pass's p_eff rule.
+    GpuletKneeRule knee;
     std::vector<GpuLayout>* layouts;
     Shortfalls shortfalls;
     // Models already shrunk once (ARTIFACT).
     std::map<const ModelDemand*, bool> shrunk;
   };
 
+  // One pass of Algorithm 1 over `order` with p_eff by `knee`.
+  absl::Status PartitionWith(GpuletKneeRule knee,
+                             const std::vector<const ModelDemand*>& order,
+                             const std::vector<double>& grid, bool fixed,
+                             std::vector<GpuLayout>* layouts) const;
   // Places `rate` of `m` (saturated gpulets, then a residue).
   absl::Status PlaceRate(const ModelDemand& m, double rate, Context* ctx) const;
   // Places one slice; `placed_rate` receives the rate actually placed.

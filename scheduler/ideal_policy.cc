@@ -64,9 +64,46 @@ class Search {
   const std::vector<GpuLayout>& best() const { return best_; }
 
  private:
+  // How `rate` may be split over gpulets that sustain `caps` alone: in
+  // proportion to the caps, and (for two or more) every gpulet but one
+  // saturated at its cap with the rest on that one (gpulet's saturated
+  // gpulets plus a residue).
+  static std::vector<std::vector<double>> Splits(
+      double rate, const std::vector<double>& caps) {
+    double total = 0;
+    for (double c : caps) total += c;
+    std::vector<std::vector<double>> out(1);
+    for (double c : caps) out[0].push_back(rate * c / total);
+    if (caps.size() < 2) return out;
+    for (size_t residue = 0; residue < caps.size(); ++residue) {
+      const double rest = rate - (total - caps[residue]);
+      if (rest <= 0) continue;  // the others alone carry it
+      std::vector<double> split = caps;
+      split[residue] = rest;
+      out.push_back(std::move(split));
+    }
+    return out;
+  }
+
+  // Adds slices of `d` at `rates` to the gpulets `members`; false when one
+  // becomes infeasible or already holds three models.
+  bool Place(const ModelDemand& d, const std::vector<int>& members,
+             const std::vector<double>& rates,
+             const std::vector<SlotRef>& slots, std::vector<GpuLayout>* gpus) {
+    for (size_t k = 0; k < members.size(); ++k) {
+      const SlotRef& r = slots[members[k]];
+      auto& gpu = (*gpus)[r.gpu];
+      auto& slot = gpu.slots()[r.slot];
+      if (rates[k] <= 0 || slot.slices.size() >= 3) return false;
+      slot.slices.push_back(Slice{&d, rates[k]});
+      if (!gpu.Resolve(intf_)) return false;
+    }
+    return true;
+  }
+
   // Assigns model m onward; true when every model is placed feasibly.
   // Each model takes a non-empty set of gpulets (smaller sets first), its
-  // rate split in proportion to what each gpulet sustains for it alone.
+  // rate split by Splits.
   bool Assign(size_t m, std::vector<GpuLayout>* gpus,
               const std::vector<SlotRef>& slots) {
     if (m == demands_.size()) return true;
@@ -95,23 +132,15 @@ class Search {
       }
       // Prune: the set cannot carry the rate even with nothing else on it.
       if (total < d.rate_rps) continue;
-      std::vector<GpuLayout> saved = *gpus;
-      bool ok = true;
-      for (size_t k = 0; k < members.size() && ok; ++k) {
-        const SlotRef& r = slots[members[k]];
-        const double rate = d.rate_rps * caps[k] / total;
-        auto& gpu = (*gpus)[r.gpu];
-        auto& slot = gpu.slots()[r.slot];
-        if (rate <= 0 || slot.slices.size() >= 3) {
-          ok = false;
-          break;
+      for (const std::vector<double>& rates : Splits(d.rate_rps, caps)) {
+        std::vector<GpuLayout> saved = *gpus;
+        if (Place(d, members, rates, slots, gpus) &&
+            Assign(m + 1, gpus, slots)) {
+          return true;
         }
-        slot.slices.push_back(Slice{&d, rate});
-        ok = gpu.Resolve(intf_);
+        *gpus = std::move(saved);
+        if (nodes_ > kNodeBudget) return false;
       }
-      if (ok && Assign(m + 1, gpus, slots)) return true;
-      *gpus = std::move(saved);
-      if (nodes_ > kNodeBudget) return false;
     }
     return false;
   }

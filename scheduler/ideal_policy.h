@@ -12,13 +12,14 @@ namespace tessera {
 // GPUs (whole, 20/80, 40/60, 50/50; GPUs are identical, so layouts are
 // taken as multisets) and every assignment of each model to a non-empty set
 // of gpulets (its rate split in proportion to what each gpulet sustains
-// alone; smaller sets first), time-sharing (at most 3 models a gpulet) and
-// the configured interference model included; the first feasible plan in
-// order of GPUs used wins. Depth-first with pruning (a set that cannot
-// carry the rate alone, a gpulet that becomes infeasible). Cost grows as
-// layouts x (2^gpulets)^models: the search refuses (FAILED_PRECONDITION)
-// beyond kMaxGpus GPUs or kMaxModels models, and answers DEADLINE_EXCEEDED
-// rather than a non-exhaustive result when it exceeds its node budget.
+// alone, or with all of them but one saturated; smaller sets first),
+// time-sharing (at most 3 models a gpulet) and the configured interference
+// model included; the first feasible plan in order of GPUs used wins.
+// Depth-first with pruning (a set that cannot carry the rate alone, a gpulet
+// that becomes infeasible). Cost grows as layouts x (2^gpulets)^models: the
+// search refuses (FAILED_PRECONDITION) beyond kMaxGpus GPUs or kMaxModels
+// models, and answers DEADLINE_EXCEEDED rather than a non-exhaustive result
+// when it exceeds its node budget.
 class IdealPolicy : public SchedulingPolicy {
  public:
   static constexpr int kMaxGpus = 4;

@@ -61,6 +61,9 @@ PlanningRules TesseraDefaults() {
   g->set_occupancy_weighted_interference(false);
   g->set_leftover_fill(false);
   g->set_interference_within_headroom(false);
+  // +23.7 % and +18.0 % for gpulet on the two halves of the rules suite,
+  // no plan broken (docs/planning-rules.md).
+  g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
   IgniterRules* i = r.mutable_igniter();
   i->set_replicas(true);
   i->set_queueing_check(true);
@@ -112,6 +115,7 @@ PlanningRules PaperDefaults() {
   g->set_occupancy_weighted_interference(false);
   g->set_leftover_fill(false);
   g->set_interference_within_headroom(false);
+  g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
   IgniterRules* i = r.mutable_igniter();
   i->set_replicas(false);
   i->set_queueing_check(false);
@@ -232,6 +236,10 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       Check(GpuletInterferenceCheck_IsValid(g.interference_check()) &&
                 g.interference_check() != GPULET_INTERFERENCE_CHECK_UNSPECIFIED,
             "gpulet.interference_check", "PAPER, ARTIFACT or STRICT"));
+  RETURN_IF_ERROR(Check(GpuletKneeRule_IsValid(g.knee_rule()) &&
+                            g.knee_rule() != GPULET_KNEE_RULE_UNSPECIFIED,
+                        "gpulet.knee_rule",
+                        "ARTIFACT, PER_SHARE or ARTIFACT_THEN_PER_SHARE"));
   RETURN_IF_ERROR(Check(
       g.artifact_min_rate_fraction() > 0 && g.artifact_min_rate_fraction() <= 1,
       "gpulet.artifact_min_rate_fraction", "in (0, 1]"));

@@ -232,5 +232,92 @@ TEST_F(GpuletPlacerTest, LeftoverFillUsesASmallerFreeGpulet) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// L(b, p) = (2 + b) * 100 / p ms on the whole GPU and 1.5x that on any
+// smaller gpulet: a split costs a third of the throughput per percent. At
+// SLO 40 ms the saturated batch (2 L <= SLO) and throughput by size:
+// 20 %: none; 40 %: b 3, 160 req/s; 50 %: b 4, 222.2; 60 %: b 6, 300;
+// 80 %: b 8, 426.7; 100 %: b 18, 900 (9 req/s per percent, 5.3 at 80 %).
+class GpuletKneeRuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelProfile p;
+    p.set_model("k");
+    for (double share : {20.0, 40.0, 50.0, 60.0, 80.0, 100.0}) {
+      for (int b = 1; b <= 32; ++b) {
+        LatencyPoint* pt = p.add_latency();
+        pt->set_batch_size(b);
+        pt->set_share_percent(share);
+        const double split = share < 100 ? 1.5 : 1.0;
+        pt->set_latency_ms(split * (2 + b) * 100 / share);
+      }
+    }
+    model_ = *LatencyModel::FromProfile(p);
+    k_.name = "k";
+    k_.rate_rps = 800;
+    k_.slo_ms = 40;
+    k_.max_batch = 32;
+    k_.latency = &model_;
+    k_.queueing_check = false;
+    k_.burst_caps = false;
+    device_.backend_id = "b0";
+    device_.device_id = "gpu0";
+  }
+
+  absl::Status Place(GpuletKneeRule knee, std::vector<GpuLayout>* layouts) {
+    GpuletRules rules = PresetRules(RULES_PRESET_PAPER).gpulet();
+    rules.set_knee_rule(knee);
+    return GpuletPlacer(nullptr, rules)
+        .Partition({&k_}, AllowedShares(), /*fixed=*/false, layouts);
+  }
+
+  LatencyModel model_;
+  ModelDemand k_;
+  DeviceSnapshot device_;
+};
+
+TEST_F(GpuletKneeRuleTest,
+       ArtifactKneeIsTheLargestGainPerPercentBelowTheWholeGpu) {
+  // Gains per percent: (20, 40) 8.0, (40, 50) 6.2, (50, 60) 7.8,
+  // (60, 80) 6.3; (80, 100) is never examined.
+  EXPECT_EQ(GpuletPlacer::MaxEfficientPartition(k_, AllowedShares(),
+                                                GPULET_KNEE_RULE_ARTIFACT),
+            40);
+}
+
+TEST_F(GpuletKneeRuleTest, PerShareKneeTakesTheWholeGpuWhereItIsMostEfficient) {
+  EXPECT_EQ(GpuletPlacer::MaxEfficientPartition(k_, AllowedShares(),
+                                                GPULET_KNEE_RULE_PER_SHARE),
+            100);
+}
+
+TEST_F(GpuletKneeRuleTest, ArtifactThenPerShareRedoesAPassThatFails) {
+  // 800 req/s on one GPU. The artifact's knee: a saturated 40 % gpulet
+  // (160) splits the GPU 40/60, the 60 % serves 300 at most, and 340 are
+  // left with no room.
+  std::vector<GpuLayout> artifact;
+  artifact.emplace_back(&device_);
+  EXPECT_EQ(Place(GPULET_KNEE_RULE_ARTIFACT, &artifact).code(),
+            absl::StatusCode::kResourceExhausted);
+  // The per-share knee is the whole GPU (900 >= 800): one gpulet.
+  for (GpuletKneeRule knee :
+       {GPULET_KNEE_RULE_PER_SHARE, GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE}) {
+    std::vector<GpuLayout> layouts;
+    layouts.emplace_back(&device_);
+    ASSERT_TRUE(Place(knee, &layouts).ok()) << GpuletKneeRule_Name(knee);
+    ASSERT_EQ(layouts[0].slots().size(), 1u) << GpuletKneeRule_Name(knee);
+    EXPECT_EQ(layouts[0].slots()[0].share_percent, 100);
+    ASSERT_EQ(layouts[0].slots()[0].slices.size(), 1u);
+    EXPECT_NEAR(layouts[0].slots()[0].slices[0].rate_rps, 800, 1e-9);
+  }
+  // At 150 req/s the artifact's pass succeeds and is kept: one 40 %
+  // gpulet, not the whole GPU.
+  k_.rate_rps = 150;
+  std::vector<GpuLayout> light;
+  light.emplace_back(&device_);
+  ASSERT_TRUE(Place(GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE, &light).ok());
+  ASSERT_FALSE(light[0].slots().empty());
+  EXPECT_EQ(light[0].slots()[0].share_percent, 40);
+}
+
 }  // namespace
 }  // namespace tessera

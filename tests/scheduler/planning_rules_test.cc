@@ -15,6 +15,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.shared().bulk_queue_wait());
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
+  EXPECT_EQ(paper.gpulet().knee_rule(), GPULET_KNEE_RULE_ARTIFACT);
   EXPECT_FALSE(paper.igniter().replicas());
   EXPECT_FALSE(paper.igniter().queueing_check());
   EXPECT_FALSE(paper.igniter().latency_floor());
@@ -32,6 +33,8 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(tessera.shared().bulk_queue_wait());  // opt-in, measured
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);
+  EXPECT_EQ(tessera.gpulet().knee_rule(),
+            GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
   EXPECT_EQ(DescribeRules(paper), "paper");
@@ -72,6 +75,11 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
   auto burst = RulesFromFlags("tessera", "shared { burst_tail: 0.5 }");
   EXPECT_EQ(burst.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(burst.status().message().find("shared.burst_tail"),
+            std::string::npos);
+  auto knee = RulesFromFlags(
+      "tessera", "gpulet { knee_rule: GPULET_KNEE_RULE_UNSPECIFIED }");
+  EXPECT_EQ(knee.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(knee.status().message().find("gpulet.knee_rule"),
             std::string::npos);
   auto marginal =
       RulesFromFlags("tessera", "shared { burst_max_marginal_load: 1.5 }");

@@ -232,7 +232,9 @@ TEST(GpuletKneeTest, MaxEfficientPartitionFollowsTheKnee) {
   ASSERT_TRUE(lm.ok());
   ModelDemand m{"k", 100, 40, 32, &*lm};
   // Throughput jumps most from 40 % to 50 %: p_eff = 50.
-  EXPECT_EQ(GpuletPlacer::MaxEfficientPartition(m, AllowedShares()), 50);
+  EXPECT_EQ(GpuletPlacer::MaxEfficientPartition(m, AllowedShares(),
+                                                GPULET_KNEE_RULE_ARTIFACT),
+            50);
 }
 
 }  // namespace

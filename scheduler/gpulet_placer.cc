@@ -298,6 +298,27 @@ bool GpuletPlacer::PlaceInLeftover(const ModelDemand& m, double want,
   return false;
 }
 
+bool GpuletPlacer::OneGpuletIsSmaller(const ModelDemand& m, double rate,
+                                      double p_eff,
+                                      const std::vector<double>& grid,
+                                      double* share) const {
+  if (!rules_.one_gpulet_when_smaller()) return false;
+  const double one = MinRequiredPartition(Slice{&m, rate}, grid);
+  if (one == 0) return false;
+  // The share the paper's path takes: whole saturated p_eff gpulets, then
+  // the residue's smallest partition.
+  const double t = SaturatedThroughput(m, p_eff);
+  const double saturated = std::floor(rate / t);
+  const double residue = rate - saturated * t;
+  double split = saturated * p_eff;
+  if (residue > rules_.residue_slack_rps()) {
+    split += MinRequiredPartition(Slice{&m, residue}, grid);
+  }
+  if (one >= split) return false;
+  *share = one;
+  return true;
+}
+
 absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
                                      Context* ctx) const {
   const double p_eff = MaxEfficientPartition(m, *ctx->grid, ctx->knee);
@@ -311,7 +332,18 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
     Slice slice{&m, remaining};
     double want;
     bool saturated = false;
+    double placed_rate = 0;
     if (t > 0 && remaining > t) {
+      // GpuletRules.one_gpulet_when_smaller; if that gpulet finds no room,
+      // the paper's saturated p_eff gpulet.
+      double one = 0;
+      if (OneGpuletIsSmaller(m, remaining, p_eff, *ctx->grid, &one) &&
+          Place(slice, one, /*saturated=*/false, remaining, ctx,
+                &placed_rate)) {
+        remaining -= placed_rate;
+        has_gpulet = true;
+        continue;
+      }
       slice.rate_rps = t;
       want = p_eff;
       saturated = true;
@@ -319,7 +351,6 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
       want = MinRequiredPartition(slice, *ctx->grid);
       if (want == 0) return Unschedulable(m, "no partition meets its SLO");
     }
-    double placed_rate = 0;
     if (!Place(slice, want, saturated, remaining, ctx, &placed_rate) &&
         !(rules_.leftover_fill() &&
           PlaceInLeftover(m, want, remaining, ctx, &placed_rate))) {

@@ -89,6 +89,11 @@ class GpuletPlacer {
                              const std::vector<const ModelDemand*>& order,
                              const std::vector<double>& grid, bool fixed,
                              std::vector<GpuLayout>* layouts) const;
+  // GpuletRules.one_gpulet_when_smaller: true, with `share` set, when one
+  // gpulet serves `rate` of `m` with less share than saturated p_eff
+  // gpulets plus a residue.
+  bool OneGpuletIsSmaller(const ModelDemand& m, double rate, double p_eff,
+                          const std::vector<double>& grid, double* share) const;
   // Places `rate` of `m` (saturated gpulets, then a residue).
   absl::Status PlaceRate(const ModelDemand& m, double rate, Context* ctx) const;
   // Places one slice; `placed_rate` receives the rate actually placed.

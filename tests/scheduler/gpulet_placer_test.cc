@@ -319,5 +319,43 @@ TEST_F(GpuletKneeRuleTest, ArtifactThenPerShareRedoesAPassThatFails) {
   EXPECT_EQ(light[0].slots()[0].share_percent, 40);
 }
 
+TEST_F(GpuletKneeRuleTest, OneGpuletWhenSmallerThanTheSaturatedSplit) {
+  // 400 req/s, the artifact's knee 40 % (160 req/s saturated). The paper's
+  // path: a saturated 40 % gpulet, then 240 left > 160 takes the GPU's
+  // other 60 % whole (it serves up to 300): two gpulets, 100 %.
+  k_.rate_rps = 400;
+  std::vector<GpuLayout> paper;
+  paper.emplace_back(&device_);
+  ASSERT_TRUE(Place(GPULET_KNEE_RULE_ARTIFACT, &paper).ok());
+  ASSERT_EQ(paper[0].slots().size(), 2u);
+  EXPECT_EQ(paper[0].slots()[0].share_percent, 40);
+  EXPECT_EQ(paper[0].slots()[1].share_percent, 60);
+  // The option compares one gpulet for all 400 (80 %: b 8, L 18.75 ms,
+  // d 20 ms, d + L = 38.75 <= 40) with the paper's count, 2 x 40 % + a
+  // 40 % residue for 80 req/s = 120 %: one 80 % gpulet, 20 % left free.
+  GpuletRules rules = PresetRules(RULES_PRESET_PAPER).gpulet();
+  rules.set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
+  rules.set_one_gpulet_when_smaller(true);
+  std::vector<GpuLayout> one;
+  one.emplace_back(&device_);
+  ASSERT_TRUE(GpuletPlacer(nullptr, rules)
+                  .Partition({&k_}, AllowedShares(), /*fixed=*/false, &one)
+                  .ok());
+  ASSERT_EQ(one[0].slots().size(), 2u);
+  EXPECT_EQ(one[0].slots()[0].share_percent, 80);
+  ASSERT_EQ(one[0].slots()[0].slices.size(), 1u);
+  EXPECT_NEAR(one[0].slots()[0].slices[0].rate_rps, 400, 1e-9);
+  EXPECT_TRUE(one[0].slots()[1].free());
+  // With no room for that gpulet (the GPU already split 40/60), the
+  // paper's saturated gpulets are placed instead.
+  std::vector<GpuLayout> split;
+  split.emplace_back(&device_, std::vector<double>{40, 60});
+  ASSERT_TRUE(GpuletPlacer(nullptr, rules)
+                  .Partition({&k_}, AllowedShares(), /*fixed=*/true, &split)
+                  .ok());
+  EXPECT_FALSE(split[0].slots()[0].free());
+  EXPECT_FALSE(split[0].slots()[1].free());
+}
+
 }  // namespace
 }  // namespace tessera

@@ -16,6 +16,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
   EXPECT_EQ(paper.gpulet().knee_rule(), GPULET_KNEE_RULE_ARTIFACT);
+  EXPECT_FALSE(paper.gpulet().one_gpulet_when_smaller());
   EXPECT_FALSE(paper.igniter().replicas());
   EXPECT_FALSE(paper.igniter().queueing_check());
   EXPECT_FALSE(paper.igniter().latency_floor());
@@ -35,6 +36,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);
   EXPECT_EQ(tessera.gpulet().knee_rule(),
             GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
+  EXPECT_TRUE(tessera.gpulet().one_gpulet_when_smaller());
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
   EXPECT_EQ(DescribeRules(paper), "paper");

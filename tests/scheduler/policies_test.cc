@@ -120,6 +120,11 @@ TEST(PoliciesTest, InterferenceMakesGpuletMoreConservative) {
       testing::PaperRules(std::make_shared<ConstantInterference>(1.5));
   strict.rules.mutable_gpulet()->set_interference_check(
       GPULET_INTERFERENCE_CHECK_STRICT);
+  // Algorithm 1's own sizing: the artifact's knee, no single gpulet in
+  // place of the saturated split (either would serve each model on one
+  // whole-enough gpulet with no neighbour).
+  strict.rules.mutable_gpulet()->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
+  strict.rules.mutable_gpulet()->set_one_gpulet_when_smaller(false);
   auto intf = testing::RunPolicyWith("gpulet", s, strict);
   ASSERT_TRUE(noint.ok()) << noint.status();
   ASSERT_TRUE(intf.ok()) << intf.status();

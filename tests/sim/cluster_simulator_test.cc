@@ -72,14 +72,16 @@ class SimulatorTest : public ::testing::Test {
     for (const auto& m : snapshot_.models) configs_[m.config.name()] = m.config;
   }
 
-  // `knee`: gpulet's p_eff rule (the preset's when unspecified).
-  std::unique_ptr<SchedulingPolicy> Policy(
-      const std::string& name,
-      GpuletKneeRule knee = GPULET_KNEE_RULE_UNSPECIFIED) {
+  // `paper_sizing`: gpulet's saturated gpulets as Algorithm 1 sizes them
+  // (the artifact's knee, no single gpulet in place of the split).
+  std::unique_ptr<SchedulingPolicy> Policy(const std::string& name,
+                                           bool paper_sizing = false) {
     PolicyOptions options;
     options.interference = std::make_shared<ConstantInterference>(kSlowdown);
-    if (knee != GPULET_KNEE_RULE_UNSPECIFIED) {
-      options.rules.mutable_gpulet()->set_knee_rule(knee);
+    if (paper_sizing) {
+      GpuletRules* g = options.rules.mutable_gpulet();
+      g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
+      g->set_one_gpulet_when_smaller(false);
     }
     return std::move(*PolicyRegistry::Create(name, options));
   }
@@ -107,14 +109,14 @@ TEST_F(SimulatorTest, NoIntPlanViolatesWhileInterferenceAwarePlanHolds) {
   // As in the gpulet paper's Fig. 14: at the highest load gpulet-noint
   // still calls schedulable, its plan (blind to the 2.5x slowdown) breaks
   // the SLOs in simulation; gpulet either declines that load or holds it,
-  // and its own plans hold up to the highest load it accepts. With the
-  // artifact's knee alone, as the paper. (With tessera's per-share
-  // fallback, noint's plan at its highest load holds here: 0 % late.)
+  // and its own plans hold up to the highest load it accepts. Sized as
+  // Algorithm 1 sizes gpulets (under tessera's sizing noint's plan at its
+  // highest load holds here: 0 % late).
   const ClusterSimulator sim(truth_.get(), configs_);
   SimOptions options;
   options.duration = absl::Seconds(20);
-  auto noint = Policy("gpulet-noint", GPULET_KNEE_RULE_ARTIFACT);
-  auto aware = Policy("gpulet", GPULET_KNEE_RULE_ARTIFACT);
+  auto noint = Policy("gpulet-noint", /*paper_sizing=*/true);
+  auto aware = Policy("gpulet", /*paper_sizing=*/true);
 
   double top = 0;  // highest scale (1 % steps) noint calls schedulable
   for (double s = 0.5; s < 20; s *= 1.01) {

@@ -240,18 +240,7 @@ TEST_F(GpuletPlacerTest, LeftoverFillUsesASmallerFreeGpulet) {
 class GpuletKneeRuleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ModelProfile p;
-    p.set_model("k");
-    for (double share : {20.0, 40.0, 50.0, 60.0, 80.0, 100.0}) {
-      for (int b = 1; b <= 32; ++b) {
-        LatencyPoint* pt = p.add_latency();
-        pt->set_batch_size(b);
-        pt->set_share_percent(share);
-        const double split = share < 100 ? 1.5 : 1.0;
-        pt->set_latency_ms(split * (2 + b) * 100 / share);
-      }
-    }
-    model_ = *LatencyModel::FromProfile(p);
+    model_ = *LatencyModel::FromProfile(testing::KneeProfile("k", 100, 1.5));
     k_.name = "k";
     k_.rate_rps = 800;
     k_.slo_ms = 40;

@@ -221,19 +221,8 @@ TEST(PolicyInputsTest, PoliciesGiveTheSamePlanFromSharedInputs) {
 
 TEST(GpuletKneeTest, MaxEfficientPartitionFollowsTheKnee) {
   // Fixed cost dominates below 50 %: L(b,p) = (2 + b) * 100 / p for p >= 50
-  // but much worse below. Build it by hand.
-  ModelProfile p;
-  p.set_model("k");
-  for (double share : {20.0, 40.0, 50.0, 60.0, 80.0, 100.0}) {
-    for (int b = 1; b <= 32; ++b) {
-      LatencyPoint* pt = p.add_latency();
-      pt->set_batch_size(b);
-      pt->set_share_percent(share);
-      const double slow = share < 50 ? 3.0 : 1.0;  // small partitions starve
-      pt->set_latency_ms(slow * (2 + b) * 100 / share);
-    }
-  }
-  auto lm = LatencyModel::FromProfile(p);
+  // and 3x that below (small partitions starve).
+  auto lm = LatencyModel::FromProfile(testing::KneeProfile("k", 50, 3.0));
   ASSERT_TRUE(lm.ok());
   ModelDemand m{"k", 100, 40, 32, &*lm};
   // Throughput jumps most from 40 % to 50 %: p_eff = 50.

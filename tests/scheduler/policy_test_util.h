@@ -37,6 +37,25 @@ inline ModelProfile LinearProfile(const std::string& model, double fixed_ms,
   return p;
 }
 
+// A profile with a knee: L(b, p) = (2 + b) * 100 / p ms for b = 1..32 on
+// the default grid, times `slowdown` on every partition below
+// `slow_below_percent`.
+inline ModelProfile KneeProfile(const std::string& model,
+                                double slow_below_percent, double slowdown) {
+  ModelProfile p;
+  p.set_model(model);
+  for (double share : {20.0, 40.0, 50.0, 60.0, 80.0, 100.0}) {
+    for (int b = 1; b <= 32; ++b) {
+      LatencyPoint* pt = p.add_latency();
+      pt->set_batch_size(b);
+      pt->set_share_percent(share);
+      const double slow = share < slow_below_percent ? slowdown : 1.0;
+      pt->set_latency_ms(slow * (2 + b) * 100 / share);
+    }
+  }
+  return p;
+}
+
 // Options for arithmetic checked by hand: the papers' deterministic rules,
 // no headroom and no queueing bound (the other additions as "tessera").
 inline PolicyOptions PaperRules(

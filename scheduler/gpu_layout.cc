@@ -148,6 +148,8 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     const SharedRules& rules = options.rules.shared();
     d.rate_rps = m.rate_rps * rules.rate_headroom();
     d.latency_scale = rules.latency_headroom();
+    d.whole_gpu_latency_scale =
+        std::min(rules.whole_gpu_latency_headroom(), d.latency_scale);
     d.queueing_check = rules.queueing_check();
     d.queueing_tail = rules.queueing_tail();
     d.round_queueing_tail = rules.round_queueing_tail();

@@ -22,6 +22,10 @@ struct ModelDemand {
   const std::string* profile_key = nullptr;
   // Multiplies every latency of this model while planning (headroom).
   double latency_scale = 1.0;
+  // The same on a gpulet that takes the whole GPU (no neighbour, so no
+  // interference to cover): min(SharedRules.whole_gpu_latency_headroom,
+  // latency_scale). 0: latency_scale.
+  double whole_gpu_latency_scale = 0;
   // Apply SolveTimeShare's queueing bound (SharedRules.queueing_check) at
   // this tail (SharedRules.queueing_tail).
   bool queueing_check = true;

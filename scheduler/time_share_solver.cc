@@ -40,20 +40,24 @@ std::vector<double> ShareGrid(
 }
 
 double PlannedLatency(const ModelDemand& m, int batch, double share) {
+  // A whole-GPU gpulet has no neighbour: its own headroom.
+  const double scale = share >= 100 && m.whole_gpu_latency_scale > 0
+                           ? m.whole_gpu_latency_scale
+                           : m.latency_scale;
   // Memoised for the partition sizes the policies use.
   const auto& shares = AllowedShares();
   const int index = static_cast<int>(
       std::find(shares.begin(), shares.end(), share) - shares.begin());
   if (index == static_cast<int>(shares.size()) || batch < 1 ||
       batch > m.max_batch) {
-    return m.latency->LatencyMs(batch, share) * m.latency_scale;
+    return m.latency->LatencyMs(batch, share) * scale;
   }
   if (m.latency_cache.empty()) {
     m.latency_cache.assign(shares.size(),
                            std::vector<double>(m.max_batch + 1, -1.0));
   }
   double& v = m.latency_cache[index][batch];
-  if (v < 0) v = m.latency->LatencyMs(batch, share) * m.latency_scale;
+  if (v < 0) v = m.latency->LatencyMs(batch, share) * scale;
   return v;
 }
 

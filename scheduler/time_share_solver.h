@@ -83,7 +83,7 @@ bool TimeShareFeasible(const std::vector<Slice>& slices, double share_percent,
                        const SliceLatencyFn& latency);
 
 // Latency the policy plans with: the profile's L(b, p) times the model's
-// latency_scale (headroom).
+// latency_scale (headroom), or its whole_gpu_latency_scale at p = 100.
 double PlannedLatency(const ModelDemand& m, int batch, double share);
 // Planned solo latency of a slice (no interference).
 double SoloLatency(const Slice& slice, int batch, double share);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "scheduler/planning_rules.h"
@@ -296,7 +297,7 @@ void RulesReport::Calibrate() const {
     std::fprintf(out_, " [%s]", c.label().c_str());
   std::fprintf(out_, "\n");
   const RulesStudy study(setup_, StudyWithEfficiency(false));
-  std::string chosen;
+  std::vector<std::string> chosen;  // one override per family
   std::vector<std::string> policies;
   for (const CalibrationFamily& family : CalibrationFamilies()) {
     PrintSummaryHeader("Calibration: " + family.name);
@@ -330,13 +331,17 @@ void RulesReport::Calibrate() const {
     }
     std::fprintf(out_, "chosen for %s: %s\n", family.name.c_str(),
                  best.empty() ? "(none holds)" : best.c_str());
-    if (!best.empty()) absl::StrAppend(&chosen, best, " ");
-    policies.insert(policies.end(), family.policies.begin(),
-                    family.policies.end());
-    policies.insert(policies.end(), family.reported.begin(),
-                    family.reported.end());
+    if (!best.empty()) chosen.push_back(best);
+    for (const auto* list : {&family.policies, &family.reported}) {
+      for (const std::string& p : *list) {
+        if (std::find(policies.begin(), policies.end(), p) == policies.end()) {
+          policies.push_back(p);
+        }
+      }
+    }
   }
-  std::fprintf(out_, "\nCalibrated rules: tessera + %s\n", chosen.c_str());
+  std::fprintf(out_, "\nCalibrated rules: tessera + %s\n",
+               absl::StrJoin(chosen, " ").c_str());
   const RulesStudy check(setup_, StudyWithEfficiency(true));
   PrintSummaryHeader("Held-out half: calibrated vs today's tessera");
   for (const std::string& policy : policies) {
@@ -344,7 +349,12 @@ void RulesReport::Calibrate() const {
     o.rules = PresetRules(RULES_PRESET_TESSERA);
     const auto today = RulesStudy::Summarise(check.Run(policy, o, held_out));
     PrintSummaryRow(policy, "tessera today", today, 0);
-    o.rules = *RulesFromFlags("tessera", chosen);
+    auto calibrated = RulesFromFlags("tessera", chosen);
+    if (!calibrated.ok()) {
+      std::fprintf(stderr, "%s\n", calibrated.status().ToString().c_str());
+      return;
+    }
+    o.rules = *calibrated;
     PrintSummaryRow(policy, "calibrated",
                     RulesStudy::Summarise(check.Run(policy, o, held_out)),
                     today.total_rps);

@@ -67,6 +67,9 @@ const std::vector<RulesAddition>& TesseraAdditions() {
       {"rate headroom",
        {"sbp", "greedy", "gpulet-noint", "gpulet"},
        "shared { rate_headroom: 1.0 }"},
+      {"whole-GPU latency headroom 1.05 (not 1.1)",
+       {"sbp", "greedy", "gpulet-noint", "gpulet"},
+       "shared { whole_gpu_latency_headroom: 1.1 }"},
       {"latency headroom", {"igniter"}, "igniter { latency_headroom: 1.0 }"},
       {"rate headroom (opt-in)",
        {"igniter"},
@@ -160,12 +163,24 @@ const std::vector<CalibrationFamily>& CalibrationFamilies() {
          {"burst_bound: false round_queueing_tail: 0.01", "burst_tail: 0.001",
           "burst_tail: 0.0005", "burst_tail: 0.0002", "burst_tail: 0.0001"}) {
       for (const char* h : {"1.0", "1.05", "1.1"}) {
-        solver.settings.push_back(absl::StrCat("shared { ", tails,
-                                               " latency_headroom: ", h,
-                                               " rate_headroom: ", h, " }"));
+        solver.settings.push_back(
+            absl::StrCat("shared { ", tails, " latency_headroom: ", h,
+                         " whole_gpu_latency_headroom: ", h,
+                         " rate_headroom: ", h, " }"));
       }
     }
     f->push_back(solver);
+    // Second round: a whole-GPU gpulet's own latency headroom, on the
+    // preset's solver rules.
+    CalibrationFamily whole{"whole-GPU latency headroom",
+                            {"sbp", "greedy", "gpulet"},
+                            {},
+                            {"gpulet-noint"}};
+    for (const char* h : {"1.0", "1.05", "1.1"}) {
+      whole.settings.push_back(
+          absl::StrCat("shared { whole_gpu_latency_headroom: ", h, " }"));
+    }
+    f->push_back(whole);
     for (const char* family : {"igniter", "las", "inss"}) {
       CalibrationFamily one{family, {family}, {}};
       for (const char* h : {"1.0", "1.05", "1.1", "1.15", "1.2"}) {

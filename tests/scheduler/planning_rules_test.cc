@@ -9,6 +9,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   const PlanningRules paper = PresetRules(RULES_PRESET_PAPER);
   EXPECT_EQ(paper.shared().latency_headroom(), 1.0);
   EXPECT_EQ(paper.shared().rate_headroom(), 1.0);
+  EXPECT_EQ(paper.shared().whole_gpu_latency_headroom(), 1.0);
   EXPECT_FALSE(paper.shared().queueing_check());
   EXPECT_FALSE(paper.shared().burst_caps());
   EXPECT_FALSE(paper.shared().burst_bound());
@@ -33,6 +34,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().burst_bound());
   EXPECT_FALSE(tessera.shared().bulk_queue_wait());  // opt-in, measured
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
+  EXPECT_EQ(tessera.shared().whole_gpu_latency_headroom(), 1.05);
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);
   EXPECT_EQ(tessera.gpulet().knee_rule(),
             GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
@@ -71,6 +73,11 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
   auto low = RulesFromFlags("tessera", "shared { rate_headroom: 0.9 }");
   EXPECT_EQ(low.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(low.status().message().find("shared.rate_headroom"),
+            std::string::npos);
+  auto whole =
+      RulesFromFlags("tessera", "shared { whole_gpu_latency_headroom: 0.95 }");
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(whole.status().message().find("shared.whole_gpu_latency_headroom"),
             std::string::npos);
   auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
   EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);

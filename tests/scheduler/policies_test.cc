@@ -184,8 +184,15 @@ TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
   const ModelDemand& d = (*inputs)->demands()[0];
   EXPECT_DOUBLE_EQ(d.rate_rps, 150);
   EXPECT_FALSE(d.queueing_check);
-  // L(1,100) = 3 ms, planned with 25 % headroom.
-  EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 100), 3.75);
+  // L(1,50) = 6 ms, planned with 25 % headroom; a whole-GPU gpulet plans
+  // L(1,100) = 3 ms with the preset's whole-GPU headroom, 1.05.
+  EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 50), 7.5);
+  EXPECT_DOUBLE_EQ(PlannedLatency(d, 1, 100), 3.15);
+  // It never exceeds latency_headroom.
+  options.rules.mutable_shared()->set_latency_headroom(1.02);
+  auto low = PolicyInputs::FromSnapshot(s, options);
+  ASSERT_TRUE(low.ok()) << low.status();
+  EXPECT_DOUBLE_EQ(PlannedLatency((*low)->demands()[0], 1, 100), 3.06);
 }
 
 TEST(PolicyInputsTest, PoliciesGiveTheSamePlanFromSharedInputs) {

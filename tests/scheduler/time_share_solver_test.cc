@@ -34,6 +34,23 @@ TEST_F(TimeShareSolverTest, SaturatedBatchAndThroughputByHand) {
   EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 50), 300);
 }
 
+TEST_F(TimeShareSolverTest, WholeGpuHeadroomAppliesOnlyToTheWholeGpu) {
+  // Latency headroom 1.25, whole-GPU headroom 1.0. Whole GPU: 2 (2 + b) <=
+  // 20 -> b = 8, L = 10 ms -> 800 req/s (1.25 everywhere: 2 x 1.25 (2 + b)
+  // <= 20 -> b = 6, L = 10 ms -> 600). At 50 % the 1.25 stays: 2 x 1.25 x
+  // 2 (2 + b) <= 20 -> b = 2, L = 1.25 x 8 = 10 ms -> 200 req/s.
+  ModelDemand m = Demand(a_, 0, 20);
+  m.latency_scale = 1.25;
+  ModelDemand whole = m;
+  whole.whole_gpu_latency_scale = 1.0;
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 100), 600);
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(whole, 100), 800);
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(m, 50), 200);
+  EXPECT_DOUBLE_EQ(SaturatedThroughput(whole, 50), 200);
+  EXPECT_DOUBLE_EQ(PlannedLatency(whole, 3, 100), 5);
+  EXPECT_DOUBLE_EQ(PlannedLatency(whole, 3, 50), 12.5);
+}
+
 TEST_F(TimeShareSolverTest, SoloFitsIsTheSolversAnswerMemoised) {
   // The saturated rates above bound what fits: 800 req/s on the whole GPU,
   // 300 at 50 %.

@@ -53,7 +53,8 @@ PlanningRules TesseraDefaults() {
   s->set_burst_bound(true);
   s->set_burst_tail(0.0002);
   s->set_burst_max_marginal_load(0.8);
-  s->set_bulk_queue_wait(false);
+  // Held on both halves of the rules suite (docs/planning-rules.md).
+  s->set_bulk_queue_wait(true);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -82,7 +83,8 @@ PlanningRules TesseraDefaults() {
   l->set_collection_time(false);
   l->set_replicas(true);
   l->set_interfered_queue(false);
-  l->set_tail_wait_slo_only(false);
+  // Held on both halves of the rules suite (docs/planning-rules.md).
+  l->set_tail_wait_slo_only(true);
   l->set_latency_headroom(1.1);
   l->set_rate_headroom(1.0);
   InssRules* n = r.mutable_inss();

@@ -32,7 +32,8 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().queueing_check());
   EXPECT_TRUE(tessera.shared().burst_caps());
   EXPECT_TRUE(tessera.shared().burst_bound());
-  EXPECT_FALSE(tessera.shared().bulk_queue_wait());  // opt-in, measured
+  EXPECT_TRUE(tessera.shared().bulk_queue_wait());
+  EXPECT_TRUE(tessera.las().tail_wait_slo_only());
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_EQ(tessera.shared().whole_gpu_latency_headroom(), 1.05);
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);

@@ -57,7 +57,9 @@ inline ModelProfile KneeProfile(const std::string& model,
 }
 
 // Options for arithmetic checked by hand: the papers' deterministic rules,
-// no headroom and no queueing bound (the other additions as "tessera").
+// no headroom and no queueing bound, fixed batches' waits (when a test
+// turns a queueing term on) charged as whole batches, LAS's tail (when on)
+// in all three of its checks; the other additions as "tessera".
 inline PolicyOptions PaperRules(
     std::shared_ptr<const InterferenceModel> interference = nullptr) {
   PolicyOptions options;
@@ -66,6 +68,8 @@ inline PolicyOptions PaperRules(
   shared->set_latency_headroom(1.0);
   shared->set_rate_headroom(1.0);
   shared->set_queueing_check(false);
+  shared->set_bulk_queue_wait(false);
+  options.rules.mutable_las()->set_tail_wait_slo_only(false);
   options.rules.mutable_igniter()->set_latency_headroom(1.0);
   options.rules.mutable_igniter()->set_rate_headroom(1.0);
   options.rules.mutable_las()->set_latency_headroom(1.0);

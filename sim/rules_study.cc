@@ -161,10 +161,9 @@ const std::vector<CalibrationFamily>& CalibrationFamilies() {
          {"burst_bound: false round_queueing_tail: 0.01", "burst_tail: 0.001",
           "burst_tail: 0.0005", "burst_tail: 0.0002", "burst_tail: 0.0001"}) {
       for (const char* h : {"1.0", "1.05", "1.1"}) {
-        solver.settings.push_back(
-            absl::StrCat("shared { ", tails, " latency_headroom: ", h,
-                         " whole_gpu_latency_headroom: ", h,
-                         " rate_headroom: ", h, " }"));
+        solver.settings.push_back(absl::StrCat(
+            "shared { ", tails, " latency_headroom: ", h,
+            " whole_gpu_latency_headroom: ", h, " rate_headroom: ", h, " }"));
       }
     }
     f->push_back(solver);

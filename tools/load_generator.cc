@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status_util.h"
 #include "grpcpp/grpcpp.h"
+#include "tools/adaptive_throttle.h"
 #include "tools/stream_lane.h"
 
 namespace tessera {
@@ -23,17 +24,24 @@ struct RunState {
   std::atomic<int64_t> done{0};
   // Scheduled requests a lagging sender did not send before the end.
   std::atomic<int64_t> unsent{0};
+  std::atomic<int64_t> throttled{0};
+  // Per load; null without client-side throttling (or for a closed loop).
+  std::vector<std::unique_ptr<AdaptiveThrottle>> throttles;
   absl::Time start;
 };
 
 // Records the answer to a request sent at `sent`.
-void Answered(RunState* state, int load, absl::Time sent,
-              absl::StatusCode code) {
+// `throttled`: refused by the client's own throttle, not sent.
+void Answered(RunState* state, int load, absl::Time sent, absl::StatusCode code,
+              bool throttled = false) {
   LoadGenerator::Record r;
   r.load = load;
   r.sent = sent - state->start;
   r.latency = absl::Now() - sent;
   r.code = code;
+  r.throttled = throttled;
+  AdaptiveThrottle* throttle = state->throttles[load].get();
+  if (throttle != nullptr && !throttled) throttle->Answered(sent, code);
   {
     absl::MutexLock lock(&state->mu);
     state->records.push_back(r);
@@ -100,7 +108,12 @@ Lanes OpenLanes(inference::GRPCInferenceService::Stub* stub,
             if (code.has_value()) {
               Answered(state.get(), static_cast<int>(i), sent, *code);
             } else {
-              state->done++;  // no answer: lost
+              // No answer: lost; to the throttle, not accepted.
+              AdaptiveThrottle* throttle = state->throttles[i].get();
+              if (throttle != nullptr) {
+                throttle->Answered(sent, absl::StatusCode::kUnavailable);
+              }
+              state->done++;
             }
           }));
     }
@@ -115,6 +128,14 @@ LoadGenerator::Result LoadGenerator::Run(
     const std::vector<ModelLoad>& loads, const Options& options) {
   auto state = std::make_shared<RunState>();
   state->start = absl::Now();
+  state->throttles.resize(loads.size());
+  for (size_t i = 0; i < loads.size(); ++i) {
+    if (options.throttle_k <= 0 || loads[i].concurrency > 0) continue;
+    AdaptiveThrottle::Options throttle;
+    throttle.k = options.throttle_k;
+    throttle.window = options.throttle_window;
+    state->throttles[i] = std::make_unique<AdaptiveThrottle>(throttle);
+  }
   const absl::Time start = state->start;
   const absl::Time end = start + options.duration;
   // One sender per model with its own Poisson schedule, in absolute times
@@ -131,15 +152,26 @@ LoadGenerator::Result LoadGenerator::Run(
         ~Finished() { ++*n; }
       } finished{&senders_done};
       std::mt19937_64 rng(options.seed * 7919 + i);
+      std::mt19937_64 throttle_rng(options.seed * 104729 + i);
+      std::uniform_real_distribution<double> draw(0, 1);
+      AdaptiveThrottle* throttle = state->throttles[i].get();
       size_t next_lane = 0;
       auto send = [&] {
+        const absl::Time now = absl::Now();
+        if (throttle != nullptr && !throttle->Admit(now, draw(throttle_rng))) {
+          state->sent++;
+          state->throttled++;
+          Answered(state.get(), static_cast<int>(i), now,
+                   absl::StatusCode::kResourceExhausted, /*throttled=*/true);
+          return;
+        }
         if (lanes[i].empty()) {
           Call::Start(stub, loads[i].request, static_cast<int>(i), state,
                       options.timeout);
           return;
         }
         state->sent++;
-        lanes[i][next_lane]->Send(absl::Now());
+        lanes[i][next_lane]->Send(now);
         next_lane = (next_lane + 1) % lanes[i].size();
       };
       if (loads[i].concurrency > 0) {
@@ -219,6 +251,7 @@ LoadGenerator::Result LoadGenerator::Run(
   Result result;
   result.sent = state->sent;
   result.unsent = state->unsent;
+  result.throttled = state->throttled;
   absl::MutexLock lock(&state->mu);
   result.records = state->records;
   std::sort(result.records.begin(), result.records.end(),

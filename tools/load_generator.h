@@ -41,6 +41,9 @@ class LoadGenerator {
     absl::Duration sent;  // since the run's start
     absl::Duration latency;
     absl::StatusCode code = absl::StatusCode::kUnknown;
+    // Refused by the client's own throttle (code RESOURCE_EXHAUSTED),
+    // never sent.
+    bool throttled = false;
   };
   struct Options {
     absl::Duration duration = absl::Seconds(10);
@@ -53,12 +56,19 @@ class LoadGenerator {
     // by its id) instead of one unary call each; 0: unary calls. An answer
     // after the request's timeout counts as lost, as for a unary call.
     int streams_per_model = 0;
+    // Client-side adaptive throttling (tools/adaptive_throttle.h), one
+    // throttle per model with this k; 0: off (every request is sent).
+    double throttle_k = 0;
+    absl::Duration throttle_window = absl::Seconds(10);
     // Called about once a second with (elapsed, sent, answered).
     std::function<void(absl::Duration, int64_t, int64_t)> progress;
   };
   struct Result {
     std::vector<Record> records;  // ordered by send time
+    // Requests the schedule offered, throttled ones included.
     int64_t sent = 0;
+    // Of those, refused by the client's throttle and never sent.
+    int64_t throttled = 0;
     // Requests the schedule held that were not sent because a sender fell
     // behind it (the client machine could not keep up): the rate sent is
     // below the nominal one by these. Senders stop at the duration all

@@ -70,6 +70,17 @@ ABSL_FLAG(int, streams, 0,
           "'timeout' parameter, Triton's per-request timeout in "
           "microseconds, set to --timeout_s) instead of one unary call each. "
           "0: unary calls.");
+ABSL_FLAG(double, client_throttle_k, 0,
+          "Client-side adaptive throttling (Site Reliability Engineering, "
+          "'Handling Overload'): per model, refuse a request locally, "
+          "without sending it, with probability max(0, (requests - k * "
+          "accepts) / (requests + 1)) over the last "
+          "--client_throttle_window_s, where an accept is any answer but "
+          "RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED. Refused "
+          "requests count as offered, with the code 'throttled'. 0: off; "
+          "otherwise at least 1 (the book's choice is 2). Open loop only.");
+ABSL_FLAG(double, client_throttle_window_s, 10,
+          "The window of --client_throttle_k (seconds, > 0).");
 ABSL_FLAG(bool, search, false,
           "Search the SLO-preserved max throughput: raise every rate of "
           "--load by 25% per run of --duration_s until more than 1% of "
@@ -92,7 +103,7 @@ struct ModelResult {
   double offered_rps = 0, ok_rps = 0;
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
   double slo_ms = 0;
-  int64_t sent = 0, met = 0, error_count = 0;
+  int64_t sent = 0, met = 0, error_count = 0, throttled = 0;
   std::string errors;  // "NAME:count ..."
 };
 
@@ -122,6 +133,9 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
   options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   options.seed = absl::GetFlag(FLAGS_seed);
   options.streams_per_model = absl::GetFlag(FLAGS_streams);
+  options.throttle_k = absl::GetFlag(FLAGS_client_throttle_k);
+  options.throttle_window =
+      absl::Seconds(absl::GetFlag(FLAGS_client_throttle_window_s));
   if (progress) {
     options.progress = [](absl::Duration t, int64_t sent, int64_t done) {
       std::fprintf(
@@ -157,6 +171,9 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
     if (rec.code == absl::StatusCode::kOk) {
       latencies[rec.load].push_back(ms);
       r.met += (loads[rec.load].slo_ms <= 0 || ms <= loads[rec.load].slo_ms);
+    } else if (rec.throttled) {
+      ++errors[rec.load]["throttled"];
+      ++r.throttled;
     } else {
       ++errors[rec.load][absl::StatusCodeToString(rec.code)];
     }
@@ -190,7 +207,7 @@ void PrintReport(const std::vector<ModelResult>& results,
   if (!csv_path.empty()) {
     csv.open(csv_path);
     csv << "model,offered_rps,ok_rps,p50_ms,p90_ms,p99_ms,max_ms,slo_ms,"
-           "slo_attainment,sent,errors\n";
+           "slo_attainment,sent,errors,throttled\n";
   }
   for (const ModelResult& r : results) {
     const double attainment =
@@ -205,7 +222,7 @@ void PrintReport(const std::vector<ModelResult>& results,
       csv << r.model << "," << r.offered_rps << "," << r.ok_rps << ","
           << r.p50_ms << "," << r.p90_ms << "," << r.p99_ms << "," << r.max_ms
           << "," << r.slo_ms << "," << attainment << "," << r.sent << ","
-          << r.error_count << "\n";
+          << r.error_count << "," << r.throttled << "\n";
     }
     json.push_back({{"model", r.model},
                     {"offered_rps", r.offered_rps},
@@ -218,6 +235,7 @@ void PrintReport(const std::vector<ModelResult>& results,
                     {"slo_attainment", attainment},
                     {"sent", r.sent},
                     {"errors", r.error_count},
+                    {"throttled", r.throttled},
                     {"errors_by_code", r.errors}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << json.dump(2) << "\n";
@@ -302,6 +320,15 @@ int Run() {
       (absl::GetFlag(FLAGS_streams) > 0 &&
        absl::GetFlag(FLAGS_concurrency) > 0)) {
     std::fprintf(stderr, "--streams must be >= 0 and excludes --concurrency\n");
+    return 2;
+  }
+  const double throttle_k = absl::GetFlag(FLAGS_client_throttle_k);
+  if ((throttle_k != 0 && !(throttle_k >= 1)) ||
+      !(absl::GetFlag(FLAGS_client_throttle_window_s) > 0) ||
+      (throttle_k != 0 && absl::GetFlag(FLAGS_concurrency) > 0)) {
+    std::fprintf(stderr,
+                 "--client_throttle_k must be 0 or at least 1 (and excludes "
+                 "--concurrency); --client_throttle_window_s must be > 0\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_warmup_s) < 0 ||

@@ -1,8 +1,9 @@
 // The load generator on its own. A schedule faster than this machine can
 // send must still stop at the run's duration and say what it did not
 // send (the calls go to a loopback port nothing listens on, so each ends
-// at once with UNAVAILABLE). Over streams, against an in-process server,
-// every request is reported once with its answer's code, matched by id.
+// at once with UNAVAILABLE); a throttled client sends few of them. Over
+// streams, against an in-process server, every request is reported once
+// with its answer's code, matched by id.
 #include "tools/load_generator.h"
 
 #include <netinet/in.h>
@@ -59,6 +60,45 @@ TEST(LoadGeneratorTest, ALaggingSenderStopsAtTheDurationAndCountsTheRest) {
     ASSERT_LT(r.sent, options.duration + absl::Milliseconds(20));
   }
   EXPECT_EQ(result.lost, 0);
+}
+
+// Every call to a closed port is refused (UNAVAILABLE): a throttled
+// client stops sending most of its requests, answers them itself at once
+// with RESOURCE_EXHAUSTED, and still sends some (to see the server come
+// back). Without the throttle, every request is sent.
+TEST(LoadGeneratorTest, AThrottledClientRefusesLocallyWhatTheServerRefuses) {
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ClosedPort()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  LoadGenerator::ModelLoad load;
+  load.model = "m";
+  load.request.set_model_name("m");
+  load.schedule = {{absl::ZeroDuration(), 2000}};
+  LoadGenerator::Options options;
+  options.duration = absl::Seconds(1);
+  options.timeout = absl::Seconds(5);
+  const LoadGenerator::Result plain =
+      LoadGenerator::Run(stub.get(), {load}, options);
+  ASSERT_GT(plain.sent, 1000);
+  EXPECT_EQ(plain.throttled, 0);
+  options.throttle_k = 2;
+  const LoadGenerator::Result throttled =
+      LoadGenerator::Run(stub.get(), {load}, options);
+  ASSERT_GT(throttled.sent, 1000);
+  EXPECT_GT(throttled.throttled, throttled.sent * 9 / 10);
+  EXPECT_LT(throttled.throttled, throttled.sent);
+  int64_t marked = 0;
+  for (const LoadGenerator::Record& r : throttled.records) {
+    if (!r.throttled) {
+      EXPECT_EQ(r.code, absl::StatusCode::kUnavailable);
+      continue;
+    }
+    ++marked;
+    EXPECT_EQ(r.code, absl::StatusCode::kResourceExhausted);
+    EXPECT_LT(r.latency, absl::Milliseconds(100));
+  }
+  EXPECT_EQ(marked, throttled.throttled);
+  EXPECT_EQ(throttled.lost, 0);
 }
 
 // A ModelStreamInfer server: answers a request with an even id OK and one

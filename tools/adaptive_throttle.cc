@@ -27,37 +27,42 @@ int64_t AdaptiveThrottle::IndexOf(absl::Time t) const {
   return absl::IDivDuration(t - absl::UnixEpoch(), bucket_width_, &remainder);
 }
 
-void AdaptiveThrottle::Count(absl::Time t, bool accepted) {
+AdaptiveThrottle::Bucket* AdaptiveThrottle::BucketOf(absl::Time t) {
   const int64_t index = IndexOf(t);
   newest_ = std::max(newest_, index);
-  if (index <= newest_ - buckets_) return;  // left the window
+  if (index <= newest_ - buckets_) return nullptr;  // left the window
   Bucket& b = ring_[((index % buckets_) + buckets_) % buckets_];
-  if (b.index != index) b = Bucket{index, 0, 0};
-  ++b.requests;
-  b.accepts += accepted;
+  if (b.index < index) b = Bucket{index};
+  return b.index == index ? &b : nullptr;
 }
 
 double AdaptiveThrottle::ProbabilityAt(int64_t now_index) const {
   int64_t requests = 0, accepts = 0;
   for (const Bucket& b : ring_) {
-    if (b.index > now_index - buckets_ && b.index <= now_index) {
-      requests += b.requests;
-      accepts += b.accepts;
-    }
+    if (b.index <= now_index - buckets_ || b.index > now_index) continue;
+    requests += b.answered + b.throttled;
+    // Still unanswered after its slot closed: refused until answered.
+    if (b.index < now_index) requests += b.sent - b.answered;
+    accepts += b.accepts;
   }
   return std::max(0.0, (requests - k_ * accepts) / (requests + 1.0));
 }
 
 bool AdaptiveThrottle::Admit(absl::Time now, double draw) {
   absl::MutexLock lock(&mu_);
-  if (draw >= ProbabilityAt(IndexOf(now))) return true;
-  Count(now, /*accepted=*/false);
-  return false;
+  const bool send = draw >= ProbabilityAt(IndexOf(now));
+  if (Bucket* b = BucketOf(now)) ++(send ? b->sent : b->throttled);
+  return send;
 }
 
 void AdaptiveThrottle::Answered(absl::Time sent, absl::StatusCode code) {
   absl::MutexLock lock(&mu_);
-  Count(sent, !IsRefusal(code));
+  Bucket* b = BucketOf(sent);
+  // An answer whose send was never counted (its slot was recycled) has
+  // nothing to end.
+  if (b == nullptr || b->answered >= b->sent) return;
+  ++b->answered;
+  b->accepts += !IsRefusal(code);
 }
 
 double AdaptiveThrottle::RefusalProbability(absl::Time now) {

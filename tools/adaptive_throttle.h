@@ -21,11 +21,13 @@ namespace tessera {
 // harder (the book suggests 2).
 //
 // One difference from the book: a request counts when it ends (answered,
-// or refused here), in the window slot of its send, so a request in flight
-// counts neither way. Counted at send, the requests of a run's first
-// moments (no answer back yet) look refused, and since refused requests
-// count too, that can keep refusing for a whole window with the server
-// idle.
+// or refused here), in the window slot of its send, and a request still in
+// flight counts only once its slot has closed, as refused until its answer
+// comes. Counted at send, the requests of a run's first moments (no answer
+// back yet) look refused, and since refused requests count too, that can
+// keep refusing for a whole window with the server idle; never counted
+// while in flight, a server that stalls would see no shedding until the
+// clients' deadlines.
 //
 // Thread-safe; the caller passes the time and a uniform draw, so the
 // decision is reproducible.
@@ -48,7 +50,8 @@ class AdaptiveThrottle {
   explicit AdaptiveThrottle(const Options& options);
 
   // Says whether to send a request at `now`; `draw` is uniform in [0, 1).
-  // A request refused here counts at once.
+  // A request refused here counts at once. The caller stamps the sent
+  // request with the same `now`.
   bool Admit(absl::Time now, double draw);
   // The server's answer to a request sent at `sent`: counted as accepted
   // unless `code` IsRefusal (nothing is counted once its send has left
@@ -61,14 +64,16 @@ class AdaptiveThrottle {
   // A ring of `buckets` slots; slot i % buckets holds bucket i while it is
   // in the window.
   struct Bucket {
-    int64_t index = -1;  // floor((time - epoch) / bucket width)
-    int64_t requests = 0;
-    int64_t accepts = 0;
+    int64_t index = -1;     // floor((time - epoch) / bucket width)
+    int64_t sent = 0;       // admitted
+    int64_t answered = 0;   // of those
+    int64_t accepts = 0;    // of those answered
+    int64_t throttled = 0;  // refused by Admit
   };
   int64_t IndexOf(absl::Time t) const;
-  // Counts into the bucket of `t` unless it is older than the window that
-  // `newest_` ends.
-  void Count(absl::Time t, bool accepted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The bucket of `t`, reset if its slot held an older one; null when `t`
+  // is older than the window that the newest bucket seen ends.
+  Bucket* BucketOf(absl::Time t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double ProbabilityAt(int64_t now_index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const double k_;

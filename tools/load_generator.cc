@@ -60,11 +60,12 @@ class Call {
  public:
   static void Start(inference::GRPCInferenceService::Stub* stub,
                     const inference::ModelInferRequest& request, int load,
-                    std::shared_ptr<RunState> state, absl::Duration timeout,
+                    std::shared_ptr<RunState> state, absl::Time sent,
+                    absl::Duration timeout,
                     std::shared_ptr<Window> window = nullptr) {
     auto* call = new Call(std::move(state), load);
     call->window_ = std::move(window);
-    call->sent_ = absl::Now();
+    call->sent_ = sent;
     call->context_.set_deadline(absl::ToChronoTime(call->sent_ + timeout));
     call->state_->sent++;
     stub->async()->ModelInfer(&call->context_, &request, &call->response_,
@@ -166,7 +167,7 @@ LoadGenerator::Result LoadGenerator::Run(
           return;
         }
         if (lanes[i].empty()) {
-          Call::Start(stub, loads[i].request, static_cast<int>(i), state,
+          Call::Start(stub, loads[i].request, static_cast<int>(i), state, now,
                       options.timeout);
           return;
         }
@@ -189,7 +190,7 @@ LoadGenerator::Result LoadGenerator::Run(
             ++window->outstanding;
           }
           Call::Start(stub, loads[i].request, static_cast<int>(i), state,
-                      options.timeout, window);
+                      absl::Now(), options.timeout, window);
         }
       }
       if (!loads[i].times.empty()) {

@@ -70,18 +70,22 @@ TEST(AdaptiveThrottleTest, ForgetsWhatLeftTheWindow) {
   EXPECT_DOUBLE_EQ(throttle.RefusalProbability(later), 1.0 / 2);
 }
 
-// Requests still awaiting their answers are neither refused nor accepted:
-// a client whose first answers are not back yet sends on.
-TEST(AdaptiveThrottleTest, RequestsInFlightCountNeitherWay) {
+// A request awaiting its answer counts neither way while its window slot
+// (here 1 s) is open, so a client whose first answers are not back yet
+// sends on; once the slot has closed it counts as refused until answered,
+// so a server that stalls is shed from.
+TEST(AdaptiveThrottleTest, RequestsInFlightCountOnceTheirSlotHasClosed) {
   AdaptiveThrottle throttle(WithK(2));
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(throttle.Admit(kStart + absl::Microseconds(i), 0.0))
         << "request " << i;
   }
+  const absl::Time next_slot = kStart + absl::Seconds(1);
+  EXPECT_DOUBLE_EQ(throttle.RefusalProbability(next_slot), 1000.0 / 1001);
   for (int i = 0; i < 1000; ++i) {
     throttle.Answered(kStart + absl::Microseconds(i), absl::StatusCode::kOk);
   }
-  EXPECT_EQ(throttle.RefusalProbability(kStart + absl::Seconds(1)), 0);
+  EXPECT_EQ(throttle.RefusalProbability(next_slot), 0);
 }
 
 // Offered 3x what a server accepts each second (the server refuses the

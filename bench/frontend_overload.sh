@@ -10,6 +10,11 @@
 # core 0 uncapped: the whole CPU cluster is the bottleneck, and the load
 # generator has core 1 to itself.
 #
+# With --loadgen_flags="--client_throttle_k=2", the load generator throttles
+# itself as a well-behaved client does (client-side adaptive throttling):
+# the requests it refuses without sending count as offered (sent/s) and
+# show as "throttled" among the codes.
+#
 # Prints per rate: offered and answered rate, goodput (OK within the SLO per
 # second), its share of the capacity, the frontend's resident size, the
 # requests never answered before the client's deadline (lost), and the
@@ -19,7 +24,8 @@
 # Usage: bench/frontend_overload.sh [--frontend_cpu_percent=30 (0: no cap)]
 #   [--capacity_rates="5000 5500 6000"] [--overload="1.2 1.5"]
 #   [--frontend_flags="--max_backlog_slo_fraction=0"] [--duration_s=8]
-#   [--settle_s=60] [--loadgen_flags="--streams=4"] [--server_cpus=0]
+#   [--settle_s=60] [--loadgen_flags="--streams=4 --client_throttle_k=2"]
+#   [--server_cpus=0]
 # With TESSERA_OVERLOAD_METRICS=FILE, the frontend's /metrics after the
 # overload runs are written to FILE (server-side codes).
 # Needs root for the cgroup (else the frontend is not capped and the load

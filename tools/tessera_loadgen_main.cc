@@ -76,7 +76,9 @@ ABSL_FLAG(double, client_throttle_k, 0,
           "without sending it, with probability max(0, (requests - k * "
           "accepts) / (requests + 1)) over the last "
           "--client_throttle_window_s, where an accept is any answer but "
-          "RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED. Refused "
+          "RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (a "
+          "request counts when answered, or as refused while still in "
+          "flight a twentieth of the window after its send). Refused "
           "requests count as offered, with the code 'throttled'. 0: off; "
           "otherwise at least 1 (the book's choice is 2). Open loop only.");
 ABSL_FLAG(double, client_throttle_window_s, 10,

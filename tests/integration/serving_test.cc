@@ -648,8 +648,9 @@ TEST_F(ServingTest, LoadGeneratorReportsEveryRequest) {
   int rows = 0;
   while (std::getline(in, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ',');
-    ASSERT_EQ(f.size(), 11u) << line;
+    ASSERT_EQ(f.size(), 12u) << line;
     const double sent = std::stod(f[9]), errors = std::stod(f[10]);
+    EXPECT_EQ(f[11], "0") << line;  // throttled: no client throttle
     const double attainment = std::stod(f[8]);
     EXPECT_GT(sent, 0) << line;  // ~120 lenet, ~30 bert_tiny requests
     EXPECT_EQ(errors, 0) << line;

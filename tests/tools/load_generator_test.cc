@@ -36,15 +36,25 @@ int ClosedPort() {
   return ntohs(addr.sin_port);
 }
 
-TEST(LoadGeneratorTest, ALaggingSenderStopsAtTheDurationAndCountsTheRest) {
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ClosedPort()),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = inference::GRPCInferenceService::NewStub(channel);
+std::unique_ptr<inference::GRPCInferenceService::Stub> ClosedPortStub() {
+  return inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", ClosedPort()),
+                          grpc::InsecureChannelCredentials()));
+}
+
+// Model "m" at `rate_rps`, open loop.
+LoadGenerator::ModelLoad PoissonLoad(double rate_rps) {
   LoadGenerator::ModelLoad load;
   load.model = "m";
   load.request.set_model_name("m");
+  load.schedule = {{absl::ZeroDuration(), rate_rps}};
+  return load;
+}
+
+TEST(LoadGeneratorTest, ALaggingSenderStopsAtTheDurationAndCountsTheRest) {
+  auto stub = ClosedPortStub();
   // Five million requests a second: far more than one thread sends.
-  load.schedule = {{absl::ZeroDuration(), 5e6}};
+  const LoadGenerator::ModelLoad load = PoissonLoad(5e6);
   LoadGenerator::Options options;
   options.duration = absl::Milliseconds(500);
   options.timeout = absl::Seconds(5);
@@ -67,13 +77,8 @@ TEST(LoadGeneratorTest, ALaggingSenderStopsAtTheDurationAndCountsTheRest) {
 // with RESOURCE_EXHAUSTED, and still sends some (to see the server come
 // back). Without the throttle, every request is sent.
 TEST(LoadGeneratorTest, AThrottledClientRefusesLocallyWhatTheServerRefuses) {
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ClosedPort()),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = inference::GRPCInferenceService::NewStub(channel);
-  LoadGenerator::ModelLoad load;
-  load.model = "m";
-  load.request.set_model_name("m");
-  load.schedule = {{absl::ZeroDuration(), 2000}};
+  auto stub = ClosedPortStub();
+  const LoadGenerator::ModelLoad load = PoissonLoad(2000);
   LoadGenerator::Options options;
   options.duration = absl::Seconds(1);
   options.timeout = absl::Seconds(5);

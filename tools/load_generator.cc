@@ -30,6 +30,13 @@ struct RunState {
   absl::Time start;
 };
 
+// Tells the load's throttle, if any, how a request it let through ended.
+void TellThrottle(RunState* state, int load, absl::Time sent,
+                  absl::StatusCode code) {
+  AdaptiveThrottle* throttle = state->throttles[load].get();
+  if (throttle != nullptr) throttle->Answered(sent, code);
+}
+
 // Records the answer to a request sent at `sent`.
 // `throttled`: refused by the client's own throttle, not sent.
 void Answered(RunState* state, int load, absl::Time sent, absl::StatusCode code,
@@ -40,8 +47,7 @@ void Answered(RunState* state, int load, absl::Time sent, absl::StatusCode code,
   r.latency = absl::Now() - sent;
   r.code = code;
   r.throttled = throttled;
-  AdaptiveThrottle* throttle = state->throttles[load].get();
-  if (throttle != nullptr && !throttled) throttle->Answered(sent, code);
+  if (!throttled) TellThrottle(state, load, sent, code);
   {
     absl::MutexLock lock(&state->mu);
     state->records.push_back(r);
@@ -110,10 +116,8 @@ Lanes OpenLanes(inference::GRPCInferenceService::Stub* stub,
               Answered(state.get(), static_cast<int>(i), sent, *code);
             } else {
               // No answer: lost; to the throttle, not accepted.
-              AdaptiveThrottle* throttle = state->throttles[i].get();
-              if (throttle != nullptr) {
-                throttle->Answered(sent, absl::StatusCode::kUnavailable);
-              }
+              TellThrottle(state.get(), static_cast<int>(i), sent,
+                           absl::StatusCode::kUnavailable);
               state->done++;
             }
           }));

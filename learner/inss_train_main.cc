@@ -82,6 +82,14 @@ ABSL_FLAG(std::string, slo_factors, "3,5,10",
           "SLOs trained on, as multiples of batch-1 whole-GPU latency "
           "(empty: the models' configured SLOs).");
 ABSL_FLAG(double, penalty, 100, "Reward penalty omega on violations.");
+ABSL_FLAG(double, headroom_weight, 0,
+          "Adds w log2(h) to each step's reward, h the multiple of the "
+          "step's rates BDA can still batch on the step's provisioning "
+          "(capped at --headroom_cap). 0: Eq. 3 alone, the paper's reward. "
+          "A Tessera addition: Eq. 3 scores two placements that both serve "
+          "the step's rates alike however far either could grow "
+          "(docs/scheduling.md).");
+ABSL_FLAG(double, headroom_cap, 8, "Cap on h of --headroom_weight (> 1).");
 ABSL_FLAG(double, reward_scale, 0.01,
           "Multiplies the rewards the agent learns from (the curve keeps "
           "Eq. 3's units; the paper normalises without saying how). With "
@@ -261,6 +269,12 @@ absl::StatusOr<InssEnvironmentOptions> EnvironmentOptions(
   o.judge = judge;
   o.steps = absl::GetFlag(FLAGS_steps);
   o.penalty = absl::GetFlag(FLAGS_penalty);
+  o.headroom_weight = absl::GetFlag(FLAGS_headroom_weight);
+  o.headroom_cap = absl::GetFlag(FLAGS_headroom_cap);
+  if (o.headroom_weight < 0 || o.headroom_cap <= 1) {
+    return absl::InvalidArgumentError(
+        "--headroom_weight must be >= 0 and --headroom_cap > 1");
+  }
   o.max_rate_fraction = absl::GetFlag(FLAGS_max_load);
   ASSIGN_OR_RETURN(o.slo_factors, SloFactors());
   return o;
@@ -408,6 +422,8 @@ int Run(const std::string& command) {
   if (!env_options.ok()) return Fail(env_options);
   for (double f : env_options->slo_factors) info.add_slo_factors(f);
   info.set_judge(judge_name);
+  info.set_headroom_weight(env_options->headroom_weight);
+  info.set_headroom_cap(env_options->headroom_cap);
   auto sampler_options = SamplerOptions(info);
   if (!sampler_options.ok()) return Fail(sampler_options);
   info.set_min_gpus(sampler_options->min_gpus);

@@ -6,6 +6,7 @@
 
 #include "absl/base/internal/raw_logging.h"
 #include "perfmodel/inss_model.h"
+#include "scheduler/bda_placement_policy.h"
 #include "scheduler/time_share_solver.h"
 
 namespace tessera {
@@ -243,6 +244,12 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
     out.reward -= options_.penalty * v;
   }
   out.reward += out.capacity_sum;
+  if (options_.headroom_weight > 0) {
+    out.headroom = BdaPlacementPolicy::BdaHeadroom(cluster_, current_, rates_,
+                                                   options_.headroom_cap);
+    out.reward +=
+        options_.headroom_weight * std::log2(std::max(0.5, out.headroom));
+  }
   out.violation_fraction = tasks > 0 ? violating / tasks : 0;
   // Rates move every rate_change_steps steps, bouncing off the bounds.
   ++t_;

@@ -52,7 +52,16 @@ namespace tessera {
 //    see queue_wait.h); a device whose memory is exceeded serves
 //    nothing and every task on it violates;
 //  * reward (Eq. 3): sum_i c_i / H_i - omega v_i, v_i the violating
-//    fraction of the slot's tasks in the step, omega = 100.
+//    fraction of the slot's tasks in the step, omega = 100;
+//  * with headroom_weight w > 0 (a Tessera addition, off by default) the
+//    reward also has w log2(h), h the multiple of the step's rates BDA
+//    can still batch on the step's provisioning
+//    (BdaPlacementPolicy::BdaHeadroom, capped at headroom_cap; h < 1/2,
+//    when BDA cannot batch the rates at all, counts as 1/2). Eq. 3 sees
+//    only the capacity BDA's smallest feasible batches give at the step's
+//    rates, so two placements that both serve them score alike however
+//    far either could grow; the held-out measure (the SLO-preserved
+//    maximum) ranks them by that growth.
 // Judges a step's violations in place of the environment's latency model
 // (InssEnvironmentOptions::judge): e.g. the discrete-event simulator on
 // the step's plan (sim/simulated_inss_judge.h).
@@ -77,6 +86,9 @@ struct InssEnvironmentOptions {
   int rate_change_steps = 10;
   std::vector<double> slo_factors = {3, 5, 10};
   double penalty = 100;  // omega
+  // The headroom term above: its weight (0: Eq. 3 alone) and cap.
+  double headroom_weight = 0;
+  double headroom_cap = 8;
   // Violations from this judge instead of the latency model above (not
   // owned; null: the latency model). Memory overflows still violate
   // everything and queues do not carry between steps.
@@ -90,6 +102,7 @@ class InssEnvironment {
     double reward = 0;
     double violation_fraction = 0;  // over all tasks of the step
     double capacity_sum = 0;        // sum c_i / H_i
+    double headroom = 0;            // h of the headroom term (0 when it is off)
     bool done = false;
   };
 

@@ -1,8 +1,10 @@
 #include "scheduler/inss_environment.h"
 
+#include <cmath>
 #include <set>
 
 #include "gtest/gtest.h"
+#include "scheduler/bda_placement_policy.h"
 #include "tests/scheduler/inss_test_util.h"
 
 namespace tessera {
@@ -89,6 +91,32 @@ TEST_F(InssEnvironmentTest, RewardIsCapacityMinusPenalisedViolations) {
   EXPECT_DOUBLE_EQ(bad.reward, -200);
   EXPECT_FALSE(both.done);
   EXPECT_TRUE(env.Apply({0, 1, 9, 9}).done);
+}
+
+TEST_F(InssEnvironmentTest, TheHeadroomTermRewardsRoomToGrow) {
+  options_.headroom_weight = 10;
+  options_.headroom_cap = 8;
+  InssEnvironment env(*cluster_, options_, 3);
+  env.Reset();
+  const std::vector<double> rates = env.rates_rps();
+  // A whole device each, rates at most 0.3 of solo capacity: BDA still
+  // batches them at more than 3x, and the reward adds 10 log2(h).
+  const InssEnvironment::Step whole = env.Apply({0, 1, 9, 9});
+  EXPECT_EQ(whole.violation_fraction, 0);
+  EXPECT_GT(whole.headroom, 3);
+  EXPECT_LE(whole.headroom, 8);
+  EXPECT_DOUBLE_EQ(
+      whole.headroom,
+      BdaPlacementPolicy::BdaHeadroom(
+          env.cluster(), InssProvisioning{{0, 1}, {100, 100}}, rates, 8));
+  EXPECT_DOUBLE_EQ(whole.reward,
+                   whole.capacity_sum + 10 * std::log2(whole.headroom));
+  // Half a device each serves the same rates without violations (Eq. 3
+  // alike but for capacity) and has less room: the term ranks it lower.
+  const InssEnvironment::Step half = env.Apply({0, 1, 4, 4});
+  EXPECT_EQ(half.violation_fraction, 0);
+  EXPECT_LT(half.headroom, whole.headroom);
+  EXPECT_LT(half.reward - half.capacity_sum, whole.reward - whole.capacity_sum);
 }
 
 TEST_F(InssEnvironmentTest, StateCarriesTheCurrentProvisioning) {

@@ -29,6 +29,10 @@ class InssEnvFidelity {
     std::vector<double> slo_factors = {3, 5, 10};
     double min_load = 0.1, max_load = 1.0;
     SimOptions sim;
+    // The ranking check: states (workload, SLO, load) and random
+    // placements per state.
+    int rank_states = 48;
+    int rank_placements = 100;
   };
   struct Sample {
     std::string workload;
@@ -41,6 +45,16 @@ class InssEnvFidelity {
     double violation_pearson = 0, reward_pearson = 0;
     double violation_spearman = 0, reward_spearman = 0;
     double mean_abs_violation_gap = 0;  // |env - sim|, fraction of arrivals
+    // Whether Eq. 3, judged by the simulator as training judges it, ranks
+    // placements of one state as the held-out measure does (how far BDA
+    // can scale the rates, BdaPlacementPolicy::BdaHeadroom up to 64x):
+    // the mean over states of the Spearman correlation between the two
+    // over the state's random placements, and of the headroom of Eq. 3's
+    // best placement as a fraction of the best headroom there (states
+    // where some placement has room).
+    int rank_states = 0;
+    double reward_headroom_spearman = 0;
+    double argmax_headroom_ratio = 0;
   };
 
   // `setup` and `sampler` (the V100 pool) must outlive this object.
@@ -53,6 +67,9 @@ class InssEnvFidelity {
   static std::string Csv(const Result& result);
 
  private:
+  // Fills the ranking check of `result`.
+  absl::Status RankAgreement(Result* result) const;
+
   const V100Setup* setup_;
   const InssWorkloadSampler* sampler_;
   Options options_;

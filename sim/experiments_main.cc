@@ -53,7 +53,9 @@ ABSL_FLAG(std::string, experiments, "throughput,gpus,sweep,share100,planning",
           "experiments of --reproduce, with a verdict per claim, under the "
           "paper and the tessera rules), inss-fidelity (InSS's training "
           "environment against the simulator on 200 random placements of "
-          "the held-out workloads; --csv writes the samples), replan "
+          "the held-out workloads, and whether Eq. 3 ranks one state's "
+          "placements as BDA headroom does; --csv writes the samples), "
+          "replan "
           "(--policies re-planning rate changes of the --suite_half cases "
           "with the plan in force and without: gpulets moved and the "
           "throughput each plan holds).");

@@ -195,20 +195,13 @@ double InssEnvironment::ModelViolations(int i, const InssBatchResult& bda,
 
 InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
   const int n = slots();
-  ABSL_RAW_CHECK(static_cast<int>(action.size()) == 2 * n, "action size");
-  std::vector<int> gpu(action.begin(), action.begin() + n);
-  std::vector<int> level(n);
-  std::vector<bool> active(n);
-  for (int i = 0; i < n; ++i) {
-    level[i] = action[n + i] + 1;
-    active[i] = rates_[i] > 0;
-  }
-  current_ = InssProvisioning::FromAction(cluster_, gpu, level, active);
+  current_ = InssProvisioning::FromFlatAction(cluster_, action, rates_);
   const InssBatchResult bda =
       InssBatching::Decide(cluster_, current_, rates_, backlog_, {});
   std::vector<int64_t> used(cluster_.gpus(), 0);
   for (int i = 0; i < n; ++i) {
-    if (active[i]) used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
+    if (rates_[i] > 0)
+      used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
   }
   std::vector<double> judged;
   if (options_.judge != nullptr) {
@@ -218,7 +211,7 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
   Step out;
   double tasks = 0, violating = 0;
   for (int i = 0; i < n; ++i) {
-    if (!active[i]) continue;
+    if (rates_[i] <= 0) continue;  // not placed
     const InssModelSlot& s = cluster_.slots()[i];
     const double arrivals = rates_[i];  // one-second step
     const double backlog_before = backlog_[i];

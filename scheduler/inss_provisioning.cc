@@ -125,4 +125,20 @@ InssProvisioning InssProvisioning::FromAction(
   return p;
 }
 
+InssProvisioning InssProvisioning::FromFlatAction(
+    const InssCluster& cluster, const std::vector<int>& action,
+    const std::vector<double>& rates_rps) {
+  const int n = static_cast<int>(cluster.slots().size());
+  ABSL_RAW_CHECK(static_cast<int>(action.size()) == 2 * n, "action size");
+  ABSL_RAW_CHECK(static_cast<int>(rates_rps.size()) == n, "rates size");
+  std::vector<int> gpu(action.begin(), action.begin() + n);
+  std::vector<int> level(n);
+  std::vector<bool> active(n);
+  for (int i = 0; i < n; ++i) {
+    level[i] = action[n + i] + 1;
+    active[i] = rates_rps[i] > 0;
+  }
+  return FromAction(cluster, gpu, level, active);
+}
+
 }  // namespace tessera

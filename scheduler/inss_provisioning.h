@@ -35,6 +35,13 @@ struct InssProvisioning {
                                      const std::vector<int>& gpu_choice,
                                      const std::vector<int>& level_choice,
                                      const std::vector<bool>& active);
+
+  // FromAction on the training environment's flat action: n device
+  // choices, then n 0-based level indices; a slot is active when its rate
+  // is above 0.
+  static InssProvisioning FromFlatAction(const InssCluster& cluster,
+                                         const std::vector<int>& action,
+                                         const std::vector<double>& rates_rps);
 };
 
 }  // namespace tessera

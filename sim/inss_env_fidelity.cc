@@ -86,19 +86,15 @@ absl::StatusOr<InssEnvFidelity::Result> InssEnvFidelity::Run() const {
     sample.env_reward = step.reward;
     // The same provisioning and batches as a plan, simulated.
     const InssCluster& planned = env.cluster();
-    std::vector<int> gpu(action.begin(), action.begin() + n), lv(n);
-    std::vector<bool> active(n);
     std::vector<WorkloadModel> models;
     std::map<std::string, double> rate_of;
     for (int i = 0; i < n; ++i) {
-      lv[i] = action[n + i] + 1;
-      active[i] = rates[i] > 0;
-      if (!active[i]) continue;
+      if (rates[i] <= 0) continue;
       models.push_back({planned.slots()[i].name, rates[i]});
       rate_of[planned.slots()[i].name] = rates[i];
     }
     const InssProvisioning p =
-        InssProvisioning::FromAction(planned, gpu, lv, active);
+        InssProvisioning::FromFlatAction(planned, action, rates);
     const InssBatchResult bda =
         InssBatching::Decide(planned, p, rates, std::vector<double>(n, 0), {});
     const Plan plan = InssPlan::Build(planned, p, bda, "inss", "fidelity");
@@ -164,15 +160,9 @@ absl::Status InssEnvFidelity::RankAgreement(Result* result) const {
       }
       const std::vector<double> rates = env.rates_rps();
       reward.push_back(env.Apply(action).reward);
-      std::vector<int> gpu(action.begin(), action.begin() + n), lv(n);
-      std::vector<bool> active(n);
-      for (int i = 0; i < n; ++i) {
-        lv[i] = action[n + i] + 1;
-        active[i] = rates[i] > 0;
-      }
       headroom.push_back(BdaPlacementPolicy::BdaHeadroom(
           env.cluster(),
-          InssProvisioning::FromAction(env.cluster(), gpu, lv, active), rates,
+          InssProvisioning::FromFlatAction(env.cluster(), action, rates), rates,
           /*cap=*/64));
     }
     const double best = *std::max_element(headroom.begin(), headroom.end());

@@ -40,6 +40,18 @@ TEST(InssProvisioningTest, AFeasibleActionIsKeptAsChosen) {
   EXPECT_EQ(p.share_percent, (std::vector<double>{30, 50, 40, 0}));
 }
 
+TEST(InssProvisioningTest, AFlatActionIsDevicesThenZeroBasedLevels) {
+  ClusterSnapshot s;
+  const InssCluster c = Make(&s, 3, 10);
+  // The same choice as above in the environment's encoding: levels are
+  // 0-based (2 means 3 units) and d, with no traffic, is not placed
+  // whatever its heads say.
+  const InssProvisioning p = InssProvisioning::FromFlatAction(
+      c, {0, 0, 2, 1, 2, 4, 3, 6}, {10, 10, 10, 0});
+  EXPECT_EQ(p.gpu, (std::vector<int>{0, 0, 2, -1}));
+  EXPECT_EQ(p.share_percent, (std::vector<double>{30, 50, 40, 0}));
+}
+
 TEST(InssProvisioningTest, AnOversubscribedDeviceIsScaledInProportion) {
   ClusterSnapshot s;
   const InssCluster c = Make(&s, 2, 10);

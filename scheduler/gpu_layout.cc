@@ -19,6 +19,14 @@ bool GpuLayout::used() const {
   return false;
 }
 
+void GpuLayout::ApplyChargeRules(const GpuletRules& rules) {
+  set_occupancy_weighted_interference(rules.occupancy_weighted_interference());
+  set_interference_within_headroom(rules.interference_within_headroom());
+  if (rules.interference_headroom() > 0) {
+    set_interference_headroom(rules.interference_headroom());
+  }
+}
+
 int GpuLayout::Split(double share) {
   if (share >= 100) return 0;
   slots_ = {Slot{share, {}, {}}, Slot{100 - share, {}, {}}};
@@ -70,10 +78,10 @@ bool GpuLayout::ResolveSlot(size_t i, const InterferenceModel* interference) {
       }
     }
     // The planned latency from the solo one and an interference factor.
-    auto planned = [within = interference_within_headroom_](
-                       const Slice& s, double solo, double factor) {
+    auto planned = [h = interference_headroom_](const Slice& s, double solo,
+                                                double factor) {
       const double scale = s.demand->latency_scale;
-      return solo * (within ? std::max(scale, factor) : scale * factor);
+      return solo * (h > 0 ? std::max(scale, h * factor) : scale * factor);
     };
     if (!neighbours.empty() && occupancy_weighted_) {
       latency = [interference, &neighbours, &neighbour_slot, &neighbour_busy,

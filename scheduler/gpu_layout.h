@@ -73,17 +73,22 @@ class GpuLayout {
   // Plan at max(latency_scale, interference factor) x solo, not their
   // product (GpuletRules.interference_within_headroom).
   void set_interference_within_headroom(bool on) {
-    interference_within_headroom_ = on;
+    interference_headroom_ = on ? 1 : 0;
   }
-  bool interference_within_headroom() const {
-    return interference_within_headroom_;
-  }
+  // Plan at max(latency_scale, h x interference factor) x solo
+  // (GpuletRules.interference_headroom); 0: their product; 1: as
+  // set_interference_within_headroom(true).
+  void set_interference_headroom(double h) { interference_headroom_ = h; }
+  // The three settings above from gpulet's rules, as gpulet's placer and
+  // `ideal` plan.
+  void ApplyChargeRules(const GpuletRules& rules);
+  double interference_headroom() const { return interference_headroom_; }
 
  private:
   const DeviceSnapshot* device_;
   std::vector<Slot> slots_;
   bool occupancy_weighted_ = false;
-  bool interference_within_headroom_ = false;
+  double interference_headroom_ = 0;
 };
 
 class ResolveMemo;

@@ -390,9 +390,7 @@ absl::Status GpuletPlacer::PartitionWith(
     std::vector<GpuLayout>* layouts) const {
   Context ctx{&grid, fixed, knee, layouts, {}, {}};
   for (GpuLayout& l : *layouts) {
-    l.set_occupancy_weighted_interference(
-        rules_.occupancy_weighted_interference());
-    l.set_interference_within_headroom(rules_.interference_within_headroom());
+    l.ApplyChargeRules(rules_);
   }
   for (const ModelDemand* m : order) {
     RETURN_IF_ERROR(PlaceRate(*m, m->rate_rps, &ctx));

@@ -27,8 +27,8 @@ class Search {
  public:
   Search(const std::vector<ModelDemand>& demands,
          const std::vector<const DeviceSnapshot*>& gpus,
-         const InterferenceModel* intf)
-      : demands_(demands), gpus_(gpus), intf_(intf) {}
+         const InterferenceModel* intf, const GpuletRules& charge)
+      : demands_(demands), gpus_(gpus), intf_(intf), charge_(charge) {}
 
   // Tries every multiset of `n` layouts; returns true with `best_` set.
   bool Run(int n) {
@@ -40,6 +40,7 @@ class Search {
         std::vector<SlotRef> slots;
         for (int i = 0; i < n; ++i) {
           gpus.emplace_back(gpus_[i]);
+          gpus.back().ApplyChargeRules(charge_);
           const auto& shares = GpuLayouts()[choice[i]];
           if (shares.size() == 2) gpus.back().Split(shares[0]);
           for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
@@ -155,6 +156,7 @@ class Search {
   const std::vector<ModelDemand>& demands_;
   const std::vector<const DeviceSnapshot*>& gpus_;
   const InterferenceModel* intf_;
+  const GpuletRules& charge_;  // the interference charge, as gpulet's
   std::vector<GpuLayout> best_;
 };
 
@@ -180,7 +182,8 @@ absl::StatusOr<Plan> IdealPolicy::Schedule(
   const int max_n = std::min<int>(gpus.size(), kMaxGpus);
   if (demands.empty()) return BuildPlan({}, "ideal", "no load");
   for (int n = 1; n <= max_n; ++n) {
-    Search search(demands, gpus, options_.interference.get());
+    Search search(demands, gpus, options_.interference.get(),
+                  options_.rules.gpulet());
     if (search.Run(n)) {
       return BuildPlan(
           search.best(), "ideal",

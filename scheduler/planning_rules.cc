@@ -64,7 +64,9 @@ PlanningRules TesseraDefaults() {
   // (docs/planning-rules.md).
   g->set_occupancy_weighted_interference(false);
   g->set_leftover_fill(false);
-  g->set_interference_within_headroom(false);
+  // On: max(headroom, f), not the product; holds on both halves of the
+  // rules suite and beside a 2.5x neighbour (docs/planning-rules.md).
+  g->set_interference_within_headroom(true);
   // +23.7 % and +18.0 % for gpulet on the two halves of the rules suite,
   // no plan broken (docs/planning-rules.md).
   g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
@@ -256,6 +258,13 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
       "gpulet.artifact_min_rate_fraction", "in (0, 1]"));
   RETURN_IF_ERROR(
       Check(g.residue_slack_rps() >= 0, "gpulet.residue_slack_rps", ">= 0"));
+  RETURN_IF_ERROR(
+      Check(g.interference_headroom() == 0 || g.interference_headroom() >= 1,
+            "gpulet.interference_headroom", "0 (off) or >= 1"));
+  RETURN_IF_ERROR(
+      Check(g.interference_headroom() == 0 || !g.interference_within_headroom(),
+            "gpulet.interference_headroom",
+            "not set together with gpulet.interference_within_headroom"));
   RETURN_IF_ERROR(
       Check(g.merge_attempts() >= 0, "gpulet.merge_attempts", ">= 0"));
   RETURN_IF_ERROR(Check(

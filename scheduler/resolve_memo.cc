@@ -16,7 +16,7 @@ bool ResolveMemo::Resolve(const InterferenceModel* interference,
     slots.emplace_back(slot.share_percent, std::move(slices));
   }
   Key key(interference, layout->occupancy_weighted_interference(),
-          layout->interference_within_headroom(), std::move(slots));
+          layout->interference_headroom(), std::move(slots));
   auto it = memo_.find(key);
   if (it != memo_.end()) {
     ++hits_;

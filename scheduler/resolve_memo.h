@@ -35,7 +35,7 @@ class ResolveMemo {
   using SliceKey = std::tuple<const ModelDemand*, double>;
   using SlotKey = std::tuple<double, std::vector<SliceKey>>;
   using Key =
-      std::tuple<const InterferenceModel*, bool, bool, std::vector<SlotKey>>;
+      std::tuple<const InterferenceModel*, bool, double, std::vector<SlotKey>>;
   // The resolved schedule of each slot; nullopt: Resolve failed.
   std::map<Key, std::optional<std::vector<GpuletSchedule>>> memo_;
   int hits_ = 0;

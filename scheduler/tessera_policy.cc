@@ -32,6 +32,7 @@ absl::StatusOr<std::vector<std::unique_ptr<SchedulingPolicy>>> MakeSeeds(
   PolicyOptions gpulet_options = options;
   gpulet_options.rules.mutable_gpulet()->set_interference_within_headroom(
       options.rules.tessera().interference_within_headroom());
+  gpulet_options.rules.mutable_gpulet()->clear_interference_headroom();
   std::vector<std::unique_ptr<SchedulingPolicy>> seeds;
   for (const std::string& name : names) {
     if (name == "tessera") {

@@ -202,6 +202,26 @@ TEST_F(GpuletPlacerTest, InterferenceWithinHeadroomPlansTheLargerFactor) {
   }
 }
 
+TEST_F(GpuletPlacerTest, InterferenceHeadroomKeepsAMarginOnTheFactor) {
+  // The same B beside A, 2.5 ms per request solo, latency headroom 1.2,
+  // interference headroom 1.05: f = 1.1 gives max(1.2, 1.155) = 1.2,
+  // 3.0 ms (the headroom covers it, as within); f = 1.5 gives
+  // max(1.2, 1.575), 3.9375 ms (between within's 3.75 and the
+  // product's 4.5).
+  b_.latency_scale = 1.2;
+  for (const auto* f : {&mild_, &strong_}) {
+    GpuLayout gpu(&devices_[0], std::vector<double>{60, 40});
+    gpu.set_interference_headroom(1.05);
+    gpu.slots()[0].slices = {Slice{&a_, 300}};
+    ASSERT_TRUE(gpu.ResolveSlot(0, nullptr));
+    gpu.slots()[1].slices = {Slice{&b_, 100}};
+    ASSERT_TRUE(gpu.ResolveSlot(1, f));
+    const GpuletSchedule& sb = gpu.slots()[1].schedule;
+    EXPECT_NEAR(sb.exec_ms[0] / sb.batches[0], f == &mild_ ? 3.0 : 3.9375,
+                1e-9);
+  }
+}
+
 TEST_F(GpuletPlacerTest, LeftoverFillUsesASmallerFreeGpulet) {
   // Partition sizes {50, 100}: B at 300 req/s (at most 10 p req/s) needs
   // a 50 % gpulet. GPU 0 = {60 %: A, 40 % free}: the paper's pass finds

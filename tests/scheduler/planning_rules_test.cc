@@ -40,6 +40,8 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_EQ(tessera.gpulet().knee_rule(),
             GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE);
   EXPECT_TRUE(tessera.gpulet().one_gpulet_when_smaller());
+  EXPECT_TRUE(tessera.gpulet().interference_within_headroom());
+  EXPECT_FALSE(paper.gpulet().interference_within_headroom());
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
   EXPECT_EQ(DescribeRules(paper), "paper");
@@ -86,6 +88,20 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
   EXPECT_EQ(burst.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(burst.status().message().find("shared.burst_tail"),
             std::string::npos);
+  for (const char* text :
+       {"gpulet { interference_headroom: 0.5 }",
+        "gpulet { interference_headroom: 1.03 interference_within_headroom: "
+        "true }"}) {
+    auto ih = RulesFromFlags("tessera", text);
+    EXPECT_EQ(ih.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(ih.status().message().find("gpulet.interference_headroom"),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_TRUE(RulesFromFlags("tessera",
+                             "gpulet { interference_within_headroom: false "
+                             "interference_headroom: 1.03 }")
+                  .ok());
   auto knee = RulesFromFlags(
       "tessera", "gpulet { knee_rule: GPULET_KNEE_RULE_UNSPECIFIED }");
   EXPECT_EQ(knee.status().code(), absl::StatusCode::kInvalidArgument);

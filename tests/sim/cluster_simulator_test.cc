@@ -1,5 +1,7 @@
 #include "sim/cluster_simulator.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/policy_registry.h"
@@ -74,10 +76,19 @@ class SimulatorTest : public ::testing::Test {
 
   // `paper_sizing`: gpulet's saturated gpulets as Algorithm 1 sizes them
   // (the artifact's knee, no single gpulet in place of the split).
+  // `interference_headroom`: GpuletRules.interference_headroom, with
+  // interference_within_headroom off (0: the preset's charge; -1: the
+  // product of headroom and factor).
   std::unique_ptr<SchedulingPolicy> Policy(const std::string& name,
-                                           bool paper_sizing = false) {
+                                           bool paper_sizing = false,
+                                           double interference_headroom = 0) {
     PolicyOptions options;
     options.interference = std::make_shared<ConstantInterference>(kSlowdown);
+    if (interference_headroom != 0) {
+      GpuletRules* g = options.rules.mutable_gpulet();
+      g->set_interference_within_headroom(false);
+      g->set_interference_headroom(std::max(0.0, interference_headroom));
+    }
     if (paper_sizing) {
       GpuletRules* g = options.rules.mutable_gpulet();
       g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
@@ -115,6 +126,7 @@ TEST_F(SimulatorTest, NoIntPlanViolatesWhileInterferenceAwarePlanHolds) {
   const ClusterSimulator sim(truth_.get(), configs_);
   SimOptions options;
   options.duration = absl::Seconds(20);
+  options.min_requests = 1000;  // MEASURES.md: light loads run longer
   auto noint = Policy("gpulet-noint", /*paper_sizing=*/true);
   auto aware = Policy("gpulet", /*paper_sizing=*/true);
 
@@ -148,6 +160,31 @@ TEST_F(SimulatorTest, NoIntPlanViolatesWhileInterferenceAwarePlanHolds) {
   EXPECT_EQ(best.limit, SearchResult::Limit::kRefused);
   EXPECT_NEAR(best.max_schedulable_scale, best.best.scale,
               0.06 * best.best.scale);
+}
+
+TEST_F(SimulatorTest, AChargeWithinTheHeadroomHoldsUnderAStrongSlowdown) {
+  // The interference model predicts the 2.5x slowdown exactly. Charged at
+  // max(1.1, h x 2.5) (h = 1: interference_within_headroom; 1.03: a small
+  // margin on the factor) instead of 1.1 x 2.5, gpulet's plans hold up to
+  // the highest load it accepts (here the same load as the product's,
+  // a refusal), judged as MEASURES.md asks: each light
+  // load runs until every model has seen 1,000 requests. (Over a fixed
+  // 20 s the lightest loads give ~60 requests, and one request dropped at
+  // 0.02x reads as a 1.6 % violation.)
+  const ClusterSimulator sim(truth_.get(), configs_);
+  SimOptions options;
+  options.duration = absl::Seconds(20);
+  options.min_requests = 1000;
+  const SearchResult product = SearchMaxThroughput(
+      *Policy("gpulet", /*paper_sizing=*/true, -1), snapshot_, sim, options);
+  ASSERT_EQ(product.limit, SearchResult::Limit::kRefused);
+  for (double h : {1.0, 1.03}) {
+    const SearchResult best = SearchMaxThroughput(
+        *Policy("gpulet", /*paper_sizing=*/true, h), snapshot_, sim, options);
+    EXPECT_EQ(best.limit, SearchResult::Limit::kRefused) << h;
+    EXPECT_LE(best.best.sim.violation_fraction(), 0.01) << h;
+    EXPECT_GE(best.best.scale, product.best.scale) << h;
+  }
 }
 
 TEST_F(SimulatorTest, DeterministicForASeedAndCountsEveryRequest) {

@@ -340,20 +340,22 @@ std::vector<GpuletReproduction::Claim> GpuletReproduction::ThroughputVerdicts(
         Against{2, "gpulet-noint", 0.075}}) {
     double sum = 0;
     int n = 0;
-    int ahead = 0;
+    int ahead = 0, tied = 0;
     for (const auto& row : result.max_rps) {
       if (row[a.policy] <= 0) continue;
       sum += row[gpulet] / row[a.policy] - 1;
       ++n;
-      if (row[gpulet] >= row[a.policy]) ++ahead;
+      if (row[gpulet] > row[a.policy]) ++ahead;
+      if (row[gpulet] == row[a.policy]) ++tied;
     }
     const double gain = n > 0 ? sum / n : 0;
     Claim c;
     c.claim = absl::StrCat("gpulet's SLO-preserved throughput over ", a.name,
                            " (Fig. 13, mean of per-workload ratios)");
     c.paper = absl::StrFormat("%+.1f %%", 100 * a.paper);
-    c.ours = absl::StrFormat("%+.1f %% (ahead on %d of %d workloads)",
-                             100 * gain, ahead, n);
+    c.ours = absl::StrFormat("%+.1f %% (ahead on %d of %d workloads%s)",
+                             100 * gain, ahead, n,
+                             tied > 0 ? absl::StrCat(", tied on ", tied) : "");
     c.verdict = ClaimVerdict(gain >= 0.95 * a.paper, gain > 0);
     c.reason = c.verdict == "holds"
                    ? "-"

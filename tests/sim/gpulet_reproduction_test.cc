@@ -83,13 +83,14 @@ TEST(GpuletReproductionVerdictsTest, ThroughputGainsByHand) {
   r.max_rps = {{100, 50, 200, 150}, {100, 100, 100, 100}};
   const auto claims = GpuletReproduction::ThroughputVerdicts(r);
   ASSERT_EQ(claims.size(), 3u);
-  // Over sbp: (0.5 + 0) / 2 = +25 %: ahead, short of +61.7 %.
-  EXPECT_EQ(claims[0].ours, "+25.0 % (ahead on 2 of 2 workloads)");
+  // Over sbp: (0.5 + 0) / 2 = +25 %: ahead on a, tied on b, short of
+  // +61.7 %.
+  EXPECT_EQ(claims[0].ours, "+25.0 % (ahead on 1 of 2 workloads, tied on 1)");
   EXPECT_EQ(claims[0].verdict, "holds in direction");
   // Over greedy: (2 + 0) / 2 = +100 % >= 0.95 x 81.2 %.
   EXPECT_EQ(claims[1].verdict, "holds");
   // Over gpulet-noint: (-0.25 + 0) / 2 = -12.5 %.
-  EXPECT_EQ(claims[2].ours, "-12.5 % (ahead on 1 of 2 workloads)");
+  EXPECT_EQ(claims[2].ours, "-12.5 % (ahead on 0 of 2 workloads, tied on 1)");
   EXPECT_EQ(claims[2].verdict, "does not hold");
 }
 

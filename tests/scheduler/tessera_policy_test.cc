@@ -174,6 +174,39 @@ TEST(TesseraPolicyTest, RefusalNamesEveryCandidate) {
   }
 }
 
+// Tessera's gpulet seed plans with Tessera's own interference charge
+// (TesseraRules.interference_within_headroom), whatever margin gpulet's
+// rules set on the factor: a 3x margin makes gpulet itself plan
+// differently, and leaves the tessera plan as it was.
+TEST(TesseraPolicyTest, ItsGpuletSeedIgnoresGpuletsInterferenceMargin) {
+  auto DevicesOf = [](const Plan& plan) {
+    Plan devices;
+    *devices.mutable_devices() = plan.devices();
+    return devices.DebugString();
+  };
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("x", 2, 1), 400, 60);
+  AddModel(&s, LinearProfile("y", 5, 2), 200, 80);
+  PolicyOptions o = Options();
+  o.interference = std::make_shared<ConstantInterference>(1.2);
+  o.rules.mutable_tessera()->clear_seed_policies();
+  o.rules.mutable_tessera()->add_seed_policies("gpulet");
+  o.rules.mutable_tessera()->set_layout_budget(0);
+  PolicyOptions margin = o;
+  margin.rules.mutable_gpulet()->set_interference_within_headroom(false);
+  margin.rules.mutable_gpulet()->set_interference_headroom(3);
+  auto gpulet = RunPolicyWith("gpulet", s, o);
+  auto gpulet_margin = RunPolicyWith("gpulet", s, margin);
+  ASSERT_TRUE(gpulet.ok()) << gpulet.status();
+  EXPECT_FALSE(gpulet_margin.ok() &&
+               DevicesOf(*gpulet_margin) == DevicesOf(*gpulet));
+  auto mine = RunPolicyWith("tessera", s, o);
+  auto mine_margin = RunPolicyWith("tessera", s, margin);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(mine_margin.ok()) << mine_margin.status();
+  EXPECT_EQ(DevicesOf(*mine_margin), DevicesOf(*mine));
+}
+
 TEST(TesseraPolicyTest, TheLayoutBudgetBoundsTheSearch) {
   PolicyOptions o = Options();
   o.rules.mutable_tessera()->clear_seed_policies();

@@ -200,8 +200,8 @@ InssEnvironment::Step InssEnvironment::Apply(const std::vector<int>& action) {
       InssBatching::Decide(cluster_, current_, rates_, backlog_, {});
   std::vector<int64_t> used(cluster_.gpus(), 0);
   for (int i = 0; i < n; ++i) {
-    if (rates_[i] > 0)
-      used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
+    if (rates_[i] <= 0) continue;  // not placed
+    used[current_.gpu[i]] += cluster_.slots()[i].memory_bytes;
   }
   std::vector<double> judged;
   if (options_.judge != nullptr) {

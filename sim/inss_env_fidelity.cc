@@ -165,12 +165,10 @@ absl::Status InssEnvFidelity::RankAgreement(Result* result) const {
           InssProvisioning::FromFlatAction(env.cluster(), action, rates), rates,
           /*cap=*/64));
     }
-    const double best = *std::max_element(headroom.begin(), headroom.end());
-    if (best <= 0) continue;
-    const size_t argmax =
-        std::max_element(reward.begin(), reward.end()) - reward.begin();
-    ratio_sum += headroom[argmax] / best;
-    spearman_sum += Pearson(Ranks(reward), Ranks(headroom));
+    const StateRank rank = RankState(reward, headroom);
+    if (!rank.counted) continue;
+    ratio_sum += rank.argmax_ratio;
+    spearman_sum += rank.spearman;
     ++spearman_states;
   }
   result->rank_states = spearman_states;
@@ -179,6 +177,20 @@ absl::Status InssEnvFidelity::RankAgreement(Result* result) const {
     result->argmax_headroom_ratio = ratio_sum / spearman_states;
   }
   return absl::OkStatus();
+}
+
+InssEnvFidelity::StateRank InssEnvFidelity::RankState(
+    const std::vector<double>& reward, const std::vector<double>& headroom) {
+  StateRank rank;
+  if (reward.empty() || reward.size() != headroom.size()) return rank;
+  const double best = *std::max_element(headroom.begin(), headroom.end());
+  if (best <= 0) return rank;
+  const size_t argmax =
+      std::max_element(reward.begin(), reward.end()) - reward.begin();
+  rank.counted = true;
+  rank.argmax_ratio = headroom[argmax] / best;
+  rank.spearman = Pearson(Ranks(reward), Ranks(headroom));
+  return rank;
 }
 
 void InssEnvFidelity::Print(const Result& result, std::FILE* out) {

@@ -63,6 +63,19 @@ class InssEnvFidelity {
       : setup_(setup), sampler_(sampler), options_(std::move(options)) {}
 
   absl::StatusOr<Result> Run() const;
+
+  // The ranking check on one state: `reward` and `headroom` score the
+  // same placements. `counted` is false when no placement has headroom
+  // (the state is left out of the means). `argmax_ratio` is the headroom
+  // of the first placement with the highest reward over the highest
+  // headroom; `spearman` is the rank correlation, ties sharing their
+  // mean rank.
+  struct StateRank {
+    bool counted = false;
+    double spearman = 0, argmax_ratio = 0;
+  };
+  static StateRank RankState(const std::vector<double>& reward,
+                             const std::vector<double>& headroom);
   static void Print(const Result& result, std::FILE* out);
   static std::string Csv(const Result& result);
 

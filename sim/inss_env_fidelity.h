@@ -65,7 +65,8 @@ class InssEnvFidelity {
   absl::StatusOr<Result> Run() const;
 
   // The ranking check on one state: `reward` and `headroom` score the
-  // same placements. `counted` is false when no placement has headroom
+  // same placements. `counted` is false when no placement has headroom,
+  // or the two are empty or of different lengths
   // (the state is left out of the means). `argmax_ratio` is the headroom
   // of the first placement with the highest reward over the highest
   // headroom; `spearman` is the rank correlation, ties sharing their

@@ -3,6 +3,7 @@
 // run time).
 #include "sim/inss_env_fidelity.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "gtest/gtest.h"

@@ -1,5 +1,7 @@
 #include "batching/weighted_round_robin.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 void WeightedRoundRobin::Add(double weight) {
@@ -17,6 +19,19 @@ int WeightedRoundRobin::Next() {
   }
   credit_[best] -= total_;
   return best;
+}
+
+std::vector<int> MinRoundRobinSpacings(const std::vector<double>& weights,
+                                       int picks) {
+  WeightedRoundRobin wrr;
+  for (double w : weights) wrr.Add(w);
+  std::vector<int> spacing(weights.size(), picks), last(weights.size(), -1);
+  for (int n = 0; n < picks; ++n) {
+    const int i = wrr.Next();
+    if (last[i] >= 0) spacing[i] = std::min(spacing[i], n - last[i]);
+    last[i] = n;
+  }
+  return spacing;
 }
 
 }  // namespace tessera

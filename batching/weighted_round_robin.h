@@ -22,4 +22,18 @@ class WeightedRoundRobin {
   double total_ = 0;
 };
 
+// For each choice, the fewest picks from one of its picks to its next,
+// over the first `picks` picks of a fresh WeightedRoundRobin with
+// `weights` added in order (as the router adds a model's gpulets): every
+// gap between two requests that choice receives spans at least that many
+// gaps of the model's own arrivals. A choice picked at most once in the
+// window gets `picks`. Equal weights whose sums are exact in binary (7.5,
+// 200) rotate strictly, n for n choices; others need not: the credits'
+// rounding breaks some ties the other way (three weights of 800 / 3 give
+// a choice two picks running). Planning reads it
+// (SharedRules.round_robin_arrivals); the window stands in for the whole,
+// endless sequence.
+std::vector<int> MinRoundRobinSpacings(const std::vector<double>& weights,
+                                       int picks = 4096);
+
 }  // namespace tessera

@@ -165,6 +165,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.burst_tail = rules.burst_bound() ? rules.burst_tail() : 0;
     d.burst_max_marginal_load = rules.burst_max_marginal_load();
     d.bulk_queue_wait = rules.bulk_queue_wait();
+    d.round_robin_arrivals = rules.round_robin_arrivals();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = *inputs->models_.at(d.name);
     d.max_batch =

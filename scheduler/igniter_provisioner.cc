@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "batching/weighted_round_robin.h"
 #include "scheduler/time_share_solver.h"
 
 namespace tessera {
@@ -95,6 +96,46 @@ void PlaceFirstFit(const IgniterPlacement& fresh, size_t first,
 
 }  // namespace
 
+std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps) {
+  std::vector<double> rates;
+  double rest = rate_rps;
+  while (rest > per_replica_rps + 1e-9) {
+    rates.push_back(per_replica_rps);
+    rest -= per_replica_rps;
+  }
+  // A remainder equal to a replica's rate but for rounding is one: equal
+  // weights make the router rotate strictly.
+  if (std::fabs(rest - per_replica_rps) <= 1e-9 * per_replica_rps) {
+    rest = per_replica_rps;
+  }
+  rates.push_back(rest);
+  return rates;
+}
+
+double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
+                          double max_rps) {
+  if (!q.queueing_check || !q.round_robin_arrivals || batch != 1) return 0;
+  // n = R / per_replica is at most a few hundred for any cluster a plan
+  // can take; past that no replica is worth the search.
+  constexpr int kMaxReplicas = 256;
+  for (int n = 2; n <= kMaxReplicas; ++n) {
+    const double per = q.rate_rps / n;
+    if (per > max_rps) continue;
+    const std::vector<int> spacing =
+        MinRoundRobinSpacings(ReplicaRates(q.rate_rps, per));
+    const int k = *std::min_element(spacing.begin(), spacing.end());
+    if (k < 2) continue;
+    const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
+    if (rho < 1 &&
+        batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, kQueueingTail,
+                                    q.burst_tail, q.bulk_queue_wait, k) <=
+            q.slo_ms) {
+      return per;
+    }
+  }
+  return 0;
+}
+
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
     int max_gpus, int max_partitions_per_gpu, IgniterPacking packing) {
@@ -156,14 +197,16 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
             q.slo_ms;
         (fits ? lo : hi) = mid;
       }
-      per_replica = std::min(per_replica, lo * 1000.0 * best_b / best_ms);
+      per_replica =
+          std::max(std::min(per_replica, lo * 1000.0 * best_b / best_ms),
+                   RotationReplicaRps(q, best_b, best_ms, per_replica));
     }
-    double rest = q.rate_rps;
-    while (rest > per_replica + 1e-9) {
+    const std::vector<double> rates = ReplicaRates(q.rate_rps, per_replica);
+    for (size_t r = 0; r + 1 < rates.size(); ++r) {
       out.gpus.push_back(
-          {{static_cast<int>(i), best_b, r_max, per_replica, best_ms, r_max}});
-      rest -= per_replica;
+          {{static_cast<int>(i), best_b, r_max, rates[r], best_ms, r_max}});
     }
+    const double rest = rates.back();
     b = model.ApproxBatch(w, q.slo_ms, rest);
     rl = b <= q.max_batch ? model.LowerShare(w, q.slo_ms, b) : INFINITY;
     if (!fits_alone(b, rl, rest)) {  // the residue takes a whole GPU

@@ -27,6 +27,9 @@ struct IgniterRequest {
   double burst_tail = 0;
   // That wait from the bulk-service queue (SharedRules.bulk_queue_wait).
   bool bulk_queue_wait = false;
+  // SharedRules.round_robin_arrivals: batch-1 replicas may also be sized
+  // as the router deals them requests (RotationReplicaRps).
+  bool round_robin_arrivals = false;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted
   // to profiles undershoots at small shares and batches (docs/
@@ -89,6 +92,22 @@ enum class IgniterPacking {
 // packs as FFD+ instead (workloads too large for one GPU are split the
 // same way); predicted_ms is then the model's prediction beside the final
 // co-runners, which may exceed half the SLO.
+// The rates of a workload split as the authors' code does: whole replicas
+// at `per_replica_rps` while more than one is left, then the rest (last).
+// A rest equal to a replica's rate but for rounding is set equal to it.
+std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
+
+// Tessera's addition (IgniterRequest.round_robin_arrivals, with
+// queueing_check): the largest rate R / n (n >= 2, at most `max_rps`) at
+// which the replicas ProvisionIgniter makes for `q` at `batch`
+// (ReplicaRates) pass t + W <= SLO, W the E_k/D/1 wait of a
+// replica whose requests come at least k of the model's arrivals apart (k
+// from the router's round robin over those rates, MinRoundRobinSpacings);
+// 0 when none does, when the batch is not 1 or the rule is off. The
+// M/D/1 sizing charges each replica as if it drew its own Poisson stream.
+double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
+                          double max_rps);
+
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
     int max_gpus, int max_partitions_per_gpu = 0,

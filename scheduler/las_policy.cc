@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "batching/weighted_round_robin.h"
 #include "common/status_macros.h"
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpu_layout.h"
@@ -30,6 +32,10 @@ struct Service {
   double rate_rps = 0;
   Config config;
   int gpu = -1;
+  // Every request the router deals this replica is at least this many of
+  // the model's arrivals after the last (MinRoundRobinSpacings over its
+  // equal replicas; 1 without SharedRules.round_robin_arrivals).
+  int spacing = 1;
 };
 
 class Planner {
@@ -91,7 +97,7 @@ class Planner {
     if (rules_.tail_wait() && std::isfinite(queue)) {
       t = proc + FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
                                   m.queueing_tail, m.burst_tail,
-                                  m.bulk_queue_wait);
+                                  m.bulk_queue_wait, s.spacing);
     }
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
     if (rules_.tail_wait_slo_only()) t = mean_t;
@@ -341,6 +347,11 @@ absl::StatusOr<Plan> LasPolicy::PlanFrom(const PolicyInputs& inputs) const {
                                  : 1;
     for (int k = 1; k <= max_replicas && !done; ++k) {
       Service s{static_cast<int>(i), demands[i].rate_rps / k, {}, -1};
+      if (demands[i].round_robin_arrivals && k >= 2) {
+        const std::vector<int> spacing =
+            MinRoundRobinSpacings(std::vector<double>(k, s.rate_rps));
+        s.spacing = *std::min_element(spacing.begin(), spacing.end());
+      }
       s.config = planner.Best(s, -1, {}, -1, 100);
       if (s.config.batch > 0) {
         for (int r = 0; r < k; ++r) services.push_back(s);

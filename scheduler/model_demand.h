@@ -41,6 +41,9 @@ struct ModelDemand {
   double burst_max_marginal_load = 1;
   // SharedRules.bulk_queue_wait: fixed-batch waits from BulkQueueWaitMs.
   bool bulk_queue_wait = false;
+  // SharedRules.round_robin_arrivals: a batch-1 replica's wait from the
+  // spacing the router's round robin gives its requests.
+  bool round_robin_arrivals = false;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of whether this model alone at a rate fits a share (SoloFits):

@@ -55,6 +55,7 @@ PlanningRules TesseraDefaults() {
   s->set_burst_max_marginal_load(0.8);
   // Held on both halves of the rules suite (docs/planning-rules.md).
   s->set_bulk_queue_wait(true);
+  s->set_round_robin_arrivals(true);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -116,6 +117,7 @@ PlanningRules PaperDefaults() {
   s->set_burst_tail(0.001);
   s->set_burst_max_marginal_load(0.8);
   s->set_bulk_queue_wait(false);
+  s->set_round_robin_arrivals(false);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);

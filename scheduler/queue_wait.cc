@@ -348,12 +348,14 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
 }
 
 double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail,
-                        double burst_tail, bool bulk_queue) {
+                        double burst_tail, bool bulk_queue,
+                        int arrival_spacing) {
   if (bulk_queue && batch >= 2) {
     return BulkQueueWaitMs(rho, batch_ms, batch, tail);
   }
-  const double wait = batch <= 1 ? MD1WaitMs(rho, batch_ms, tail)
-                                 : RoundWaitMs(rho, batch_ms, tail);
+  const double wait = batch <= 1 && arrival_spacing < 2
+                          ? MD1WaitMs(rho, batch_ms, tail)
+                          : RoundWaitMs(rho, batch_ms, tail);
   if (burst_tail > 0 && rho < 1 &&
       PoissonQuantile(rho * batch, burst_tail) <= batch) {
     return std::min(wait, batch_ms);

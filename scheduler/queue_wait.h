@@ -118,8 +118,20 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap,
 // With `bulk_queue` (SharedRules.bulk_queue_wait), batches from 2 up are
 // planned with BulkQueueWaitMs instead (and no burst bound, which it
 // subsumes); batch 1 stays the exact M/D/1.
+//
+// `arrival_spacing` k >= 2 (SharedRules.round_robin_arrivals): the server
+// is one of several that a round robin feeds from one Poisson stream, and
+// every gap between two of its requests spans at least k gaps of that
+// stream (MinRoundRobinSpacings). `rho` is then lambda batch_ms / (k
+// batch), lambda the whole stream's rate: the load of a server fed every
+// k-th request exactly (Erlang-k gaps), which for equal replicas is each
+// one's own load. At batch 1 that server is an E_k/D/1 queue, planned with
+// RoundWaitMs (which bounds E_b/D/1 from b = 2 up, as above), and the real
+// one waits no longer: its gaps are at least those of the E_k stream, and
+// Lindley's recursion only shortens waits as gaps grow. From batch 2 the
+// spacing changes nothing (the forms above already bound it).
 double FixedBatchWaitMs(double rho, double batch_ms, int batch,
                         double tail = kQueueingTail, double burst_tail = 0,
-                        bool bulk_queue = false);
+                        bool bulk_queue = false, int arrival_spacing = 1);
 
 }  // namespace tessera

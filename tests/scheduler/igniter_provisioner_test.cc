@@ -230,5 +230,42 @@ TEST(IgniterProvisionerRealDataTest, ReproducesThePapersTableOne) {
   }
 }
 
+TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {
+  // Batch 1 at 1 ms, SLO 2.5 ms: a replica may wait 1.5 ms. Dealt every
+  // n-th request in rotation it is planned with RoundWaitMs, whose heavy
+  // form ln(200) rho / (2 (1 - rho)) ms reaches 1.5 at rho = 0.3615 (the
+  // light form stays below 1 ms).
+  IgniterRequest q;
+  q.slo_ms = 2.5;
+  q.queueing_check = true;
+  q.round_robin_arrivals = true;
+  // 700 req/s: two replicas at 350 (rho 0.35, wait 1.43 ms) fit.
+  q.rate_rps = 700;
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 350);
+  // 800 req/s: two at 400 (rho 0.4, 1.77 ms) do not fit. Three at 266.7
+  // would in strict rotation (rho 0.27), but the router's rounding gives
+  // one of them two requests two apart (WeightedRoundRobinTest), so k = 2
+  // and rho = 800 / 2 req/s x 1 ms = 0.4 again: four at 200 (exact
+  // weights, k = 4, rho 0.2).
+  q.rate_rps = 800;
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 200);
+  // 600 req/s: two at 300 (rho 0.3) fit, unless a replica may carry no
+  // more than 250 (the 0.9 cap): then three at 200.
+  q.rate_rps = 600;
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 300);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 250), 200);
+  q.rate_rps = 800;
+  // An M/D/1 queue at rho 0.35 waits longer than 1.5 ms at the tail: the
+  // rotation is what admits those replicas.
+  EXPECT_GT(FixedBatchWaitMs(0.35, 1.0, 1), 1.5);
+  // Not from batch 2, and not with the rule or the queueing check off.
+  EXPECT_EQ(RotationReplicaRps(q, 2, 1.0, 1000), 0);
+  q.round_robin_arrivals = false;
+  EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 0);
+  q.round_robin_arrivals = true;
+  q.queueing_check = false;
+  EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 0);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include "scheduler/las_policy.h"
 
 #include <functional>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -151,6 +152,43 @@ TEST(LasPolicyTest, BulkQueueWaitAdmitsWhatTheWholeBatchWaitRefuses) {
   auto plan = testing::RunPolicyWith("las", s, o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_GE(plan->devices(0).gpulets(0).models(0).batch_size(), 24);
+}
+
+TEST(LasPolicyTest, RotationLetsFewerBatchOneReplicasCarryAModel) {
+  // L(b) = 2 b ms on every share, SLO 5 ms, 300 req/s, LAS's tail wait.
+  // From batch 2 a batch leaves no room for the wait of whole batches, so
+  // every replica runs batch 1 and may wait 1.5 service times at the
+  // 99.5th percentile.
+  //  * As an M/D/1 queue (its own Poisson stream) that takes rho <= 0.16
+  //    (Erlang's formula: P(W > 1.5 s) is 0.0042 at 0.15, 0.0085 at 0.2),
+  //    so 4 replicas of 75 req/s (3 of 100 are at rho 0.2).
+  //  * Dealt every other request by the router (SharedRules.
+  //    round_robin_arrivals), an E_2/D/1 queue planned with RoundWaitMs:
+  //    ln(200) rho / (2 (1 - rho)) <= 1.5 up to rho = 0.36, so 2 replicas
+  //    of 150 req/s (rho 0.3).
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, Profile("a", [](int b, double) { return 2.0 * b; }), 300, 5);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_las()->set_tail_wait(true);
+  o.rules.mutable_las()->set_replicas(true);
+  o.rules.mutable_shared()->set_burst_bound(false);
+  auto replicas = [&]() -> int {
+    auto plan = testing::RunPolicyWith("las", s, o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return -1;
+    std::vector<double> rates;
+    for (const DevicePlan& d : plan->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        EXPECT_EQ(g.models(0).batch_size(), 1);
+        rates.push_back(g.models(0).rate_rps());
+      }
+    }
+    for (double r : rates) EXPECT_DOUBLE_EQ(r, 300.0 / rates.size());
+    return static_cast<int>(rates.size());
+  };
+  EXPECT_EQ(replicas(), 4);
+  o.rules.mutable_shared()->set_round_robin_arrivals(true);
+  EXPECT_EQ(replicas(), 2);
 }
 
 TEST(LasPolicyTest, ARoomfulOfServicesSpillsToTheNextGpu) {

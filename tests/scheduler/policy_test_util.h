@@ -69,6 +69,7 @@ inline PolicyOptions PaperRules(
   shared->set_rate_headroom(1.0);
   shared->set_queueing_check(false);
   shared->set_bulk_queue_wait(false);
+  shared->set_round_robin_arrivals(false);
   options.rules.mutable_las()->set_tail_wait_slo_only(false);
   options.rules.mutable_igniter()->set_latency_headroom(1.0);
   options.rules.mutable_igniter()->set_rate_headroom(1.0);

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "batching/weighted_round_robin.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -283,6 +284,86 @@ TEST(QueueWaitTest, FixedBatchWaitFromTheBulkQueue) {
                    MD1WaitMs(0.7, 3));
   EXPECT_LT(FixedBatchWaitMs(0.7, 3, 8, kQueueingTail, 0, true),
             FixedBatchWaitMs(0.7, 3, 8));
+}
+
+TEST(QueueWaitTest, RotationSpacingPlansABatchOneReplicaAsAnErlangQueue) {
+  // Batch 1 fed every k-th request (k >= 2): RoundWaitMs, the bound of
+  // E_b/D/1 above; k = 1: the exact M/D/1. From batch 2 the spacing
+  // changes nothing.
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 3, 1, kQueueingTail, 0, true, 2),
+                   RoundWaitMs(0.5, 3));
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 3, 1, kQueueingTail, 0, true, 1),
+                   MD1WaitMs(0.5, 3));
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 3, 4, kQueueingTail, 0, true, 3),
+                   BulkQueueWaitMs(0.5, 3, 4));
+  EXPECT_DOUBLE_EQ(FixedBatchWaitMs(0.5, 3, 4, kQueueingTail, 0, false, 3),
+                   FixedBatchWaitMs(0.5, 3, 4));
+  EXPECT_LT(FixedBatchWaitMs(0.5, 3, 1, kQueueingTail, 0, true, 2),
+            MD1WaitMs(0.5, 3));
+}
+
+// A Poisson stream of `lambda` requests per service time dealt by the
+// router's round robin over `weights` to batch-1 servers of one service
+// time each (FIFO): the (1 - tail) quantile of server `index`'s waits.
+double SimulatedRotationQuantile(const std::vector<double>& weights, int index,
+                                 double lambda, double tail, int requests,
+                                 uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(lambda);
+  WeightedRoundRobin wrr;
+  for (double w : weights) wrr.Add(w);
+  std::vector<double> free(weights.size(), 0), waits;
+  double t = 0;
+  for (int n = 0; n < requests; ++n) {
+    t += gap(rng);
+    const int r = wrr.Next();
+    const double start = std::max(t, free[r]);
+    free[r] = start + 1;
+    if (r == index) waits.push_back(start - t);
+  }
+  std::sort(waits.begin(), waits.end());
+  return waits[static_cast<size_t>((1 - tail) * waits.size())];
+}
+
+TEST(QueueWaitTest, RotationSpacingBoundsSimulatedReplicas) {
+  struct Case {
+    std::vector<double> weights;
+    double lambda;  // the stream's requests per service time
+  };
+  const double third = 100.0 / 3;
+  const std::vector<Case> cases = {
+      {{1, 1}, 0.6},
+      {{1, 1}, 1.2},
+      {{1, 1}, 1.7},
+      {{2, 2, 2}, 1.5},
+      {{2, 2, 2}, 2.4},
+      // Three replicas at R / 3, whose rotation rounding breaks (k = 2
+      // for some): each at the spacing the router gives it.
+      {{third, third, third}, 2.1},
+      // Unequal weights: each server at its own spacing (the heavy one
+      // is picked twice running, k = 1, and is not planned this way).
+      {{3, 2, 2}, 1.2},
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    const std::vector<int> spacing = MinRoundRobinSpacings(c.weights);
+    for (int i = 0; i < static_cast<int>(c.weights.size()); ++i) {
+      const int k = spacing[i];
+      const double rho = c.lambda / k;
+      if (k < 2 || rho >= 0.95) continue;
+      ++checked;
+      const double planned =
+          FixedBatchWaitMs(rho, 1, 1, kQueueingTail, 0, false, k);
+      const double simulated = SimulatedRotationQuantile(
+          c.weights, i, c.lambda, kQueueingTail, 600000, 5);
+      EXPECT_GE(planned, simulated)
+          << "weights[0] " << c.weights[0] << " lambda " << c.lambda
+          << " server " << i << " k " << k;
+      // ... and below what an M/D/1 queue of that load plans.
+      if (rho <= 0.6) EXPECT_LT(planned, MD1WaitMs(rho, 1)) << rho;
+    }
+  }
+  EXPECT_GE(checked, 12);
 }
 
 }  // namespace

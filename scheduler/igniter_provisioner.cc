@@ -113,25 +113,26 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps) {
 }
 
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
-                          double max_rps) {
+                          double max_rps, double min_rps) {
   if (!q.queueing_check || !q.round_robin_arrivals || batch != 1) return 0;
-  // n = R / per_replica is at most a few hundred for any cluster a plan
-  // can take; past that no replica is worth the search.
+  auto fits = [&](int k) {
+    const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
+    return rho < 1 &&
+           batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, kQueueingTail,
+                                       q.burst_tail, q.bulk_queue_wait, k) <=
+               q.slo_ms;
+  };
+  // Only splits whose replicas carry more than min_rps; and at most as
+  // many replicas as a plan could hold GPUs for.
   constexpr int kMaxReplicas = 256;
-  for (int n = 2; n <= kMaxReplicas; ++n) {
+  for (int n = 2; n <= kMaxReplicas && q.rate_rps / n > min_rps; ++n) {
     const double per = q.rate_rps / n;
-    if (per > max_rps) continue;
+    // k <= n: a split that fails in strict rotation fails.
+    if (per > max_rps || !fits(n)) continue;
     const std::vector<int> spacing =
         MinRoundRobinSpacings(ReplicaRates(q.rate_rps, per));
     const int k = *std::min_element(spacing.begin(), spacing.end());
-    if (k < 2) continue;
-    const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
-    if (rho < 1 &&
-        batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, kQueueingTail,
-                                    q.burst_tail, q.bulk_queue_wait, k) <=
-            q.slo_ms) {
-      return per;
-    }
+    if (k >= 2 && fits(k)) return per;
   }
   return 0;
 }
@@ -197,9 +198,10 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
             q.slo_ms;
         (fits ? lo : hi) = mid;
       }
-      per_replica =
-          std::max(std::min(per_replica, lo * 1000.0 * best_b / best_ms),
-                   RotationReplicaRps(q, best_b, best_ms, per_replica));
+      const double poisson =
+          std::min(per_replica, lo * 1000.0 * best_b / best_ms);
+      per_replica = std::max(poisson, RotationReplicaRps(q, best_b, best_ms,
+                                                         per_replica, poisson));
     }
     const std::vector<double> rates = ReplicaRates(q.rate_rps, per_replica);
     for (size_t r = 0; r + 1 < rates.size(); ++r) {

@@ -98,7 +98,8 @@ enum class IgniterPacking {
 std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
 
 // Tessera's addition (IgniterRequest.round_robin_arrivals, with
-// queueing_check): the largest rate R / n (n >= 2, at most `max_rps`) at
+// queueing_check): the largest rate R / n (n >= 2, at most `max_rps` and
+// more than `min_rps`, the M/D/1 sizing, which is always feasible) at
 // which the replicas ProvisionIgniter makes for `q` at `batch`
 // (ReplicaRates) pass t + W <= SLO, W the E_k/D/1 wait of a
 // replica whose requests come at least k of the model's arrivals apart (k
@@ -106,7 +107,7 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
 // 0 when none does, when the batch is not 1 or the rule is off. The
 // M/D/1 sizing charges each replica as if it drew its own Poisson stream.
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
-                          double max_rps);
+                          double max_rps, double min_rps = 0);
 
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,

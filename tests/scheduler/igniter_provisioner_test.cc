@@ -254,6 +254,9 @@ TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {
   q.rate_rps = 600;
   EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 300);
   EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 250), 200);
+  // Only splits above what the M/D/1 sizing already carries.
+  EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000, /*min_rps=*/300), 0);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000, /*min_rps=*/299), 300);
   q.rate_rps = 800;
   // An M/D/1 queue at rho 0.35 waits longer than 1.5 ms at the tail: the
   // rotation is what admits those replicas.

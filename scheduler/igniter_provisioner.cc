@@ -122,8 +122,8 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
                                        q.burst_tail, q.bulk_queue_wait, k) <=
                q.slo_ms;
   };
-  // Only splits whose replicas carry more than min_rps; and at most as
-  // many replicas as a plan could hold GPUs for.
+  // Only splits whose replicas carry more than min_rps, and a bounded
+  // search (a split into more replicas than this is no plan).
   constexpr int kMaxReplicas = 256;
   for (int n = 2; n <= kMaxReplicas && q.rate_rps / n > min_rps; ++n) {
     const double per = q.rate_rps / n;

@@ -67,31 +67,6 @@ enum class IgniterPacking {
   kFirstFitLower,
 };
 
-// iGniter's provisioning, Algorithms 1 and 2 of the paper, as the digest
-// restates them (seeds/digests/igniter.md, Sec. 3 and pitfall P7):
-//  1. per workload b = b_appr (Eq. 17, capped at max_batch) and r_lower
-//     (Eq. 18);
-//  2. workloads in descending r_lower; each goes to the GPU whose total
-//     share grows least once ALLOC has re-solved it (ties: lowest index), or
-//     to a new GPU when none can take it;
-//  3. ALLOC: predict every resident with Eqs. 1-11; every resident above
-//     half its SLO gains r_unit (all in the same round); repeat until none
-//     violates or the shares pass r_max (the GPU is then rejected).
-// Shares never shrink and nothing moves once placed.
-//
-// Choices where the paper is silent (pitfall P9): a workload whose r_lower
-// exceeds r_max, or whose b_appr exceeds max_batch, is split as the authors'
-// code does: replicas at r_max with the largest batch whose solo t_inf fits
-// half the SLO, each carrying 90 % of its predicted throughput, plus a
-// residue workload provisioned normally. A workload alone on a new GPU
-// also goes through ALLOC (r_lower ignores the clock drop, pitfall P10).
-// RESOURCE_EXHAUSTED when more than `max_gpus` GPUs are needed or some
-// workload cannot meet half its SLO even on a whole GPU.
-// `max_partitions_per_gpu` > 0: a GPU holding that many workloads takes no
-// more (PlanningRules.max_partitions_per_gpu). `packing`: kFirstFitLower
-// packs as FFD+ instead (workloads too large for one GPU are split the
-// same way); predicted_ms is then the model's prediction beside the final
-// co-runners, which may exceed half the SLO.
 // The rates of a workload split as the authors' code does: whole replicas
 // at `per_replica_rps` while more than one is left, then the rest (last).
 // A rest equal to a replica's rate but for rounding is set equal to it.
@@ -109,6 +84,33 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
                           double max_rps, double min_rps = 0);
 
+// iGniter's provisioning, Algorithms 1 and 2 of the paper, as the digest
+// restates them (seeds/digests/igniter.md, Sec. 3 and pitfall P7):
+//  1. per workload b = b_appr (Eq. 17, capped at max_batch) and r_lower
+//     (Eq. 18);
+//  2. workloads in descending r_lower; each goes to the GPU whose total
+//     share grows least once ALLOC has re-solved it (ties: lowest index), or
+//     to a new GPU when none can take it;
+//  3. ALLOC: predict every resident with Eqs. 1-11; every resident above
+//     half its SLO gains r_unit (all in the same round); repeat until none
+//     violates or the shares pass r_max (the GPU is then rejected).
+// Shares never shrink and nothing moves once placed.
+//
+// Choices where the paper is silent (pitfall P9): a workload whose r_lower
+// exceeds r_max, or whose b_appr exceeds max_batch, is split as the authors'
+// code does: replicas at r_max with the largest batch whose solo t_inf fits
+// half the SLO, each carrying 90 % of its predicted throughput (or, for
+// batch-1 replicas with round_robin_arrivals, RotationReplicaRps where
+// that is more), plus a residue workload provisioned normally. A workload
+// alone on a new GPU also goes through ALLOC (r_lower ignores the clock
+// drop, pitfall P10).
+// RESOURCE_EXHAUSTED when more than `max_gpus` GPUs are needed or some
+// workload cannot meet half its SLO even on a whole GPU.
+// `max_partitions_per_gpu` > 0: a GPU holding that many workloads takes no
+// more (PlanningRules.max_partitions_per_gpu). `packing`: kFirstFitLower
+// packs as FFD+ instead (workloads too large for one GPU are split the
+// same way); predicted_ms is then the model's prediction beside the final
+// co-runners, which may exceed half the SLO.
 absl::StatusOr<IgniterProvision> ProvisionIgniter(
     const IgniterModel& model, const std::vector<IgniterRequest>& requests,
     int max_gpus, int max_partitions_per_gpu = 0,

@@ -4,6 +4,7 @@
 #include "scheduler/igniter_provisioner.h"
 
 #include <filesystem>
+#include <vector>
 
 #include "datasets/igniter_coefficients.h"
 #include "gtest/gtest.h"
@@ -228,6 +229,18 @@ TEST(IgniterProvisionerRealDataTest, ReproducesThePapersTableOne) {
     std::cout << "[ info ] request " << i << ": t_inf " << r.predicted_ms
               << " ms\n";
   }
+}
+
+TEST(IgniterProvisionerTest, ReplicaRatesSplitAsTheAuthorsCodeDoes) {
+  // Whole replicas while more than one is left, then the rest.
+  EXPECT_EQ(ReplicaRates(250, 100), (std::vector<double>{100, 100, 50}));
+  EXPECT_EQ(ReplicaRates(80, 100), (std::vector<double>{80}));
+  // 100 - 2 (100 / 3) is not 100 / 3 in floating point; the rest is set
+  // equal, so the router sees three equal weights.
+  const double third = 100.0 / 3;
+  EXPECT_NE(100 - third - third, third);
+  EXPECT_EQ(ReplicaRates(100, third),
+            (std::vector<double>{third, third, third}));
 }
 
 TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {

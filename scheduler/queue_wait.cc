@@ -347,6 +347,199 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
   return (BulkSojournQuantile(rho, cap, tail) - 1) * batch_ms;
 }
 
+namespace {
+
+// P(N >= m) for N ~ Poisson(mean), summed from below (m is a batch size).
+double PoissonAtLeast(double mean, int m) {
+  if (m <= 0) return 1;
+  double term = std::exp(-mean), below = 0;
+  for (int k = 0; k < m; ++k) {
+    below += term;
+    term *= mean / (k + 1);
+  }
+  return std::max(0.0, 1 - below);
+}
+
+// The stationary distribution of the queue at a batch's start (states
+// 1..n, index q - 1): Q' = Q - min(Q, cap) + A, A ~ Poisson(lambda
+// s(min(Q, cap))) the arrivals during the batch, an empty queue restarting
+// at 1 (the next arrival starts a batch alone), and the states from n up
+// lumped into n. Solved exactly by Grassmann, Taksar and Heyman's
+// elimination, which subtracts nothing and so stays accurate at any load
+// (a light load leaves state 1 with probability ~lambda^2). A batch
+// lowers the queue by at most cap, so eliminating state k touches only
+// the cap states below it: O(n^2 cap).
+std::vector<double> BatchStartDistribution(double lambda,
+                                           const std::vector<double>& batch_ms,
+                                           int n) {
+  const int cap = static_cast<int>(batch_ms.size());
+  std::vector<std::vector<double>> p(n, std::vector<double>(n, 0.0));
+  for (int q = 1; q <= n; ++q) {
+    const int b = std::min(q, cap);
+    const int left = q - b;
+    const double mean = lambda * batch_ms[b - 1];
+    double pk = std::exp(-mean), total = 0;
+    for (int k = 0; left + k < n; ++k) {
+      p[q - 1][std::max(1, left + k) - 1] += pk;
+      total += pk;
+      pk *= mean / (k + 1);
+    }
+    p[q - 1][n - 1] += std::max(0.0, 1 - total);  // lumped into n
+  }
+  std::vector<double> out(n, 0.0);  // the probability of leaving downwards
+  for (int k = n - 1; k >= 1; --k) {
+    const int low = std::max(0, k - cap);
+    double s = 0;
+    for (int j = low; j < k; ++j) s += p[k][j];
+    out[k] = s;
+    if (s <= 0) continue;
+    for (int i = 0; i < k; ++i) {
+      const double f = p[i][k] / s;
+      if (f == 0) continue;
+      for (int j = low; j < k; ++j) p[i][j] += f * p[k][j];
+    }
+  }
+  std::vector<double> pi(n, 0.0);
+  pi[0] = 1;
+  double sum = 1;
+  for (int k = 1; k < n; ++k) {
+    double v = 0;
+    for (int i = 0; i < k; ++i) v += pi[i] * p[i][k];
+    pi[k] = out[k] > 0 ? v / out[k] : 0;
+    sum += pi[k];
+  }
+  for (double& v : pi) v /= sum;
+  return pi;
+}
+
+// 2-point Gauss-Legendre nodes on [-1, 1] (weights 1): the pieces
+// BatchQueueLateFraction integrates over are short and smooth.
+constexpr std::array<double, 2> kGauss2Nodes = {-0.5773502691896258,
+                                                0.5773502691896258};
+
+// P(T > sojourn) of a request that arrives u into a batch of `b` that
+// started with `left` requests waiting behind it (BatchQueueLateFraction's
+// comment): n ~ Poisson(lambda u) arrived before it in this batch.
+// `below` is scratch space of cap + 1 entries.
+double LateAfterArrivalInBatch(double lambda,
+                               const std::vector<double>& batch_ms, int b,
+                               int left, double u, double sojourn_ms,
+                               std::vector<double>* below) {
+  const int cap = static_cast<int>(batch_ms.size());
+  const double rest = batch_ms[b - 1] - u;
+  const double full = batch_ms[cap - 1];
+  const double mean = lambda * u;
+  double pn = std::exp(-mean), seen = 0, late = 0;
+  int below_of = 0;  // the j whose Poisson CDF `below` holds
+  for (int n = 0;; ++n) {
+    const int ahead = left + n + 1;         // its place in the queue
+    const int j = (ahead + cap - 1) / cap;  // it leaves with the j-th batch
+    const double before = rest + (j - 1) * full;
+    if (before + batch_ms[0] > sojourn_ms) {
+      return late + std::max(0.0, 1 - seen);  // and for every larger n
+    }
+    // Its own batch holds `need` of those ahead and those behind it, up to
+    // the cap: the smallest size that is late, from the M ~ Poisson(lambda
+    // before) who arrive before that batch starts.
+    const int need = ahead - (j - 1) * cap;
+    const auto first_late =
+        std::upper_bound(batch_ms.begin() + need - 1, batch_ms.end(),
+                         sojourn_ms - before);
+    if (first_late != batch_ms.end()) {
+      if (below_of != j) {  // (*below)[m] = P(M < m)
+        const double m_mean = lambda * before;
+        double term = std::exp(-m_mean);
+        (*below)[0] = 0;
+        for (int m = 1; m <= cap; ++m) {
+          (*below)[m] = (*below)[m - 1] + term;
+          term *= m_mean / m;
+        }
+        below_of = j;
+      }
+      const int size = static_cast<int>(first_late - batch_ms.begin()) + 1;
+      late += pn * std::max(0.0, 1 - (*below)[size - need]);
+    }
+    seen += pn;
+    if (1 - seen < 1e-13 && n > mean) return late;
+    pn *= mean / (n + 1);
+  }
+}
+
+}  // namespace
+
+double BatchQueueLateFraction(double rate_rps,
+                              const std::vector<double>& batch_ms,
+                              double sojourn_ms) {
+  const int cap = static_cast<int>(batch_ms.size());
+  if (cap == 0) return 1;
+  if (batch_ms[0] > sojourn_ms) return 1;
+  if (rate_rps <= 0) return 0;
+  const double lambda = rate_rps / 1000.0;
+  const double full = batch_ms[cap - 1];
+  if (lambda * full >= cap * (1 - 1e-9)) return 1;
+  // From a leftover of cap * ceil(sojourn / s(cap)) every arrival is late
+  // (a full batch ahead of it per cap requests): the chain's states past
+  // that, with room for one batch's arrivals, are lumped.
+  const int late_from =
+      cap * static_cast<int>(std::ceil(sojourn_ms / full)) + cap;
+  const int n = std::min(late_from + cap + 8, kBatchQueueMaxStates);
+  const std::vector<double> pi = BatchStartDistribution(lambda, batch_ms, n);
+  // Arrivals per batch start: during the batch, lambda s(b), and the one
+  // that ends an idle period after it, which starts a batch alone within
+  // the sojourn (batch_ms[0] <= sojourn_ms above).
+  double arrivals = 0;
+  for (int q = 1; q <= n; ++q) {
+    const int b = std::min(q, cap);
+    arrivals += pi[q - 1] * lambda * batch_ms[b - 1];
+    if (q <= cap) arrivals += pi[q - 1] * std::exp(-lambda * batch_ms[b - 1]);
+  }
+  double late = 0;
+  std::vector<double> breaks;
+  std::vector<double> below(cap + 1);
+  for (int q = 1; q <= n; ++q) {
+    const int b = std::min(q, cap);
+    const int left = q - b;
+    const double s = batch_ms[b - 1];
+    const double during = pi[q - 1] * lambda * s;
+    // States too rare to move the fraction by 1e-10 are left out.
+    if (during < 1e-10 * arrivals) continue;
+    // Every arrival is late where even one that comes as the batch ends
+    // finds full batches ahead that leave no time for its own (this
+    // includes the lumped state n).
+    if (((left + cap) / cap - 1) * full + batch_ms[0] > sojourn_ms ||
+        q == n) {
+      late += during;
+      continue;
+    }
+    // The arrival's point u in the batch is uniform. Whether a batch of z
+    // leaving after the j-th next start is late changes at u = s + (j - 1)
+    // s(cap) + s(z) - sojourn; between those points the integrand is
+    // smooth: Gauss-Legendre on each piece.
+    breaks.assign({0.0, s});
+    for (int z = 1; z <= cap; ++z) {
+      for (int j = 1;; ++j) {
+        const double u = s + (j - 1) * full + batch_ms[z - 1] - sojourn_ms;
+        if (u >= s) break;
+        if (u > 0) breaks.push_back(u);
+      }
+    }
+    std::sort(breaks.begin(), breaks.end());
+    double integral = 0;
+    for (size_t k = 0; k + 1 < breaks.size(); ++k) {
+      const double mid = (breaks[k] + breaks[k + 1]) / 2;
+      const double half = (breaks[k + 1] - breaks[k]) / 2;
+      if (half <= 1e-12 * s) continue;
+      for (double node : kGauss2Nodes) {
+        integral += half * LateAfterArrivalInBatch(lambda, batch_ms, b, left,
+                                                   mid + half * node,
+                                                   sojourn_ms, &below);
+      }
+    }
+    late += during * integral / s;
+  }
+  return arrivals > 0 ? std::min(1.0, late / arrivals) : 0;
+}
+
 double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail,
                         double burst_tail, bool bulk_queue,
                         int arrival_spacing) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <vector>
+
 namespace tessera {
 
 // Queueing waits the policies plan with (queueing_check): how long a
@@ -100,6 +102,34 @@ double BulkQueueSojournTail(double arrivals_per_batch, int cap, double sigma);
 // it interpolates a table built once per cap (relative error < 1 %).
 double BulkQueueWaitMs(double rho, double batch_ms, int cap,
                        double tail = kQueueingTail);
+
+// The largest queue BatchQueueLateFraction models before lumping the rest
+// (its cost grows as the cube of the states).
+constexpr int kBatchQueueMaxStates = 512;
+
+// A model alone on a partition, served by the work-conserving dispatcher:
+// whenever the partition is free and requests wait, it starts a batch of
+// min(queue, cap) of them (FIFO), and a batch of k takes batch_ms[k - 1]
+// (cap = batch_ms.size(), latencies non-decreasing in k). Requests arrive
+// as a Poisson stream of rate_rps. Returns the fraction of requests whose
+// sojourn (wait plus their own batch) exceeds sojourn_ms.
+//
+// Unlike BulkQueueSojournTail, which charges every batch the time of a full
+// one, each batch here takes its own latency, so a lightly loaded server
+// whose batches are mostly small is not charged for full ones. Computed
+// from the queue at a batch's start, a Markov chain (Q' = Q - min(Q, cap)
+// + A, A ~ Poisson(lambda s(min(Q, cap)))) solved exactly over its states
+// up to where every arrival is late. A request that arrives u into a batch
+// of b with l requests left behind it, and n ~ Poisson(lambda u) before it
+// since, is the (l + n + 1)-th in the queue: it leaves with the j-th next
+// batch (every batch before its own is full), and its own holds those of
+// it that remain plus those who arrive until it starts, up to the cap.
+// The integral over u is Gauss-Legendre. Checked against simulated queues
+// in queue_wait_test.cc. 1 when the server is unstable (lambda s(cap) >=
+// cap) or batch_ms[0] > sojourn_ms.
+double BatchQueueLateFraction(double rate_rps,
+                              const std::vector<double>& batch_ms,
+                              double sojourn_ms);
 
 // The planning wait at a server running batches of exactly `batch`, each
 // taking `batch_ms`, with Poisson requests (rho = rate batch_ms /

@@ -166,6 +166,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.burst_max_marginal_load = rules.burst_max_marginal_load();
     d.bulk_queue_wait = rules.bulk_queue_wait();
     d.round_robin_arrivals = rules.round_robin_arrivals();
+    d.lone_batch_queue = rules.lone_batch_queue();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = *inputs->models_.at(d.name);
     d.max_batch =

@@ -50,6 +50,41 @@ double Floored(const IgniterRequest& q, const IgniterPlacement& p,
              : predicted_ms;
 }
 
+// The largest rate at which a lone server with these batch latencies keeps
+// its late fraction within the planning tail (bisection; 0 when none).
+double LoneQueueMaxRps(const std::vector<double>& batch_ms, double slo_ms) {
+  const int cap = static_cast<int>(batch_ms.size());
+  double lo = 0, hi = 1000.0 * cap / batch_ms.back();
+  for (int it = 0; it < 30 && hi - lo > 1e-4 * hi; ++it) {
+    const double mid = (lo + hi) / 2;
+    (BatchQueueLateFraction(mid, batch_ms, slo_ms) <= kQueueingTail ? lo : hi) =
+        mid;
+  }
+  return lo;
+}
+
+// SharedRules.lone_batch_queue: whether gpu[i]'s batch queue, a batch of
+// k at ALLOC's prediction for k beside the same co-runners (floored, and
+// never below a smaller batch's), keeps its late fraction within the
+// planning tail. `t_ms` is the prediction at its own batch.
+bool LoneQueueFits(const IgniterModel& model,
+                   const std::vector<IgniterRequest>& requests,
+                   std::vector<IgniterPlacement> gpu, size_t i, double t_ms) {
+  const IgniterRequest& q = requests[gpu[i].request];
+  const int cap = gpu[i].batch;
+  std::vector<double> batch_ms(cap, t_ms);
+  double prev = 0;
+  for (int k = 1; k < cap; ++k) {
+    gpu[i].batch = k;
+    const double predicted =
+        model.Predict(Residents(requests, gpu))[i].inference_ms;
+    batch_ms[k - 1] = prev = std::max(prev, Floored(q, gpu[i], predicted));
+  }
+  batch_ms[cap - 1] = std::max(prev, t_ms);
+  return BatchQueueLateFraction(gpu[i].rate_rps, batch_ms, q.slo_ms) <=
+         kQueueingTail;
+}
+
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
 // when the result's total passes r_max.
 std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
@@ -65,7 +100,9 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
       const double t = Floored(q, gpu[i], pred[i].inference_ms);
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
-          (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms)) {
+          (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms &&
+           !(q.lone_batch_queue &&
+             LoneQueueFits(model, requests, gpu, i, t)))) {
         gpu[i].share_percent += unit;
         violated = true;
       }
@@ -164,8 +201,11 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     // solo t_inf fits half the SLO, each taking 90 % of its throughput.
     int best_b = 0;
     double best_h = 0, best_ms = 0;
+    std::vector<double> batch_ms;  // solo t_inf of batches 1..bb
     for (int bb = 1; bb <= q.max_batch; ++bb) {
       const auto p = model.Predict({{&w, bb, r_max}})[0];
+      batch_ms.push_back(
+          std::max(p.inference_ms, batch_ms.empty() ? 0.0 : batch_ms.back()));
       if (p.inference_ms <= q.slo_ms / 2) {
         best_b = bb;
         best_h = p.throughput_rps;
@@ -198,8 +238,12 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
             q.slo_ms;
         (fits ? lo : hi) = mid;
       }
-      const double poisson =
-          std::min(per_replica, lo * 1000.0 * best_b / best_ms);
+      double poisson = lo * 1000.0 * best_b / best_ms;
+      if (q.lone_batch_queue) {
+        batch_ms.resize(best_b);
+        poisson = std::max(poisson, LoneQueueMaxRps(batch_ms, q.slo_ms));
+      }
+      poisson = std::min(per_replica, poisson);
       per_replica = std::max(poisson, RotationReplicaRps(q, best_b, best_ms,
                                                          per_replica, poisson));
     }

@@ -30,6 +30,12 @@ struct IgniterRequest {
   // SharedRules.round_robin_arrivals: batch-1 replicas may also be sized
   // as the router deals them requests (RotationReplicaRps).
   bool round_robin_arrivals = false;
+  // SharedRules.lone_batch_queue: a placement the wait above refuses is
+  // still accepted when its batch queue, each batch of k at its own
+  // predicted latency (beside the same co-runners), keeps the share of
+  // requests later than the SLO within the planning tail
+  // (BatchQueueLateFraction); replicas are sized by the same rule.
+  bool lone_batch_queue = false;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted
   // to profiles undershoots at small shares and batches (docs/

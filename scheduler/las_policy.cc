@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "batching/weighted_round_robin.h"
@@ -98,6 +100,12 @@ class Planner {
       t = proc + FixedBatchWaitMs(s.rate_rps * served / (1000.0 * b), served, b,
                                   m.queueing_tail, m.burst_tail,
                                   m.bulk_queue_wait, s.spacing);
+      // SharedRules.lone_batch_queue: the batch queue with each batch of k
+      // at its own interfered time; the tail sojourn then fits the SLO.
+      if (t > m.slo_ms && m.lone_batch_queue && collect == 0 &&
+          LoneQueueFits(s, b, p, overhead)) {
+        t = m.slo_ms;
+      }
     }
     if (t + collect > m.slo_ms) return std::numeric_limits<double>::infinity();
     if (rules_.tail_wait_slo_only()) t = mean_t;
@@ -105,6 +113,31 @@ class Planner {
       return std::numeric_limits<double>::infinity();
     }
     return t;
+  }
+
+  // Whether `s` at (b, p) beside co-runners adding `overhead` keeps the
+  // share of its requests later than the SLO within the planning tail, its
+  // dispatcher starting min(queue, b) and a batch of k taking t_proc(k)
+  // (1 + I(X)) (BatchQueueLateFraction).
+  // Memoised per plan: the configuration search asks for the same
+  // service at the same (b, p) on every GPU with the same co-runners.
+  bool LoneQueueFits(const Service& s, int b, double p, double overhead) const {
+    const auto key = std::make_tuple(s.demand, b, p, overhead, s.rate_rps);
+    if (auto it = lone_fits_.find(key); it != lone_fits_.end()) {
+      return it->second;
+    }
+    const ModelDemand& m = demands_[s.demand];
+    std::vector<double> batch_ms(b);
+    double prev = 0;
+    for (int k = 1; k <= b; ++k) {
+      batch_ms[k - 1] = prev =
+          std::max(prev, LasModel::ProcMs(coefficients_[s.demand], k, p) *
+                             (1 + overhead));
+    }
+    const bool fits = BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms) <=
+                      m.queueing_tail;
+    lone_fits_.emplace(key, fits);
+    return fits;
   }
 
   // I(X): the co-runners' summed overhead on `s` at (b, p).
@@ -134,6 +167,14 @@ class Planner {
       if (p > room + 1e-9) break;
       for (int b = 1; b <= m.max_batch; ++b) {
         const double over = gpu < 0 ? 0 : Overhead(s, b, p, gpu, all, self);
+        // T >= t_proc: a configuration whose b / (p t_proc) cannot beat
+        // the best needs no queueing check.
+        if (best.batch > 0 &&
+            b / (p / 100 * LasModel::ProcMs(coefficients_[s.demand], b, p) *
+                 (1 + over)) <=
+                best.efficiency) {
+          continue;
+        }
         const double t = Latency(s, b, p, over);
         if (!std::isfinite(t)) continue;
         const double e = b / (p / 100 * t);
@@ -279,6 +320,9 @@ class Planner {
   const std::vector<const DeviceSnapshot*>& gpus_;
   const InterferenceModel* interference_;
   std::vector<double> min_share_;  // per demand
+  mutable absl::flat_hash_map<std::tuple<int, int, double, double, double>,
+                              bool>
+      lone_fits_;  // LoneQueueFits by (demand, b, p, overhead, rate)
 };
 
 }  // namespace

@@ -44,6 +44,9 @@ struct ModelDemand {
   // SharedRules.round_robin_arrivals: a batch-1 replica's wait from the
   // spacing the router's round robin gives its requests.
   bool round_robin_arrivals = false;
+  // SharedRules.lone_batch_queue: fixed batches also checked by their
+  // batch queue's late fraction (BatchQueueLateFraction).
+  bool lone_batch_queue = false;
   // Memo of SaturatedThroughput by share (filled lazily while planning).
   mutable std::map<double, double> saturated_cache;
   // Memo of whether this model alone at a rate fits a share (SoloFits):

@@ -231,6 +231,40 @@ TEST(IgniterProvisionerRealDataTest, ReproducesThePapersTableOne) {
   }
 }
 
+TEST(IgniterProvisionerTest, BatchQueueAdmitsSmallerSharesThanWholeBatches) {
+  // SLO 100 ms, 40 req/s: b = 2, and a batch of k at share r takes
+  // 1000 k / r ms. The wait of whole batches (bulk queue, every batch at
+  // L(2)) needs r = 80 % (p99.5 sojourn 92.6 ms; 118.6 at 70 %); the batch
+  // queue, whose lone requests take half as long, admits r = 70 % (late
+  // fraction 0.27 %; 2.6 % at 60 %).
+  const IgniterWorkload a = Linear("a");
+  const IgniterModel model(Plain());
+  IgniterRequest q{&a, 100, 40, 32, /*queueing_check=*/true};
+  q.bulk_queue_wait = true;
+  auto wait_fits = [](double r) {
+    const double t = 2000 / r;
+    return t + FixedBatchWaitMs(40 * t / 2000, t, 2, kQueueingTail, 0,
+                                /*bulk_queue=*/true) <=
+           100;
+  };
+  auto late = [](double r) {
+    return BatchQueueLateFraction(40, {1000 / r, 2000 / r}, 100);
+  };
+  EXPECT_FALSE(wait_fits(70));
+  EXPECT_TRUE(wait_fits(80));
+  EXPECT_GT(late(60), kQueueingTail);
+  EXPECT_LE(late(70), kQueueingTail);
+  auto p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus[0][0].batch, 2);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 80);
+  q.lone_batch_queue = true;
+  p = ProvisionIgniter(model, {q}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpus[0][0].batch, 2);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 70);
+}
+
 TEST(IgniterProvisionerTest, ReplicaRatesSplitAsTheAuthorsCodeDoes) {
   // Whole replicas while more than one is left, then the rest.
   EXPECT_EQ(ReplicaRates(250, 100), (std::vector<double>{100, 100, 50}));

@@ -15,6 +15,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.shared().burst_bound());
   EXPECT_FALSE(paper.shared().bulk_queue_wait());
   EXPECT_FALSE(paper.shared().round_robin_arrivals());
+  EXPECT_FALSE(paper.shared().lone_batch_queue());
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
   EXPECT_EQ(paper.gpulet().knee_rule(), GPULET_KNEE_RULE_ARTIFACT);
@@ -35,7 +36,8 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().burst_bound());
   EXPECT_TRUE(tessera.shared().bulk_queue_wait());
   EXPECT_TRUE(tessera.shared().round_robin_arrivals());
-  EXPECT_TRUE(tessera.las().tail_wait_slo_only());
+  EXPECT_TRUE(tessera.shared().lone_batch_queue());
+  EXPECT_FALSE(tessera.las().tail_wait_slo_only());
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_EQ(tessera.shared().whole_gpu_latency_headroom(), 1.05);
   EXPECT_EQ(tessera.shared().burst_max_marginal_load(), 0.8);

@@ -58,7 +58,8 @@ inline ModelProfile KneeProfile(const std::string& model,
 
 // Options for arithmetic checked by hand: the papers' deterministic rules,
 // no headroom and no queueing bound, fixed batches' waits (when a test
-// turns a queueing term on) charged as whole batches, LAS's tail (when on)
+// turns a queueing term on) charged as whole batches (neither the bulk
+// queue nor the batch queue), LAS's tail (when on)
 // in all three of its checks; the other additions as "tessera".
 inline PolicyOptions PaperRules(
     std::shared_ptr<const InterferenceModel> interference = nullptr) {
@@ -70,6 +71,7 @@ inline PolicyOptions PaperRules(
   shared->set_queueing_check(false);
   shared->set_bulk_queue_wait(false);
   shared->set_round_robin_arrivals(false);
+  shared->set_lone_batch_queue(false);
   options.rules.mutable_las()->set_tail_wait_slo_only(false);
   options.rules.mutable_igniter()->set_latency_headroom(1.0);
   options.rules.mutable_igniter()->set_rate_headroom(1.0);

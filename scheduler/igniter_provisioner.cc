@@ -101,7 +101,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
           (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms &&
-           !(q.lone_batch_queue &&
+           !(q.lone_batch_queue && gpu[i].batch > 1 &&
              LoneQueueFits(model, requests, gpu, i, t)))) {
         gpu[i].share_percent += unit;
         violated = true;
@@ -239,7 +239,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         (fits ? lo : hi) = mid;
       }
       double poisson = lo * 1000.0 * best_b / best_ms;
-      if (q.lone_batch_queue) {
+      if (q.lone_batch_queue && best_b > 1) {
         batch_ms.resize(best_b);
         poisson = std::max(poisson, LoneQueueMaxRps(batch_ms, q.slo_ms));
       }

@@ -69,8 +69,12 @@ class Planner {
   }
 
   // T (the tail T with LasRules.tail_wait, unless tail_wait_slo_only), or
-  // +inf when (13)/(14) or the collection-time check fail.
-  double Latency(const Service& s, int b, double p, double overhead) const {
+  // +inf when (13)/(14) or the collection-time check fail. A configuration
+  // only the batch queue could admit is not checked (+inf) when its
+  // throughput per share b / (p T) would be at most `min_efficiency`: the
+  // configuration search asks only for ones that beat its best.
+  double Latency(const Service& s, int b, double p, double overhead,
+                 double min_efficiency = 0) const {
     const ModelDemand& m = demands_[s.demand];
     if (p < min_share_[s.demand]) {
       return std::numeric_limits<double>::infinity();
@@ -102,7 +106,10 @@ class Planner {
                                   m.bulk_queue_wait, s.spacing);
       // SharedRules.lone_batch_queue: the batch queue with each batch of k
       // at its own interfered time; the tail sojourn then fits the SLO.
-      if (t > m.slo_ms && m.lone_batch_queue && collect == 0 &&
+      // (At b = 1 it is the M/D/1 queue the wait above already is.)
+      if (t > m.slo_ms && m.lone_batch_queue && collect == 0 && b > 1 &&
+          b / (p / 100 * (rules_.tail_wait_slo_only() ? mean_t : m.slo_ms)) >
+              min_efficiency &&
           LoneQueueFits(s, b, p, overhead)) {
         t = m.slo_ms;
       }
@@ -175,7 +182,7 @@ class Planner {
                 best.efficiency) {
           continue;
         }
-        const double t = Latency(s, b, p, over);
+        const double t = Latency(s, b, p, over, best.efficiency);
         if (!std::isfinite(t)) continue;
         const double e = b / (p / 100 * t);
         if (e > best.efficiency) best = {b, p, t, e};

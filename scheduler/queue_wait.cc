@@ -373,30 +373,34 @@ std::vector<double> BatchStartDistribution(double lambda,
                                            const std::vector<double>& batch_ms,
                                            int n) {
   const int cap = static_cast<int>(batch_ms.size());
-  std::vector<std::vector<double>> p(n, std::vector<double>(n, 0.0));
+  std::vector<double> p(static_cast<size_t>(n) * n, 0.0);  // p[q * n + j]
   for (int q = 1; q <= n; ++q) {
+    double* row = &p[static_cast<size_t>(q - 1) * n];
     const int b = std::min(q, cap);
     const int left = q - b;
     const double mean = lambda * batch_ms[b - 1];
     double pk = std::exp(-mean), total = 0;
     for (int k = 0; left + k < n; ++k) {
-      p[q - 1][std::max(1, left + k) - 1] += pk;
+      row[std::max(1, left + k) - 1] += pk;
       total += pk;
       pk *= mean / (k + 1);
+      if (pk < 1e-300 && k > mean) break;  // the rest is lumped below
     }
-    p[q - 1][n - 1] += std::max(0.0, 1 - total);  // lumped into n
+    row[n - 1] += std::max(0.0, 1 - total);  // lumped into n
   }
   std::vector<double> out(n, 0.0);  // the probability of leaving downwards
   for (int k = n - 1; k >= 1; --k) {
     const int low = std::max(0, k - cap);
+    const double* row_k = &p[static_cast<size_t>(k) * n];
     double s = 0;
-    for (int j = low; j < k; ++j) s += p[k][j];
+    for (int j = low; j < k; ++j) s += row_k[j];
     out[k] = s;
     if (s <= 0) continue;
     for (int i = 0; i < k; ++i) {
-      const double f = p[i][k] / s;
+      double* row_i = &p[static_cast<size_t>(i) * n];
+      const double f = row_i[k] / s;
       if (f == 0) continue;
-      for (int j = low; j < k; ++j) p[i][j] += f * p[k][j];
+      for (int j = low; j < k; ++j) row_i[j] += f * row_k[j];
     }
   }
   std::vector<double> pi(n, 0.0);
@@ -404,7 +408,7 @@ std::vector<double> BatchStartDistribution(double lambda,
   double sum = 1;
   for (int k = 1; k < n; ++k) {
     double v = 0;
-    for (int i = 0; i < k; ++i) v += pi[i] * p[i][k];
+    for (int i = 0; i < k; ++i) v += pi[i] * p[static_cast<size_t>(i) * n + k];
     pi[k] = out[k] > 0 ? v / out[k] : 0;
     sum += pi[k];
   }
@@ -442,9 +446,8 @@ double LateAfterArrivalInBatch(double lambda,
     // the cap: the smallest size that is late, from the M ~ Poisson(lambda
     // before) who arrive before that batch starts.
     const int need = ahead - (j - 1) * cap;
-    const auto first_late =
-        std::upper_bound(batch_ms.begin() + need - 1, batch_ms.end(),
-                         sojourn_ms - before);
+    const auto first_late = std::upper_bound(
+        batch_ms.begin() + need - 1, batch_ms.end(), sojourn_ms - before);
     if (first_late != batch_ms.end()) {
       if (below_of != j) {  // (*below)[m] = P(M < m)
         const double m_mean = lambda * before;
@@ -482,7 +485,14 @@ double BatchQueueLateFraction(double rate_rps,
   // that, with room for one batch's arrivals, are lumped.
   const int late_from =
       cap * static_cast<int>(std::ceil(sojourn_ms / full)) + cap;
-  const int n = std::min(late_from + cap + 8, kBatchQueueMaxStates);
+  // Below that, the states the chain reaches with probability above
+  // ~1e-12: the leftover of a server whose every batch takes s(cap) has
+  // P(Z >= z) <= exp(-theta z) (Lundberg), and smaller batches only
+  // shorten the queue. At light loads this is far fewer states.
+  const double theta = LundbergExponent(lambda * full, cap);
+  const int reached = cap + static_cast<int>(std::ceil(28 / theta)) + 1;
+  const int n =
+      std::min({late_from + cap + 8, reached + 8, kBatchQueueMaxStates});
   const std::vector<double> pi = BatchStartDistribution(lambda, batch_ms, n);
   // Arrivals per batch start: during the batch, lambda s(b), and the one
   // that ends an idle period after it, which starts a batch alone within
@@ -506,11 +516,18 @@ double BatchQueueLateFraction(double rate_rps,
     // Every arrival is late where even one that comes as the batch ends
     // finds full batches ahead that leave no time for its own (this
     // includes the lumped state n).
-    if (((left + cap) / cap - 1) * full + batch_ms[0] > sojourn_ms ||
-        q == n) {
+    if (((left + cap) / cap - 1) * full + batch_ms[0] > sojourn_ms || q == n) {
       late += during;
       continue;
     }
+    // None is late (but with probability < 1e-13) where even the last of
+    // the batch's likely arrivals, with full batches ahead and its own
+    // full, leaves within the sojourn.
+    const double mean = lambda * s;
+    const int likely =
+        left + static_cast<int>(std::ceil(mean + 12 * std::sqrt(mean) + 12)) +
+        1;
+    if (s + (likely + cap - 1) / cap * full <= sojourn_ms) continue;
     // The arrival's point u in the batch is uniform. Whether a batch of z
     // leaving after the j-th next start is late changes at u = s + (j - 1)
     // s(cap) + s(z) - sojourn; between those points the integrand is

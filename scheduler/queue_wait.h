@@ -119,10 +119,12 @@ constexpr int kBatchQueueMaxStates = 512;
 // whose batches are mostly small is not charged for full ones. Computed
 // from the queue at a batch's start, a Markov chain (Q' = Q - min(Q, cap)
 // + A, A ~ Poisson(lambda s(min(Q, cap)))) solved exactly over its states
-// up to where every arrival is late. A request that arrives u into a batch
-// of b with l requests left behind it, and n ~ Poisson(lambda u) before it
-// since, is the (l + n + 1)-th in the queue: it leaves with the j-th next
-// batch (every batch before its own is full), and its own holds those of
+// up to where every arrival is late, or where a queue whose every batch
+// takes s(cap) has probability below 1e-12 (Lundberg's bound), whichever
+// comes first; the rest is lumped and counted late. A request that arrives u
+// into a batch of b with l requests left behind it, and n ~ Poisson(lambda u)
+// before it since, is the (l + n + 1)-th in the queue: it leaves with the j-th
+// next batch (every batch before its own is full), and its own holds those of
 // it that remain plus those who arrive until it starts, up to the cap.
 // The integral over u is Gauss-Legendre. Checked against simulated queues
 // in queue_wait_test.cc. 1 when the server is unstable (lambda s(cap) >=

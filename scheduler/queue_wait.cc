@@ -476,7 +476,7 @@ double BatchQueueLateFraction(double rate_rps,
   const int cap = static_cast<int>(batch_ms.size());
   if (cap == 0) return 1;
   if (batch_ms[0] > sojourn_ms) return 1;
-  if (rate_rps <= 0) return 0;
+  if (rate_rps <= 0 || batch_ms.back() <= 0) return 0;
   const double lambda = rate_rps / 1000.0;
   const double full = batch_ms[cap - 1];
   if (lambda * full >= cap * (1 - 1e-9)) return 1;

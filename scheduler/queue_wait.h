@@ -128,7 +128,8 @@ constexpr int kBatchQueueMaxStates = 512;
 // it that remain plus those who arrive until it starts, up to the cap.
 // The integral over u is Gauss-Legendre. Checked against simulated queues
 // in queue_wait_test.cc. 1 when the server is unstable (lambda s(cap) >=
-// cap) or batch_ms[0] > sojourn_ms.
+// cap) or batch_ms[0] > sojourn_ms; 0 with no requests or batches that
+// take no time.
 double BatchQueueLateFraction(double rate_rps,
                               const std::vector<double>& batch_ms,
                               double sojourn_ms);

@@ -332,6 +332,7 @@ TEST(QueueWaitTest, BatchQueueByHand) {
   EXPECT_EQ(BatchQueueLateFraction(2000, two, 10), 1);
   EXPECT_EQ(BatchQueueLateFraction(1, two, 0.9), 1);
   EXPECT_EQ(BatchQueueLateFraction(0, two, 1.2), 0);
+  EXPECT_EQ(BatchQueueLateFraction(100, {0.0, 0.0}, 1), 0);
 }
 
 TEST(QueueWaitTest, BatchQueueMatchesASimulatedQueue) {

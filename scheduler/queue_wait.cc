@@ -349,17 +349,6 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
 
 namespace {
 
-// P(N >= m) for N ~ Poisson(mean), summed from below (m is a batch size).
-double PoissonAtLeast(double mean, int m) {
-  if (m <= 0) return 1;
-  double term = std::exp(-mean), below = 0;
-  for (int k = 0; k < m; ++k) {
-    below += term;
-    term *= mean / (k + 1);
-  }
-  return std::max(0.0, 1 - below);
-}
-
 // The stationary distribution of the queue at a batch's start (states
 // 1..n, index q - 1): Q' = Q - min(Q, cap) + A, A ~ Poisson(lambda
 // s(min(Q, cap))) the arrivals during the batch, an empty queue restarting

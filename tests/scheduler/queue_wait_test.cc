@@ -348,8 +348,7 @@ TEST(QueueWaitTest, BatchQueueMatchesASimulatedQueue) {
     for (double load : {0.3, 0.6, 0.85}) {
       for (double sojourn : {1.8 * s.back(), 3 * s.back()}) {
         const double rate = load * capacity;
-        const double sim =
-            SimulatedBatchQueueLate(rate, s, sojourn, 400000, 5);
+        const double sim = SimulatedBatchQueueLate(rate, s, sojourn, 400000, 5);
         const double exact = BatchQueueLateFraction(1000 * rate, s, sojourn);
         // Within the simulation's noise and 5 %. Late requests come in
         // busy periods, so the noise is several times the binomial one

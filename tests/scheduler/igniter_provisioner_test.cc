@@ -265,6 +265,37 @@ TEST(IgniterProvisionerTest, BatchQueueAdmitsSmallerSharesThanWholeBatches) {
   EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 70);
 }
 
+TEST(IgniterProvisionerTest, BatchQueueSizesReplicasAtTheirOwnBatches) {
+  // 150 req/s at SLO 100 with the queueing check: whole-GPU replicas at
+  // b = 5 (10 b ms). Charged as whole 50 ms batches (bulk queue) a replica
+  // carries about 20 req/s (p99.5 sojourn 99.8 ms at 20, 102.7 at 30); in
+  // its batch queue, where a lone request takes 10 ms, the largest rate
+  // whose late fraction stays within 0.5 % (0.14 % at 60, 0.89 % at 70).
+  const IgniterWorkload a = Linear("a");
+  const IgniterModel model(Plain());
+  IgniterRequest q{&a, 100, 150, 32, /*queueing_check=*/true};
+  q.bulk_queue_wait = true;
+  const std::vector<double> batch_ms = {10, 20, 30, 40, 50};
+  auto replica = [&]() -> IgniterPlacement {
+    auto p = ProvisionIgniter(model, {q}, 16);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? p->gpus[0][0] : IgniterPlacement{};
+  };
+  const IgniterPlacement bulk = replica();
+  EXPECT_EQ(bulk.batch, 5);
+  EXPECT_GT(bulk.rate_rps, 19);
+  EXPECT_LT(bulk.rate_rps, 30);
+  q.lone_batch_queue = true;
+  const IgniterPlacement queue = replica();
+  EXPECT_EQ(queue.batch, 5);
+  EXPECT_LE(BatchQueueLateFraction(queue.rate_rps, batch_ms, 100),
+            kQueueingTail);
+  EXPECT_GT(BatchQueueLateFraction(1.01 * queue.rate_rps, batch_ms, 100),
+            kQueueingTail);
+  EXPECT_GT(queue.rate_rps, 60);
+  EXPECT_LT(queue.rate_rps, 70);
+}
+
 TEST(IgniterProvisionerTest, ReplicaRatesSplitAsTheAuthorsCodeDoes) {
   // Whole replicas while more than one is left, then the rest.
   EXPECT_EQ(ReplicaRates(250, 100), (std::vector<double>{100, 100, 50}));

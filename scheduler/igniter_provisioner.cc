@@ -64,23 +64,20 @@ double LoneQueueMaxRps(const std::vector<double>& batch_ms, double slo_ms) {
 }
 
 // SharedRules.lone_batch_queue: whether gpu[i]'s batch queue, a batch of
-// k at ALLOC's prediction for k beside the same co-runners (floored, and
-// never below a smaller batch's), keeps its late fraction within the
-// planning tail. `t_ms` is the prediction at its own batch.
+// k at ALLOC's prediction for k beside the same co-runners (floored),
+// keeps its late fraction within the planning tail. `t_ms` is the
+// prediction at its own batch.
 bool LoneQueueFits(const IgniterModel& model,
                    const std::vector<IgniterRequest>& requests,
                    std::vector<IgniterPlacement> gpu, size_t i, double t_ms) {
   const IgniterRequest& q = requests[gpu[i].request];
   const int cap = gpu[i].batch;
   std::vector<double> batch_ms(cap, t_ms);
-  double prev = 0;
   for (int k = 1; k < cap; ++k) {
     gpu[i].batch = k;
-    const double predicted =
-        model.Predict(Residents(requests, gpu))[i].inference_ms;
-    batch_ms[k - 1] = prev = std::max(prev, Floored(q, gpu[i], predicted));
+    batch_ms[k - 1] = Floored(
+        q, gpu[i], model.Predict(Residents(requests, gpu))[i].inference_ms);
   }
-  batch_ms[cap - 1] = std::max(prev, t_ms);
   return BatchQueueLateFraction(gpu[i].rate_rps, batch_ms, q.slo_ms) <=
          kQueueingTail;
 }
@@ -204,8 +201,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     std::vector<double> batch_ms;  // solo t_inf of batches 1..bb
     for (int bb = 1; bb <= q.max_batch; ++bb) {
       const auto p = model.Predict({{&w, bb, r_max}})[0];
-      batch_ms.push_back(
-          std::max(p.inference_ms, batch_ms.empty() ? 0.0 : batch_ms.back()));
+      batch_ms.push_back(p.inference_ms);
       if (p.inference_ms <= q.slo_ms / 2) {
         best_b = bb;
         best_h = p.throughput_rps;

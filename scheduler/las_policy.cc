@@ -125,9 +125,9 @@ class Planner {
   // Whether `s` at (b, p) beside co-runners adding `overhead` keeps the
   // share of its requests later than the SLO within the planning tail, its
   // dispatcher starting min(queue, b) and a batch of k taking t_proc(k)
-  // (1 + I(X)) (BatchQueueLateFraction).
-  // Memoised per plan: the configuration search asks for the same
-  // service at the same (b, p) on every GPU with the same co-runners.
+  // (1 + I(X)) (BatchQueueLateFraction). Memoised per plan: the
+  // configuration search asks for the same service at the same (b, p) on
+  // every GPU with the same co-runners.
   bool LoneQueueFits(const Service& s, int b, double p, double overhead) const {
     const auto key = std::make_tuple(s.demand, b, p, overhead, s.rate_rps);
     if (auto it = lone_fits_.find(key); it != lone_fits_.end()) {
@@ -135,11 +135,9 @@ class Planner {
     }
     const ModelDemand& m = demands_[s.demand];
     std::vector<double> batch_ms(b);
-    double prev = 0;
     for (int k = 1; k <= b; ++k) {
-      batch_ms[k - 1] = prev =
-          std::max(prev, LasModel::ProcMs(coefficients_[s.demand], k, p) *
-                             (1 + overhead));
+      batch_ms[k - 1] =
+          LasModel::ProcMs(coefficients_[s.demand], k, p) * (1 + overhead);
     }
     const bool fits = BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms) <=
                       m.queueing_tail;

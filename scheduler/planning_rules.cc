@@ -55,11 +55,11 @@ PlanningRules TesseraDefaults() {
   s->set_burst_max_marginal_load(0.8);
   // Held on both halves of the rules suite (docs/planning-rules.md).
   s->set_bulk_queue_wait(true);
-  // +3.7 % (igniter) and +6.6 % (las) over the suite, held on both halves
-  // (docs/planning-rules.md).
+  // +3.7 % (igniter) and +6.6 % (las) over the suite when adopted, held on
+  // both halves (docs/planning-rules.md).
   s->set_round_robin_arrivals(true);
-  // igniter +55 %, las +18 % over the suite (with las's headroom 1.05
-  // then), held on both halves (docs/planning-rules.md).
+  // igniter +55.4 %, las +32.6 % over the suite (las with its headroom and
+  // tail re-calibrated on it), held on both halves (docs/planning-rules.md).
   s->set_lone_batch_queue(true);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);

@@ -459,9 +459,12 @@ double LateAfterArrivalInBatch(double lambda,
 
 }  // namespace
 
-double BatchQueueLateFraction(double rate_rps,
-                              const std::vector<double>& batch_ms,
+double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
                               double sojourn_ms) {
+  // A larger batch never finishes sooner than a smaller one could.
+  for (size_t k = 1; k < batch_ms.size(); ++k) {
+    batch_ms[k] = std::max(batch_ms[k], batch_ms[k - 1]);
+  }
   const int cap = static_cast<int>(batch_ms.size());
   if (cap == 0) return 1;
   if (batch_ms[0] > sojourn_ms) return 1;

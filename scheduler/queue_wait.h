@@ -110,7 +110,8 @@ constexpr int kBatchQueueMaxStates = 512;
 // A model alone on a partition, served by the work-conserving dispatcher:
 // whenever the partition is free and requests wait, it starts a batch of
 // min(queue, cap) of them (FIFO), and a batch of k takes batch_ms[k - 1]
-// (cap = batch_ms.size(), latencies non-decreasing in k). Requests arrive
+// (cap = batch_ms.size(); a latency below a smaller batch's is raised to
+// it, as no batch finishes sooner than a smaller one). Requests arrive
 // as a Poisson stream of rate_rps. Returns the fraction of requests whose
 // sojourn (wait plus their own batch) exceeds sojourn_ms.
 //
@@ -130,8 +131,7 @@ constexpr int kBatchQueueMaxStates = 512;
 // in queue_wait_test.cc. 1 when the server is unstable (lambda s(cap) >=
 // cap) or batch_ms[0] > sojourn_ms; 0 with no requests or batches that
 // take no time.
-double BatchQueueLateFraction(double rate_rps,
-                              const std::vector<double>& batch_ms,
+double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
                               double sojourn_ms);
 
 // The planning wait at a server running batches of exactly `batch`, each

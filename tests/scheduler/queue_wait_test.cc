@@ -333,6 +333,11 @@ TEST(QueueWaitTest, BatchQueueByHand) {
   EXPECT_EQ(BatchQueueLateFraction(1, two, 0.9), 1);
   EXPECT_EQ(BatchQueueLateFraction(0, two, 1.2), 0);
   EXPECT_EQ(BatchQueueLateFraction(100, {0.0, 0.0}, 1), 0);
+  // A batch of 2 never finishes sooner than a batch of 1 could.
+  EXPECT_EQ(BatchQueueLateFraction(300, {2.0, 1.0}, 3),
+            BatchQueueLateFraction(300, {2.0, 2.0}, 3));
+  EXPECT_GT(BatchQueueLateFraction(300, {2.0, 1.0}, 3),
+            BatchQueueLateFraction(300, {1.0, 1.0}, 3));
 }
 
 TEST(QueueWaitTest, BatchQueueMatchesASimulatedQueue) {

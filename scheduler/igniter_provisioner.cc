@@ -147,9 +147,19 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps) {
 }
 
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
-                          double max_rps, double min_rps) {
-  if (!q.queueing_check || !q.round_robin_arrivals || batch != 1) return 0;
-  auto fits = [&](int k) {
+                          double max_rps, double min_rps,
+                          const std::vector<double>& batch_latencies) {
+  if (!q.queueing_check || !q.round_robin_arrivals) return 0;
+  const bool batch_queue = batch > 1 && q.lone_batch_queue &&
+                           static_cast<int>(batch_latencies.size()) == batch;
+  if (batch != 1 && !batch_queue) return 0;
+  // Each of n replicas at R / n, its requests at least k of the model's
+  // arrivals apart.
+  auto fits_at = [&](int n, int k) {
+    if (batch_queue) {
+      return BatchQueueLateFraction(q.rate_rps / n, batch_latencies, q.slo_ms,
+                                    k) <= kQueueingTail;
+    }
     const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
     return rho < 1 &&
            batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, kQueueingTail,
@@ -162,11 +172,11 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
   for (int n = 2; n <= kMaxReplicas && q.rate_rps / n > min_rps; ++n) {
     const double per = q.rate_rps / n;
     // k <= n: a split that fails in strict rotation fails.
-    if (per > max_rps || !fits(n)) continue;
+    if (per > max_rps || !fits_at(n, n)) continue;
     const std::vector<int> spacing =
         MinRoundRobinSpacings(ReplicaRates(q.rate_rps, per));
     const int k = *std::min_element(spacing.begin(), spacing.end());
-    if (k >= 2 && fits(k)) return per;
+    if (k >= 2 && fits_at(n, k)) return per;
   }
   return 0;
 }
@@ -198,10 +208,17 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     // solo t_inf fits half the SLO, each taking 90 % of its throughput.
     int best_b = 0;
     double best_h = 0, best_ms = 0;
-    std::vector<double> batch_ms;  // solo t_inf of batches 1..bb
+    // Solo t_inf of batches 1..bb, and the same raised to the profile's
+    // own latency (IgniterRules.latency_floor) for the rotation's batch
+    // queue: near its capacity, a replica's Erlang queue admits a load
+    // that the fit's error at a large batch would break.
+    std::vector<double> batch_ms, floored_ms;
     for (int bb = 1; bb <= q.max_batch; ++bb) {
       const auto p = model.Predict({{&w, bb, r_max}})[0];
       batch_ms.push_back(p.inference_ms);
+      floored_ms.push_back(
+          q.solo_floor_ms ? std::max(p.inference_ms, q.solo_floor_ms(bb, r_max))
+                          : p.inference_ms);
       if (p.inference_ms <= q.slo_ms / 2) {
         best_b = bb;
         best_h = p.throughput_rps;
@@ -240,8 +257,10 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         poisson = std::max(poisson, LoneQueueMaxRps(batch_ms, q.slo_ms));
       }
       poisson = std::min(per_replica, poisson);
-      per_replica = std::max(poisson, RotationReplicaRps(q, best_b, best_ms,
-                                                         per_replica, poisson));
+      floored_ms.resize(best_b);
+      per_replica =
+          std::max(poisson, RotationReplicaRps(q, best_b, best_ms, per_replica,
+                                               poisson, floored_ms));
     }
     const std::vector<double> rates = ReplicaRates(q.rate_rps, per_replica);
     for (size_t r = 0; r + 1 < rates.size(); ++r) {

@@ -85,10 +85,15 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
 // (ReplicaRates) pass t + W <= SLO, W the E_k/D/1 wait of a
 // replica whose requests come at least k of the model's arrivals apart (k
 // from the router's round robin over those rates, MinRoundRobinSpacings);
-// 0 when none does, when the batch is not 1 or the rule is off. The
-// M/D/1 sizing charges each replica as if it drew its own Poisson stream.
+// 0 when none does or the rule is off. The M/D/1 sizing charges each
+// replica as if it drew its own Poisson stream. From batch 2 it needs
+// q.lone_batch_queue and `batch_latencies`, the solo latency of batches
+// 1..batch (else 0): a replica passes when its batch queue with Erlang-k
+// gaps keeps its late fraction within the planning tail
+// (BatchQueueLateFraction).
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
-                          double max_rps, double min_rps = 0);
+                          double max_rps, double min_rps = 0,
+                          const std::vector<double>& batch_latencies = {});
 
 // iGniter's provisioning, Algorithms 1 and 2 of the paper, as the digest
 // restates them (seeds/digests/igniter.md, Sec. 3 and pitfall P7):
@@ -106,7 +111,7 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
 // exceeds r_max, or whose b_appr exceeds max_batch, is split as the authors'
 // code does: replicas at r_max with the largest batch whose solo t_inf fits
 // half the SLO, each carrying 90 % of its predicted throughput (or, for
-// batch-1 replicas with round_robin_arrivals, RotationReplicaRps where
+// replicas with round_robin_arrivals, RotationReplicaRps where
 // that is more), plus a residue workload provisioned normally. A workload
 // alone on a new GPU also goes through ALLOC (r_lower ignores the clock
 // drop, pitfall P10).

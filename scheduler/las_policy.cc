@@ -125,7 +125,8 @@ class Planner {
   // Whether `s` at (b, p) beside co-runners adding `overhead` keeps the
   // share of its requests later than the SLO within the planning tail, its
   // dispatcher starting min(queue, b) and a batch of k taking t_proc(k)
-  // (1 + I(X)) (BatchQueueLateFraction). Memoised per plan: the
+  // (1 + I(X)) (BatchQueueLateFraction), its requests at least s.spacing
+  // of the model's arrivals apart (Erlang gaps). Memoised per plan: the
   // configuration search asks for the same service at the same (b, p) on
   // every GPU with the same co-runners.
   bool LoneQueueFits(const Service& s, int b, double p, double overhead) const {
@@ -139,8 +140,8 @@ class Planner {
       batch_ms[k - 1] =
           LasModel::ProcMs(coefficients_[s.demand], k, p) * (1 + overhead);
     }
-    const bool fits = BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms) <=
-                      m.queueing_tail;
+    const bool fits = BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms,
+                                             s.spacing) <= m.queueing_tail;
     lone_fits_.emplace(key, fits);
     return fits;
   }

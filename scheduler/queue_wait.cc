@@ -349,127 +349,186 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
 
 namespace {
 
-// The stationary distribution of the queue at a batch's start (states
-// 1..n, index q - 1): Q' = Q - min(Q, cap) + A, A ~ Poisson(lambda
-// s(min(Q, cap))) the arrivals during the batch, an empty queue restarting
-// at 1 (the next arrival starts a batch alone), and the states from n up
-// lumped into n. Solved exactly by Grassmann, Taksar and Heyman's
-// elimination, which subtracts nothing and so stays accurate at any load
-// (a light load leaves state 1 with probability ~lambda^2). A batch
-// lowers the queue by at most cap, so eliminating state k touches only
-// the cap states below it: O(n^2 cap).
-std::vector<double> BatchStartDistribution(double lambda,
+// The index of state (q, j) of the queue at a batch's start: q requests
+// waiting (1..n), j phases of the arrival stream since its last arrival
+// (0..k - 1; always 0 for Poisson arrivals, k = 1).
+inline size_t StateIndex(int q, int j, int k) {
+  return static_cast<size_t>(q - 1) * k + j;
+}
+
+// The stationary distribution of the queue at a batch's start over the
+// states (q, j), q = 1..n (StateIndex): a batch of b = min(q, cap) takes
+// s(b), during which M ~ Poisson(mu s(b)) phases pass, bringing
+// floor((j + M) / k) arrivals and leaving j' = (j + M) mod k; an empty
+// queue restarts at (1, 0) (the next arrival starts a batch alone, just
+// after an arrival), and the states from q = n up are lumped into q = n.
+// Solved exactly by Grassmann, Taksar and Heyman's elimination, which
+// subtracts nothing and so stays accurate at any load (a light load leaves
+// state 1 with probability ~lambda^2). A batch lowers the queue by at most
+// cap, so eliminating a state touches only the (cap + 1) k states below
+// it: O((n k)^2 cap k).
+std::vector<double> BatchStartDistribution(double mu, int k,
                                            const std::vector<double>& batch_ms,
                                            int n) {
   const int cap = static_cast<int>(batch_ms.size());
-  std::vector<double> p(static_cast<size_t>(n) * n, 0.0);  // p[q * n + j]
+  const size_t size = static_cast<size_t>(n) * k;
+  std::vector<double> p(size * size, 0.0);  // p[from * size + to]
   for (int q = 1; q <= n; ++q) {
-    double* row = &p[static_cast<size_t>(q - 1) * n];
     const int b = std::min(q, cap);
     const int left = q - b;
-    const double mean = lambda * batch_ms[b - 1];
-    double pk = std::exp(-mean), total = 0;
-    for (int k = 0; left + k < n; ++k) {
-      row[std::max(1, left + k) - 1] += pk;
-      total += pk;
-      pk *= mean / (k + 1);
-      if (pk < 1e-300 && k > mean) break;  // the rest is lumped below
+    const double mean = mu * batch_ms[b - 1];
+    for (int j = 0; j < k; ++j) {
+      double* row = &p[StateIndex(q, j, k) * size];
+      double pm = std::exp(-mean), total = 0;
+      for (int m = 0;; ++m) {
+        const int next_q = left + (j + m) / k;
+        if (next_q >= n) break;  // the rest is lumped below
+        row[next_q == 0 ? StateIndex(1, 0, k)
+                        : StateIndex(next_q, (j + m) % k, k)] += pm;
+        total += pm;
+        pm *= mean / (m + 1);
+        if (pm < 1e-300 && m > mean) break;
+      }
+      row[StateIndex(n, 0, k)] += std::max(0.0, 1 - total);
     }
-    row[n - 1] += std::max(0.0, 1 - total);  // lumped into n
   }
-  std::vector<double> out(n, 0.0);  // the probability of leaving downwards
-  for (int k = n - 1; k >= 1; --k) {
-    const int low = std::max(0, k - cap);
-    const double* row_k = &p[static_cast<size_t>(k) * n];
-    double s = 0;
-    for (int j = low; j < k; ++j) s += row_k[j];
-    out[k] = s;
-    if (s <= 0) continue;
-    for (int i = 0; i < k; ++i) {
-      double* row_i = &p[static_cast<size_t>(i) * n];
-      const double f = row_i[k] / s;
+  std::vector<double> out(size, 0.0);  // the probability of leaving downwards
+  for (size_t s = size - 1; s >= 1; --s) {
+    const int q = static_cast<int>(s / k) + 1;
+    const size_t low = StateIndex(std::max(1, q - cap), 0, k);
+    const double* row_s = &p[s * size];
+    double sum = 0;
+    for (size_t t = low; t < s; ++t) sum += row_s[t];
+    out[s] = sum;
+    if (sum <= 0) continue;
+    for (size_t i = 0; i < s; ++i) {
+      double* row_i = &p[i * size];
+      const double f = row_i[s] / sum;
       if (f == 0) continue;
-      for (int j = low; j < k; ++j) row_i[j] += f * row_k[j];
+      for (size_t t = low; t < s; ++t) row_i[t] += f * row_s[t];
     }
   }
-  std::vector<double> pi(n, 0.0);
+  std::vector<double> pi(size, 0.0);
   pi[0] = 1;
-  double sum = 1;
-  for (int k = 1; k < n; ++k) {
+  double total = 1;
+  for (size_t s = 1; s < size; ++s) {
     double v = 0;
-    for (int i = 0; i < k; ++i) v += pi[i] * p[static_cast<size_t>(i) * n + k];
-    pi[k] = out[k] > 0 ? v / out[k] : 0;
-    sum += pi[k];
+    for (size_t i = 0; i < s; ++i) v += pi[i] * p[i * size + s];
+    pi[s] = out[s] > 0 ? v / out[s] : 0;
+    total += pi[s];
   }
-  for (double& v : pi) v /= sum;
+  for (double& v : pi) v /= total;
   return pi;
 }
 
-// 2-point Gauss-Legendre nodes on [-1, 1] (weights 1): the pieces
-// BatchQueueLateFraction integrates over are short and smooth.
+// Gauss-Legendre nodes and weights on [-1, 1]: 2 points where the arrivals
+// are Poisson (the integrand is smooth over a piece), 3 on the shorter
+// pieces of Erlang arrivals, whose densities peak.
 constexpr std::array<double, 2> kGauss2Nodes = {-0.5773502691896258,
                                                 0.5773502691896258};
+constexpr std::array<double, 3> kGauss3Nodes = {-0.7745966692414834, 0.0,
+                                                0.7745966692414834};
+constexpr std::array<double, 3> kGauss3Weights = {
+    0.5555555555555556, 0.8888888888888888, 0.5555555555555556};
 
-// P(T > sojourn) of a request that arrives u into a batch of `b` that
-// started with `left` requests waiting behind it (BatchQueueLateFraction's
-// comment): n ~ Poisson(lambda u) arrived before it in this batch.
+// The batch queue's parameters (BatchQueueLateFraction), fixed for a call.
+struct BatchQueue {
+  double mu;  // phases per ms (the stream's rate; k phases per arrival)
+  int k;      // phases per arrival
+  const std::vector<double>& batch_ms;
+  double sojourn_ms;
+};
+
+// The density, at u into a batch of `b` that started with `left` requests
+// waiting behind it and phase j, of an arrival there that will be late:
+// the i-th arrival of the batch comes at the (i k - j)-th phase, with
+// density mu Poisson(i k - j - 1; mu u); it is the (left + i)-th in the
+// queue and leaves with the jb-th next batch (every batch before its own
+// is full); its own holds those of it that remain plus those who arrive
+// until it starts, up to the cap: M' arrivals, M' >= m iff Poisson(mu
+// before) >= m k phases (the stream restarts at the tagged arrival).
 // `below` is scratch space of cap + 1 entries.
-double LateAfterArrivalInBatch(double lambda,
-                               const std::vector<double>& batch_ms, int b,
-                               int left, double u, double sojourn_ms,
-                               std::vector<double>* below) {
+double LateArrivalDensity(const BatchQueue& queue, int b, int left, int phase,
+                          double u, std::vector<double>* below) {
+  const std::vector<double>& batch_ms = queue.batch_ms;
   const int cap = static_cast<int>(batch_ms.size());
+  const int k = queue.k;
   const double rest = batch_ms[b - 1] - u;
   const double full = batch_ms[cap - 1];
-  const double mean = lambda * u;
-  double pn = std::exp(-mean), seen = 0, late = 0;
-  int below_of = 0;  // the j whose Poisson CDF `below` holds
-  for (int n = 0;; ++n) {
-    const int ahead = left + n + 1;         // its place in the queue
-    const int j = (ahead + cap - 1) / cap;  // it leaves with the j-th batch
-    const double before = rest + (j - 1) * full;
-    if (before + batch_ms[0] > sojourn_ms) {
-      return late + std::max(0.0, 1 - seen);  // and for every larger n
-    }
-    // Its own batch holds `need` of those ahead and those behind it, up to
-    // the cap: the smallest size that is late, from the M ~ Poisson(lambda
-    // before) who arrive before that batch starts.
-    const int need = ahead - (j - 1) * cap;
-    const auto first_late = std::upper_bound(
-        batch_ms.begin() + need - 1, batch_ms.end(), sojourn_ms - before);
-    if (first_late != batch_ms.end()) {
-      if (below_of != j) {  // (*below)[m] = P(M < m)
-        const double m_mean = lambda * before;
-        double term = std::exp(-m_mean);
-        (*below)[0] = 0;
-        for (int m = 1; m <= cap; ++m) {
-          (*below)[m] = (*below)[m - 1] + term;
-          term *= m_mean / m;
-        }
-        below_of = j;
+  const double x = queue.mu * u;
+  const double likely = x + 12 * std::sqrt(x) + 12;
+  double pa = std::exp(-x);  // Poisson(a; x)
+  int a = 0;
+  double late = 0;
+  int below_of = 0;  // the jb whose `below` is filled
+  for (int i = 1;; ++i) {
+    const int target = i * k - phase - 1;
+    for (; a < target; ++a) pa *= x / (a + 1);
+    if (a > likely && pa < 1e-16) return queue.mu * late;
+    const int ahead = left + i;
+    const int jb = (ahead + cap - 1) / cap;
+    const double before = rest + (jb - 1) * full;
+    if (before + batch_ms[0] > queue.sojourn_ms) {
+      // This arrival is late, and so is every later one.
+      for (double t = pa;;) {
+        late += t;
+        for (int step = 0; step < k; ++step, ++a) t *= x / (a + 1);
+        if (a > likely && t < 1e-16) return queue.mu * late;
       }
-      const int size = static_cast<int>(first_late - batch_ms.begin()) + 1;
-      late += pn * std::max(0.0, 1 - (*below)[size - need]);
     }
-    seen += pn;
-    if (1 - seen < 1e-13 && n > mean) return late;
-    pn *= mean / (n + 1);
+    const int need = ahead - (jb - 1) * cap;
+    const auto first_late = std::upper_bound(
+        batch_ms.begin() + need - 1, batch_ms.end(), queue.sojourn_ms - before);
+    if (first_late == batch_ms.end()) continue;
+    if (below_of != jb) {  // (*below)[m] = P(M' < m) = P(phases < m k)
+      const double m_mean = queue.mu * before;
+      double term = std::exp(-m_mean), cdf = 0;
+      (*below)[0] = 0;
+      int c = 0;
+      for (int m = 1; m <= cap; ++m) {
+        for (; c < m * k; ++c) {
+          cdf += term;
+          term *= m_mean / (c + 1);
+        }
+        (*below)[m] = cdf;
+      }
+      below_of = jb;
+    }
+    const int size = static_cast<int>(first_late - batch_ms.begin()) + 1;
+    late += pa * std::max(0.0, 1 - (*below)[size - need]);
+  }
+}
+
+// Expected arrivals during a batch of mean `mean` phases that starts at
+// phase j: E[floor((j + M) / k)], M ~ Poisson(mean); with `none`, P(no
+// arrival).
+double ArrivalsInBatch(double mean, int k, int phase, double* none) {
+  double pm = std::exp(-mean), expected = 0;
+  *none = 0;
+  for (int m = 0;; ++m) {
+    const int arrivals = (phase + m) / k;
+    expected += pm * arrivals;
+    if (arrivals == 0) *none += pm;
+    if (m > mean + 12 * std::sqrt(mean) + 12 + k) return expected;
+    pm *= mean / (m + 1);
   }
 }
 
 }  // namespace
 
 double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
-                              double sojourn_ms) {
+                              double sojourn_ms, int arrival_spacing) {
   // A larger batch never finishes sooner than a smaller one could.
-  for (size_t k = 1; k < batch_ms.size(); ++k) {
-    batch_ms[k] = std::max(batch_ms[k], batch_ms[k - 1]);
+  for (size_t z = 1; z < batch_ms.size(); ++z) {
+    batch_ms[z] = std::max(batch_ms[z], batch_ms[z - 1]);
   }
   const int cap = static_cast<int>(batch_ms.size());
   if (cap == 0) return 1;
   if (batch_ms[0] > sojourn_ms) return 1;
   if (rate_rps <= 0 || batch_ms.back() <= 0) return 0;
+  const int k = std::clamp(arrival_spacing, 1, kBatchQueueMaxSpacing);
   const double lambda = rate_rps / 1000.0;
+  const BatchQueue queue{lambda * k, k, batch_ms, sojourn_ms};
   const double full = batch_ms[cap - 1];
   if (lambda * full >= cap * (1 - 1e-9)) return 1;
   // From a leftover of cap * ceil(sojourn / s(cap)) every arrival is late
@@ -479,21 +538,31 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
       cap * static_cast<int>(std::ceil(sojourn_ms / full)) + cap;
   // Below that, the states the chain reaches with probability above
   // ~1e-12: the leftover of a server whose every batch takes s(cap) has
-  // P(Z >= z) <= exp(-theta z) (Lundberg), and smaller batches only
-  // shorten the queue. At light loads this is far fewer states.
+  // P(Z >= z) <= exp(-theta z) (Lundberg; Poisson arrivals bound the
+  // more regular Erlang ones), and smaller batches only shorten the queue.
+  // At light loads this is far fewer states.
   const double theta = LundbergExponent(lambda * full, cap);
   const int reached = cap + static_cast<int>(std::ceil(28 / theta)) + 1;
-  const int n =
-      std::min({late_from + cap + 8, reached + 8, kBatchQueueMaxStates});
-  const std::vector<double> pi = BatchStartDistribution(lambda, batch_ms, n);
-  // Arrivals per batch start: during the batch, lambda s(b), and the one
-  // that ends an idle period after it, which starts a batch alone within
-  // the sojourn (batch_ms[0] <= sojourn_ms above).
+  const int n = std::min({late_from + cap + 8, reached + 8,
+                          std::max(cap + 2, kBatchQueueMaxStates / k)});
+  const std::vector<double> pi =
+      BatchStartDistribution(queue.mu, k, batch_ms, n);
+  // Arrivals per batch start: those during the batch, and the one that
+  // ends an idle period after it, which starts a batch alone within the
+  // sojourn (batch_ms[0] <= sojourn_ms above).
+  std::vector<double> during(pi.size(), 0.0);
   double arrivals = 0;
   for (int q = 1; q <= n; ++q) {
     const int b = std::min(q, cap);
-    arrivals += pi[q - 1] * lambda * batch_ms[b - 1];
-    if (q <= cap) arrivals += pi[q - 1] * std::exp(-lambda * batch_ms[b - 1]);
+    for (int j = 0; j < k; ++j) {
+      const size_t s = StateIndex(q, j, k);
+      if (pi[s] == 0) continue;
+      double none = 0;
+      during[s] =
+          pi[s] * ArrivalsInBatch(queue.mu * batch_ms[b - 1], k, j, &none);
+      arrivals += during[s];
+      if (q <= cap) arrivals += pi[s] * none;
+    }
   }
   double late = 0;
   std::vector<double> breaks;
@@ -502,16 +571,11 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
     const int b = std::min(q, cap);
     const int left = q - b;
     const double s = batch_ms[b - 1];
-    const double during = pi[q - 1] * lambda * s;
-    // States too rare to move the fraction by 1e-10 are left out.
-    if (during < 1e-10 * arrivals) continue;
     // Every arrival is late where even one that comes as the batch ends
     // finds full batches ahead that leave no time for its own (this
     // includes the lumped state n).
-    if (((left + cap) / cap - 1) * full + batch_ms[0] > sojourn_ms || q == n) {
-      late += during;
-      continue;
-    }
+    const bool all_late =
+        ((left + cap) / cap - 1) * full + batch_ms[0] > sojourn_ms || q == n;
     // None is late (but with probability < 1e-13) where even the last of
     // the batch's likely arrivals, with full batches ahead and its own
     // full, leaves within the sojourn.
@@ -519,32 +583,61 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
     const int likely =
         left + static_cast<int>(std::ceil(mean + 12 * std::sqrt(mean) + 12)) +
         1;
-    if (s + (likely + cap - 1) / cap * full <= sojourn_ms) continue;
-    // The arrival's point u in the batch is uniform. Whether a batch of z
-    // leaving after the j-th next start is late changes at u = s + (j - 1)
-    // s(cap) + s(z) - sojourn; between those points the integrand is
-    // smooth: Gauss-Legendre on each piece.
-    breaks.assign({0.0, s});
-    for (int z = 1; z <= cap; ++z) {
-      for (int j = 1;; ++j) {
-        const double u = s + (j - 1) * full + batch_ms[z - 1] - sojourn_ms;
-        if (u >= s) break;
-        if (u > 0) breaks.push_back(u);
+    const bool none_late = s + (likely + cap - 1) / cap * full <= sojourn_ms;
+    // Whether a batch of z leaving after the jb-th next start is late
+    // changes at u = s + (jb - 1) s(cap) + s(z) - sojourn; between those
+    // points the integrand is smooth.
+    breaks.clear();
+    for (int j = 0; j < k; ++j) {
+      const size_t st = StateIndex(q, j, k);
+      // States too rare to move the fraction by 1e-10 are left out.
+      if (during[st] < 1e-10 * arrivals) continue;
+      if (all_late) {
+        late += during[st];
+        continue;
       }
-    }
-    std::sort(breaks.begin(), breaks.end());
-    double integral = 0;
-    for (size_t k = 0; k + 1 < breaks.size(); ++k) {
-      const double mid = (breaks[k] + breaks[k + 1]) / 2;
-      const double half = (breaks[k + 1] - breaks[k]) / 2;
-      if (half <= 1e-12 * s) continue;
-      for (double node : kGauss2Nodes) {
-        integral += half * LateAfterArrivalInBatch(lambda, batch_ms, b, left,
-                                                   mid + half * node,
-                                                   sojourn_ms, &below);
+      if (none_late) continue;
+      if (breaks.empty()) {
+        breaks.assign({0.0, s});
+        for (int z = 1; z <= cap; ++z) {
+          for (int jb = 1;; ++jb) {
+            const double u = s + (jb - 1) * full + batch_ms[z - 1] - sojourn_ms;
+            if (u >= s) break;
+            if (u > 0) breaks.push_back(u);
+          }
+        }
+        std::sort(breaks.begin(), breaks.end());
       }
+      double integral = 0;
+      for (size_t piece = 0; piece + 1 < breaks.size(); ++piece) {
+        const double width = breaks[piece + 1] - breaks[piece];
+        if (width <= 1e-12 * s) continue;
+        if (k == 1) {
+          const double mid = (breaks[piece] + breaks[piece + 1]) / 2;
+          for (double node : kGauss2Nodes) {
+            integral += width / 2 *
+                        LateArrivalDensity(queue, b, left, 0,
+                                           mid + width / 2 * node, &below);
+          }
+          continue;
+        }
+        // An Erlang density varies over about one phase: pieces of at most
+        // two phases each.
+        const int parts =
+            std::max(1, static_cast<int>(std::ceil(queue.mu * width / 2)));
+        const double h = width / parts;
+        for (int part = 0; part < parts; ++part) {
+          const double mid = breaks[piece] + (part + 0.5) * h;
+          for (int g = 0; g < 3; ++g) {
+            integral +=
+                h / 2 * kGauss3Weights[g] *
+                LateArrivalDensity(queue, b, left, j,
+                                   mid + h / 2 * kGauss3Nodes[g], &below);
+          }
+        }
+      }
+      late += pi[st] * integral;
     }
-    late += during * integral / s;
   }
   return arrivals > 0 ? std::min(1.0, late / arrivals) : 0;
 }

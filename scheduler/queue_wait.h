@@ -106,6 +106,8 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap,
 // The largest queue BatchQueueLateFraction models before lumping the rest
 // (its cost grows as the cube of the states).
 constexpr int kBatchQueueMaxStates = 512;
+// The most regular arrivals BatchQueueLateFraction models (Erlang-k gaps).
+constexpr int kBatchQueueMaxSpacing = 6;
 
 // A model alone on a partition, served by the work-conserving dispatcher:
 // whenever the partition is free and requests wait, it starts a batch of
@@ -131,8 +133,17 @@ constexpr int kBatchQueueMaxStates = 512;
 // in queue_wait_test.cc. 1 when the server is unstable (lambda s(cap) >=
 // cap) or batch_ms[0] > sojourn_ms; 0 with no requests or batches that
 // take no time.
+//
+// `arrival_spacing` k >= 2 (SharedRules.round_robin_arrivals): the server
+// is one of k equal replicas that a round robin feeds from one Poisson
+// stream of k rate_rps, so its gaps are Erlang-k, far more regular than
+// Poisson. The chain then also carries the stream's phase since the
+// server's last arrival (k phases per arrival), and a tagged arrival
+// restarts the phases. Its cost grows as k^3, so a spacing above
+// kBatchQueueMaxSpacing is planned as that one (less regular, so no fewer
+// late).
 double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
-                              double sojourn_ms);
+                              double sojourn_ms, int arrival_spacing = 1);
 
 // The planning wait at a server running batches of exactly `batch`, each
 // taking `batch_ms`, with Poisson requests (rho = rate batch_ms /

@@ -339,13 +339,39 @@ TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {
   // An M/D/1 queue at rho 0.35 waits longer than 1.5 ms at the tail: the
   // rotation is what admits those replicas.
   EXPECT_GT(FixedBatchWaitMs(0.35, 1.0, 1), 1.5);
-  // Not from batch 2, and not with the rule or the queueing check off.
+  // Not from batch 2 without the batch queue, and not with the rule or the
+  // queueing check off.
   EXPECT_EQ(RotationReplicaRps(q, 2, 1.0, 1000), 0);
   q.round_robin_arrivals = false;
   EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 0);
   q.round_robin_arrivals = true;
   q.queueing_check = false;
   EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 0);
+}
+
+TEST(IgniterProvisionerTest, RotationSizesBatchedReplicasByTheirBatchQueue) {
+  // Batches of 1 and 2 at 1 and 1.5 ms, SLO 3 ms, a replica carrying at
+  // most 1,200 req/s. Two replicas of 600 req/s, each dealt every other
+  // request (Erlang-2 gaps), are 0.23 % late; on their own Poisson
+  // streams they would be 3.5 % late.
+  IgniterRequest q;
+  q.slo_ms = 3;
+  q.queueing_check = true;
+  q.round_robin_arrivals = true;
+  q.lone_batch_queue = true;
+  q.rate_rps = 1200;
+  const std::vector<double> two = {1.0, 1.5};
+  EXPECT_GT(BatchQueueLateFraction(600, two, 3), kQueueingTail);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 2, 1.5, 1200, 0, two), 600);
+  // 1,600 req/s: two at 800 (1.9 % late at k = 2) do not fit; three at
+  // 533.3 do.
+  q.rate_rps = 1600;
+  EXPECT_GT(BatchQueueLateFraction(800, two, 3, 2), kQueueingTail);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 2, 1.5, 1200, 0, two), 1600.0 / 3);
+  // Not without the batches' latencies or the batch queue.
+  EXPECT_EQ(RotationReplicaRps(q, 2, 1.5, 1200, 0), 0);
+  q.lone_batch_queue = false;
+  EXPECT_EQ(RotationReplicaRps(q, 2, 1.5, 1200, 0, two), 0);
 }
 
 }  // namespace

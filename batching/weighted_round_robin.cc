@@ -7,17 +7,22 @@ namespace tessera {
 void WeightedRoundRobin::Add(double weight) {
   const double w = weight > 0 ? weight : 1.0;
   weights_.push_back(w);
-  credit_.push_back(0);
+  picks_.push_back(0);
   total_ += w;
 }
 
 int WeightedRoundRobin::Next() {
   int best = 0;
+  double best_due = 0;
   for (int i = 0; i < size(); ++i) {
-    credit_[i] += weights_[i];
-    if (credit_[i] > credit_[best]) best = i;
+    const double due =
+        (static_cast<double>(picks_[i]) + 0.5) * (total_ / weights_[i]);
+    if (i == 0 || due < best_due) {
+      best = i;
+      best_due = due;
+    }
   }
-  credit_[best] -= total_;
+  ++picks_[best];
   return best;
 }
 

@@ -16,8 +16,8 @@ namespace tessera {
 
 // Routes accepted calls to the gpulet workers of the plan in force. A model
 // served by several gpulets has its calls split in proportion to the rates
-// the plan assigns them (smooth weighted round robin; equal weights when
-// the plan gives no rates). Thread-safe.
+// the plan assigns them (WeightedRoundRobin, by earliest due pick; equal
+// weights when the plan gives no rates). Thread-safe.
 class Router {
  public:
   // Every submitted call is counted in `monitor` (may be null; must

@@ -35,25 +35,38 @@ TEST(WeightedRoundRobinTest, NonPositiveWeightsCountAsOne) {
   EXPECT_EQ(counts[1], 5);
 }
 
-TEST(WeightedRoundRobinTest, EqualWeightsWithExactSumsRotate) {
-  // Equal credits tie, and the first of them wins: 0, 1, 2, 0, 1, 2, ...
+TEST(WeightedRoundRobinTest, EqualWeightsRotateWhateverTheirRounding) {
+  // Equal weights tie exactly, and the first of them wins: 0, 1, 2, 0, 1,
+  // 2, ... also where the weights are not exact in binary (800 / 3 broke
+  // the smooth round robin's rotation).
   for (int n : {2, 3, 5}) {
-    EXPECT_EQ(MinRoundRobinSpacings(std::vector<double>(n, 7.5)),
-              std::vector<int>(n, n))
-        << n;
+    for (double w : {7.5, 800.0 / 3, 0.1}) {
+      EXPECT_EQ(MinRoundRobinSpacings(std::vector<double>(n, w)),
+                std::vector<int>(n, n))
+          << n << " x " << w;
+    }
   }
 }
 
-TEST(WeightedRoundRobinTest, RoundingCanBreakTheRotationOfEqualWeights) {
-  // 800 / 3 is not exact in binary: after a few rounds the credits that
-  // should tie differ in their last bit, and the sequence goes 0, 1, 2,
-  // 0, 1, 2, 1, 0, 2, ... so a choice can come back after 2 picks. The
-  // spacings say what the router does, not what exact arithmetic would.
-  const std::vector<int> s =
-      MinRoundRobinSpacings(std::vector<double>(3, 800.0 / 3));
-  EXPECT_LT(*std::min_element(s.begin(), s.end()), 3);
-  EXPECT_EQ(MinRoundRobinSpacings({200, 200, 200, 200}),
-            std::vector<int>(4, 4));
+TEST(WeightedRoundRobinTest, EqualWeightsStayApartBesideOthers) {
+  // n equal weights beside unequal ones: each of the n at least n picks
+  // after its last (the header's argument). The smooth round robin picked
+  // one of two 452s twice running beside a 275.
+  EXPECT_EQ(MinRoundRobinSpacings({452, 452, 275}),
+            (std::vector<int>{2, 2, 3}));
+  const std::vector<std::vector<double>> cases = {
+      {150, 150, 150, 3},
+      {337.3, 304.1, 337.3, 293.9, 169.9, 337.3},
+      {480.8, 150.6, 480.8, 480.8, 100.7, 246.6},
+      {0.7, 0.7, 0.7, 0.7, 0.7, 2.9}};
+  for (const auto& weights : cases) {
+    const std::vector<int> s = MinRoundRobinSpacings(weights);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const int n = static_cast<int>(
+          std::count(weights.begin(), weights.end(), weights[i]));
+      EXPECT_GE(s[i], n) << i;
+    }
+  }
 }
 
 TEST(WeightedRoundRobinTest, SpacingOfUnequalWeightsByHand) {

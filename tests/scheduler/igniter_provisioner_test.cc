@@ -320,13 +320,10 @@ TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {
   // 700 req/s: two replicas at 350 (rho 0.35, wait 1.43 ms) fit.
   q.rate_rps = 700;
   EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 350);
-  // 800 req/s: two at 400 (rho 0.4, 1.77 ms) do not fit. Three at 266.7
-  // would in strict rotation (rho 0.27), but the router's rounding gives
-  // one of them two requests two apart (WeightedRoundRobinTest), so k = 2
-  // and rho = 800 / 2 req/s x 1 ms = 0.4 again: four at 200 (exact
-  // weights, k = 4, rho 0.2).
+  // 800 req/s: two at 400 (rho 0.4, 1.77 ms) do not fit; three at 266.7
+  // in strict rotation (k = 3, rho 0.27) do.
   q.rate_rps = 800;
-  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 200);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 800.0 / 3);
   // 600 req/s: two at 300 (rho 0.3) fit, unless a replica may carry no
   // more than 250 (the 0.9 cap): then three at 200.
   q.rate_rps = 600;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -239,6 +242,8 @@ bool GpuletPlacer::Place(Slice slice, double want, bool saturated,
       // (the digest's pitfall 5).
       placed.rate_rps =
           std::min(remaining, SaturatedThroughput(*slice.demand, slot_share));
+      // Resized, it is no longer one of its equal peers.
+      if (placed.rate_rps != slice.rate_rps) placed.arrival_spacing = 1;
     }
     GpuLayout trial = base;
     trial.slots()[slot].slices = {placed};
@@ -257,6 +262,7 @@ bool GpuletPlacer::Place(Slice slice, double want, bool saturated,
       }
       if (lo < kMinSaturatedFraction * placed.rate_rps) continue;
       placed.rate_rps = lo;
+      placed.arrival_spacing = 1;
       trial = base;
       trial.slots()[slot].slices = {placed};
       moved.clear();
@@ -319,6 +325,48 @@ bool GpuletPlacer::OneGpuletIsSmaller(const ModelDemand& m, double rate,
   return true;
 }
 
+bool GpuletPlacer::EqualSplitIsSmaller(const ModelDemand& m, double rate,
+                                       double p_eff,
+                                       const std::vector<double>& grid,
+                                       int* count, double* per_gpulet,
+                                       double* share) {
+  const double t1 = SaturatedThroughput(m, p_eff);
+  if (t1 <= 0 || rate <= t1 ||
+      !(m.queueing_check && m.round_robin_arrivals && m.lone_batch_queue)) {
+    return false;
+  }
+  // The paper's split, its saturated gpulets at their rotation's spacing.
+  double t = 0;
+  RotationSpacing(m, rate, p_eff, &t);
+  const double saturated = std::floor(rate / t);
+  const double residue = rate - saturated * t;
+  double best = saturated * p_eff;
+  if (residue > 1e-9) {
+    const double p = MinRequiredPartition(Slice{&m, residue}, grid);
+    best = p > 0 ? best + p : std::numeric_limits<double>::infinity();
+  }
+  bool found = false;
+  for (double p : grid) {
+    if (p != p_eff && p != 100) continue;
+    const double tp = SaturatedThroughput(m, p);
+    const double t_max = SaturatedThroughput(m, p, kBatchQueueMaxSpacing);
+    if (tp <= 0) continue;
+    const int most = static_cast<int>(std::ceil(rate / tp - 1e-9));
+    for (int n = std::max(2, static_cast<int>(std::ceil(rate / t_max - 1e-9)));
+         n <= most && n * p < best - 1e-9; ++n) {
+      const Slice s{&m, rate / n, std::min(n, kBatchQueueMaxSpacing)};
+      if (!TimeShareFeasible({s}, p, SoloLatency)) continue;
+      best = n * p;
+      *count = n;
+      *per_gpulet = rate / n;
+      *share = p;
+      found = true;
+      break;
+    }
+  }
+  return found;
+}
+
 absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
                                      Context* ctx) const {
   const double p_eff = MaxEfficientPartition(m, *ctx->grid, ctx->knee);
@@ -326,9 +374,43 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
   // below the slack gets none (the artifact's TRP_SLACK).
   bool has_gpulet = rate < m.rate_rps - 1e-9;
   double remaining = rate;
+  // n equal p_eff gpulets, each dealt every n-th request, where that takes
+  // no more share than saturated gpulets and a residue.
+  int count = 0;
+  double per = 0, share = 0;
+  if (ctx->rotation &&
+      EqualSplitIsSmaller(m, rate, p_eff, *ctx->grid, &count, &per, &share)) {
+    // Where they find no room, the paper's split below (best fit).
+    const std::vector<GpuLayout> layouts = *ctx->layouts;
+    const Shortfalls shortfalls = ctx->shortfalls;
+    const auto shrunk = ctx->shrunk;
+    double left = rate;
+    bool placed_all = true;
+    for (int i = 0; i < count && placed_all; ++i) {
+      const Slice slice{&m, per, std::min(count, kBatchQueueMaxSpacing)};
+      double placed_rate = 0;
+      placed_all =
+          Place(slice, share, /*saturated=*/true, per, ctx, &placed_rate);
+      left -= placed_rate;
+    }
+    if (placed_all) {
+      remaining = left;
+      has_gpulet = true;
+      if (remaining <= rules_.residue_slack_rps()) return absl::OkStatus();
+    } else {
+      *ctx->layouts = layouts;
+      ctx->shortfalls = shortfalls;
+      ctx->shrunk = shrunk;
+    }
+  }
+  // Saturated gpulets sized for the router's rotation over them: k of
+  // them or more at one rate, each dealt every k-th request or rarer.
+  double rotation_rps = 0;
+  const int spacing =
+      ctx->rotation ? RotationSpacing(m, rate, p_eff, &rotation_rps) : 1;
   while (remaining > 1e-9 &&
          !(has_gpulet && remaining <= rules_.residue_slack_rps())) {
-    const double t = SaturatedThroughput(m, p_eff);
+    const double t = spacing > 1 ? rotation_rps : SaturatedThroughput(m, p_eff);
     Slice slice{&m, remaining};
     double want;
     bool saturated = false;
@@ -345,6 +427,7 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
         continue;
       }
       slice.rate_rps = t;
+      slice.arrival_spacing = spacing;
       want = p_eff;
       saturated = true;
     } else {
@@ -368,15 +451,50 @@ absl::Status GpuletPlacer::Partition(
     const std::vector<const ModelDemand*>& order,
     const std::vector<double>& grid, bool fixed,
     std::vector<GpuLayout>* layouts) const {
+  const std::vector<GpuLayout> original = *layouts;
+  const absl::Status status =
+      PartitionRotating(/*rotation=*/true, order, grid, fixed, layouts);
+  if (status.ok() && RotationHolds(*layouts)) return status;
+  if (!status.ok() && !absl::IsResourceExhausted(status)) return status;
+  // The rotation's gpulets left no room for another, or one of them was
+  // resized (a larger slot, a neighbour) and left fewer equal peers than
+  // its spacing counted on: plan each gpulet on its own Poisson stream.
+  *layouts = original;
+  return PartitionRotating(/*rotation=*/false, order, grid, fixed, layouts);
+}
+
+bool GpuletPlacer::RotationHolds(const std::vector<GpuLayout>& layouts) {
+  std::map<std::pair<const ModelDemand*, double>, int> peers;
+  for (const GpuLayout& layout : layouts) {
+    for (const auto& slot : layout.slots()) {
+      for (const Slice& s : slot.slices) ++peers[{s.demand, s.rate_rps}];
+    }
+  }
+  for (const GpuLayout& layout : layouts) {
+    for (const auto& slot : layout.slots()) {
+      for (const Slice& s : slot.slices) {
+        if (peers[{s.demand, s.rate_rps}] < s.arrival_spacing) return false;
+      }
+    }
+  }
+  return true;
+}
+
+absl::Status GpuletPlacer::PartitionRotating(
+    bool rotation, const std::vector<const ModelDemand*>& order,
+    const std::vector<double>& grid, bool fixed,
+    std::vector<GpuLayout>* layouts) const {
   if (rules_.knee_rule() != GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE) {
-    return PartitionWith(rules_.knee_rule(), order, grid, fixed, layouts);
+    return PartitionWith(rules_.knee_rule(), rotation, order, grid, fixed,
+                         layouts);
   }
   const std::vector<GpuLayout> original = *layouts;
-  const absl::Status first =
-      PartitionWith(GPULET_KNEE_RULE_ARTIFACT, order, grid, fixed, layouts);
+  const absl::Status first = PartitionWith(GPULET_KNEE_RULE_ARTIFACT, rotation,
+                                           order, grid, fixed, layouts);
   if (first.ok() || !absl::IsResourceExhausted(first)) return first;
   *layouts = original;
-  if (PartitionWith(GPULET_KNEE_RULE_PER_SHARE, order, grid, fixed, layouts)
+  if (PartitionWith(GPULET_KNEE_RULE_PER_SHARE, rotation, order, grid, fixed,
+                    layouts)
           .ok()) {
     return absl::OkStatus();
   }
@@ -385,10 +503,12 @@ absl::Status GpuletPlacer::Partition(
 }
 
 absl::Status GpuletPlacer::PartitionWith(
-    GpuletKneeRule knee, const std::vector<const ModelDemand*>& order,
+    GpuletKneeRule knee, bool rotation,
+    const std::vector<const ModelDemand*>& order,
     const std::vector<double>& grid, bool fixed,
     std::vector<GpuLayout>* layouts) const {
   Context ctx{&grid, fixed, knee, layouts, {}, {}};
+  ctx.rotation = rotation;
   for (GpuLayout& l : *layouts) {
     l.ApplyChargeRules(rules_);
   }

@@ -80,20 +80,43 @@ class GpuletPlacer {
     GpuletKneeRule knee;
     std::vector<GpuLayout>* layouts;
     Shortfalls shortfalls;
+    // Saturated gpulets may be sized for the router's rotation over them
+    // (RotationSpacing).
+    bool rotation = false;
     // Models already shrunk once (ARTIFACT).
     std::map<const ModelDemand*, bool> shrunk;
   };
 
+  // Partition with or without saturated gpulets sized for the rotation.
+  absl::Status PartitionRotating(bool rotation,
+                                 const std::vector<const ModelDemand*>& order,
+                                 const std::vector<double>& grid, bool fixed,
+                                 std::vector<GpuLayout>* layouts) const;
   // One pass of Algorithm 1 over `order` with p_eff by `knee`.
-  absl::Status PartitionWith(GpuletKneeRule knee,
+  absl::Status PartitionWith(GpuletKneeRule knee, bool rotation,
                              const std::vector<const ModelDemand*>& order,
                              const std::vector<double>& grid, bool fixed,
                              std::vector<GpuLayout>* layouts) const;
+  // Whether every slice planned with an arrival spacing k >= 2 has at
+  // least k gpulets of its model at its very rate in `layouts` (the
+  // router then keeps each k picks apart).
+  static bool RotationHolds(const std::vector<GpuLayout>& layouts);
   // GpuletRules.one_gpulet_when_smaller: true, with `share` set, when one
   // gpulet serves `rate` of `m` with less share than saturated p_eff
   // gpulets plus a residue.
   bool OneGpuletIsSmaller(const ModelDemand& m, double rate, double p_eff,
                           const std::vector<double>& grid, double* share) const;
+  // Tessera's (SharedRules.round_robin_arrivals and lone_batch_queue):
+  // true, with `count`, `per_gpulet` and `share` set, when `rate` of `m`
+  // split evenly over count >= 2 gpulets of p_eff or of whole GPUs, each
+  // dealt every count-th request (Slice.arrival_spacing), fits and takes
+  // less share than the paper's split (saturated p_eff gpulets, at their
+  // own rotation's spacing, and the residue's smallest partition); the
+  // split with the least share wins.
+  static bool EqualSplitIsSmaller(const ModelDemand& m, double rate,
+                                  double p_eff, const std::vector<double>& grid,
+                                  int* count, double* per_gpulet,
+                                  double* share);
   // Places `rate` of `m` (saturated gpulets, then a residue).
   absl::Status PlaceRate(const ModelDemand& m, double rate, Context* ctx) const;
   // Places one slice; `placed_rate` receives the rate actually placed.

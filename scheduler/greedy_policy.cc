@@ -21,11 +21,14 @@ absl::StatusOr<Plan> GreedyPolicy::PlanFrom(const PolicyInputs& inputs) const {
   };
   std::vector<Part> parts;
   for (const ModelDemand& m : inputs.demands()) {
-    const double t = SaturatedThroughput(m, 100);
+    // Whole GPUs at one rate, sized for the router's rotation over them
+    // (RotationSpacing: at least `spacing` of them).
+    double t = 0;
+    const int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
     double remaining = m.rate_rps;
     while (remaining > 1e-9) {
       if (t > 0 && remaining > t) {
-        parts.push_back({Slice{&m, t}, 100});
+        parts.push_back({Slice{&m, t, spacing}, 100});
         remaining -= t;
         continue;
       }

@@ -57,8 +57,10 @@ double LoneQueueMaxRps(const std::vector<double>& batch_ms, double slo_ms) {
   double lo = 0, hi = 1000.0 * cap / batch_ms.back();
   for (int it = 0; it < 30 && hi - lo > 1e-4 * hi; ++it) {
     const double mid = (lo + hi) / 2;
-    (BatchQueueLateFraction(mid, batch_ms, slo_ms) <= kQueueingTail ? lo : hi) =
-        mid;
+    (BatchQueueLateFraction(mid, batch_ms, slo_ms, 1, kQueueingTail) <=
+             kQueueingTail
+         ? lo
+         : hi) = mid;
   }
   return lo;
 }
@@ -78,8 +80,8 @@ bool LoneQueueFits(const IgniterModel& model,
     batch_ms[k - 1] = Floored(
         q, gpu[i], model.Predict(Residents(requests, gpu))[i].inference_ms);
   }
-  return BatchQueueLateFraction(gpu[i].rate_rps, batch_ms, q.slo_ms) <=
-         kQueueingTail;
+  return BatchQueueLateFraction(gpu[i].rate_rps, batch_ms, q.slo_ms, 1,
+                                kQueueingTail) <= kQueueingTail;
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -158,7 +160,7 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
   auto fits_at = [&](int n, int k) {
     if (batch_queue) {
       return BatchQueueLateFraction(q.rate_rps / n, batch_latencies, q.slo_ms,
-                                    k) <= kQueueingTail;
+                                    k, kQueueingTail) <= kQueueingTail;
     }
     const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
     return rho < 1 &&

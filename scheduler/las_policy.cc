@@ -140,8 +140,9 @@ class Planner {
       batch_ms[k - 1] =
           LasModel::ProcMs(coefficients_[s.demand], k, p) * (1 + overhead);
     }
-    const bool fits = BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms,
-                                             s.spacing) <= m.queueing_tail;
+    const bool fits =
+        BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms, s.spacing,
+                               m.queueing_tail) <= m.queueing_tail;
     lone_fits_.emplace(key, fits);
     return fits;
   }

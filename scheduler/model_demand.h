@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,11 +48,16 @@ struct ModelDemand {
   // SharedRules.lone_batch_queue: fixed batches also checked by their
   // batch queue's late fraction (BatchQueueLateFraction).
   bool lone_batch_queue = false;
-  // Memo of SaturatedThroughput by share (filled lazily while planning).
-  mutable std::map<double, double> saturated_cache;
+  // Memo of SaturatedThroughput by (share, spacing) (filled lazily while
+  // planning).
+  mutable std::map<std::pair<double, int>, double> saturated_cache;
   // Memo of whether this model alone at a rate fits a share (SoloFits):
   // (rate, share) -> fits.
   mutable std::map<std::pair<double, double>, bool> solo_fits_cache;
+  // Memo of whether a lone gpulet's batch queue keeps its late share within
+  // the queueing tail (SolveTimeShare): (rate, spacing, L(1..cap)) -> fits.
+  mutable std::map<std::tuple<double, int, std::vector<double>>, bool>
+      lone_queue_cache;
   // Memo of planned latency for the partition sizes of AllowedShares()
   // (by index) and batches 1..max_batch; other shares are computed
   // directly.
@@ -62,6 +68,12 @@ struct ModelDemand {
 struct Slice {
   const ModelDemand* demand = nullptr;
   double rate_rps = 0;
+  // Every request the router deals this gpulet is at least this many of
+  // the model's arrivals after the last: the gpulet is one of that many
+  // gpulets of the model with this very rate (WeightedRoundRobin keeps n
+  // equal weights n picks apart). Read for a slice alone on its gpulet
+  // (SolveTimeShare's batch queue); 1: its own Poisson stream.
+  int arrival_spacing = 1;
 };
 
 }  // namespace tessera

@@ -517,7 +517,8 @@ double ArrivalsInBatch(double mean, int k, int phase, double* none) {
 }  // namespace
 
 double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
-                              double sojourn_ms, int arrival_spacing) {
+                              double sojourn_ms, int arrival_spacing,
+                              double stop_above) {
   // A larger batch never finishes sooner than a smaller one could.
   for (size_t z = 1; z < batch_ms.size(); ++z) {
     batch_ms[z] = std::max(batch_ms[z], batch_ms[z - 1]);
@@ -594,6 +595,7 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
       if (during[st] < 1e-10 * arrivals) continue;
       if (all_late) {
         late += during[st];
+        if (late > stop_above * arrivals) return late / arrivals;
         continue;
       }
       if (none_late) continue;
@@ -637,6 +639,7 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
         }
       }
       late += pi[st] * integral;
+      if (late > stop_above * arrivals) return std::min(1.0, late / arrivals);
     }
   }
   return arrivals > 0 ? std::min(1.0, late / arrivals) : 0;

@@ -107,7 +107,7 @@ double BulkQueueWaitMs(double rho, double batch_ms, int cap,
 // (its cost grows as the cube of the states).
 constexpr int kBatchQueueMaxStates = 512;
 // The most regular arrivals BatchQueueLateFraction models (Erlang-k gaps).
-constexpr int kBatchQueueMaxSpacing = 6;
+constexpr int kBatchQueueMaxSpacing = 4;
 
 // A model alone on a partition, served by the work-conserving dispatcher:
 // whenever the partition is free and requests wait, it starts a batch of
@@ -142,8 +142,13 @@ constexpr int kBatchQueueMaxSpacing = 6;
 // restarts the phases. Its cost grows as k^3, so a spacing above
 // kBatchQueueMaxSpacing is planned as that one (less regular, so no fewer
 // late).
+//
+// `stop_above`: the computation may stop, returning a value above it, as
+// soon as the late fraction is known to exceed it (a check against a tail
+// needs no more).
 double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
-                              double sojourn_ms, int arrival_spacing = 1);
+                              double sojourn_ms, int arrival_spacing = 1,
+                              double stop_above = 1);
 
 // The planning wait at a server running batches of exactly `batch`, each
 // taking `batch_ms`, with Poisson requests (rho = rate batch_ms /

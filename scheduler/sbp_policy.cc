@@ -29,7 +29,10 @@ absl::StatusOr<Plan> SbpPolicy::PlanFrom(const PolicyInputs& inputs) const {
   };
   std::vector<Residue> residues;
   for (const ModelDemand& m : inputs.demands()) {
-    const double t = SaturatedThroughput(m, 100);
+    // Saturated GPUs at one rate, sized for the router's rotation over
+    // them (RotationSpacing: at least `spacing` of them).
+    double t = 0;
+    const int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
     double remaining = m.rate_rps;
     if (t > 0) {
       for (; remaining > t; remaining -= t) {
@@ -39,7 +42,7 @@ absl::StatusOr<Plan> SbpPolicy::PlanFrom(const PolicyInputs& inputs) const {
               m, absl::StrCat("needs more than the ", gpus.size(), " GPUs"));
         }
         GpuLayout::Slot& slot = gpu->slots()[0];
-        slot.slices = {Slice{&m, t}};
+        slot.slices = {Slice{&m, t, spacing}};
         if (!gpu->Resolve(nullptr)) {
           return Unschedulable(m, "saturated GPU infeasible");
         }

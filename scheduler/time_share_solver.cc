@@ -39,6 +39,9 @@ std::vector<double> ShareGrid(
   return grid;
 }
 
+// The largest dispatcher cap SolveLoneBatchQueue plans with.
+constexpr int kLoneQueueMaxCap = 8;
+
 double PlannedLatency(const ModelDemand& m, int batch, double share) {
   // A whole-GPU gpulet has no neighbour: its own headroom.
   const double scale = share >= 100 && m.whole_gpu_latency_scale > 0
@@ -73,23 +76,57 @@ int SaturatedBatch(const ModelDemand& m, double share) {
   return best;
 }
 
-double SaturatedThroughput(const ModelDemand& m, double share) {
-  auto it = m.saturated_cache.find(share);
+double SaturatedThroughput(const ModelDemand& m, double share, int spacing) {
+  const auto key = std::make_pair(share, spacing);
+  auto it = m.saturated_cache.find(key);
   if (it != m.saturated_cache.end()) return it->second;
   // Upper bound: back-to-back batches of the saturated batch size.
   const int b = SaturatedBatch(m, share);
   double hi = b == 0 ? 0 : 1000.0 * b / PlannedLatency(m, b, share);
   double lo = 0;
-  if (hi > 0 && TimeShareFeasible({Slice{&m, hi}}, share, SoloLatency)) {
-    lo = hi;
-  } else if (hi > 0) {
-    for (int i = 0; i < 24 && hi - lo > 1e-3 * hi; ++i) {
-      const double mid = (lo + hi) / 2;
-      (TimeShareFeasible({Slice{&m, mid}}, share, SoloLatency) ? lo : hi) = mid;
+  auto fits = [&](double rate) {
+    return TimeShareFeasible({Slice{&m, rate, spacing}}, share, SoloLatency);
+  };
+  if (spacing > 1) {
+    // At least what its own Poisson stream would carry; no more where the
+    // batch queue is not checked (SolveLoneBatchQueue).
+    lo = SaturatedThroughput(m, share, 1);
+    if (b > kLoneQueueMaxCap) {
+      m.saturated_cache[key] = lo;
+      return lo;
     }
   }
-  m.saturated_cache[share] = lo;
+  if (hi > 0 && fits(hi)) {
+    lo = hi;
+  } else if (hi > lo) {
+    // To 0.1 % (a spacing's batch queue costs far more than a round).
+    const int steps = spacing > 1 ? 12 : 24;
+    for (int i = 0; i < steps && hi - lo > 1e-3 * hi; ++i) {
+      const double mid = (lo + hi) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+  }
+  m.saturated_cache[key] = lo;
   return lo;
+}
+
+int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
+                    double* per_gpulet_rps) {
+  *per_gpulet_rps = SaturatedThroughput(m, share);
+  if (!(m.queueing_check && m.round_robin_arrivals && m.lone_batch_queue) ||
+      *per_gpulet_rps <= 0) {
+    return 1;
+  }
+  int spacing = 1;
+  // t_k >= t_1: no more than floor(rate / t_1) gpulets at any spacing.
+  const int most = static_cast<int>(std::floor(rate_rps / *per_gpulet_rps));
+  for (int k = 2; k <= std::min(most, kBatchQueueMaxSpacing); ++k) {
+    const double t = SaturatedThroughput(m, share, k);
+    if (std::floor(rate_rps / t) < k) break;
+    spacing = k;
+    *per_gpulet_rps = t;
+  }
+  return spacing;
 }
 
 bool SoloFits(const ModelDemand& m, double rate_rps, double share) {
@@ -294,6 +331,63 @@ void AddCaps(const std::vector<Slice>& slices, const LatencyTable& table,
   }
 }
 
+// A slice alone on its gpulet and dealt every k-th of its model's requests
+// (k = arrival_spacing >= 2, SharedRules.round_robin_arrivals and
+// lone_batch_queue): its dispatcher starts min(queue, cap) requests
+// whenever the gpulet is free, so the gpulet is the batch queue of
+// BatchQueueLateFraction with Erlang-k arrivals. Feasible when the batch
+// that keeps up with the rate back to back fits and the share of requests
+// later than the SLO stays within the queueing tail, at the cap AddCaps
+// gives the schedule (at most kLoneQueueMaxCap). The schedule runs that batch
+// back to back (occupancy 1: nothing else joins the gpulet).
+std::optional<GpuletSchedule> SolveLoneBatchQueue(const Slice& slice,
+                                                  double share_percent,
+                                                  const LatencyTable& table) {
+  const ModelDemand& m = *slice.demand;
+  // Where the SLO leaves room for batches past kLoneQueueMaxCap the rounds'
+  // bounds above already admit nearly what the queue would (and the queue
+  // would cost the most): not checked.
+  if (m.max_batch > kLoneQueueMaxCap &&
+      2 * table(0, kLoneQueueMaxCap + 1) <= m.slo_ms) {
+    return std::nullopt;
+  }
+  int batch = 0;
+  for (int b = 1; b <= m.max_batch; ++b) {
+    if (2 * table(0, b) > m.slo_ms) break;
+    if (1000.0 * b / table(0, b) > slice.rate_rps) {
+      batch = b;
+      break;
+    }
+  }
+  if (batch == 0) return std::nullopt;
+  GpuletSchedule g;
+  g.share_percent = share_percent;
+  g.slices = {slice};
+  g.batches = {batch};
+  g.exec_ms = {table(0, batch)};
+  g.duty_cycle_ms = table(0, batch);
+  g.occupancy = 1;
+  AddCaps(g.slices, table, m.slo_ms, &g);
+  // The queue's cost grows with the cap (and the dispatcher keeps the
+  // schedule's cap): a cap past kLoneQueueMaxCap gains little throughput.
+  g.caps[0] = std::min(g.caps[0], std::max(batch, kLoneQueueMaxCap));
+  std::vector<double> batch_ms;
+  for (int b = 1; b <= g.caps[0]; ++b) batch_ms.push_back(table(0, b));
+  // Memoised: the layout searches ask for the same gpulet again and again.
+  auto key = std::make_tuple(slice.rate_rps, slice.arrival_spacing,
+                             std::move(batch_ms));
+  auto it = m.lone_queue_cache.find(key);
+  if (it == m.lone_queue_cache.end()) {
+    const auto& [rate, spacing, ms] = key;
+    const bool fits =
+        BatchQueueLateFraction(rate, ms, m.slo_ms, spacing, m.queueing_tail) <=
+        m.queueing_tail;
+    it = m.lone_queue_cache.emplace(std::move(key), fits).first;
+  }
+  if (!it->second) return std::nullopt;
+  return g;
+}
+
 // SolveTimeShare; with `any_feasible`, the first feasible duty cycle found
 // instead of the best one (and no caps): enough to tell whether one is.
 std::optional<GpuletSchedule> Solve(const std::vector<Slice>& slices,
@@ -325,8 +419,16 @@ std::optional<GpuletSchedule> Solve(const std::vector<Slice>& slices,
       if (any_feasible) return best;
     }
   }
-  if (best) AddCaps(slices, table, min_slo, &*best);
-  return best;
+  if (best) {
+    AddCaps(slices, table, min_slo, &*best);
+    return best;
+  }
+  const ModelDemand& m = *slices.front().demand;
+  if (slices.size() == 1 && m.queueing_check && m.round_robin_arrivals &&
+      m.lone_batch_queue) {
+    return SolveLoneBatchQueue(slices.front(), share_percent, table);
+  }
+  return std::nullopt;
 }
 
 }  // namespace

@@ -73,7 +73,12 @@ using SliceLatencyFn =
 // 1) for every slice and batch size, plus a geometric grid between the
 // shortest round and the tightest SLO;
 // the feasible one with the lowest occupancy (most room left for others)
-// wins. Pure function; returns nullopt when no duty cycle is feasible.
+// wins. Where none is, a slice alone on the gpulet with arrival_spacing
+// >= 2 (SharedRules.round_robin_arrivals and lone_batch_queue) may still
+// be served back to back: its dispatcher's batch queue with Erlang gaps
+// keeps its late share within the queueing tail (BatchQueueLateFraction,
+// at the cap the dispatcher gets). Pure function; returns nullopt when no
+// duty cycle is feasible.
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);
@@ -93,8 +98,18 @@ int SaturatedBatch(const ModelDemand& m, double share);
 // Requests per second a gpulet of `share` serving only this model sustains
 // within its SLO: the largest rate SolveTimeShare accepts (bisection; at
 // most back-to-back batches of SaturatedBatch). 0 if none. Memoised in
-// the demand.
-double SaturatedThroughput(const ModelDemand& m, double share);
+// the demand. `spacing` >= 2: the gpulet is dealt every spacing-th of the
+// model's requests (Slice.arrival_spacing).
+double SaturatedThroughput(const ModelDemand& m, double share, int spacing = 1);
+// The spacing k its saturated gpulets of `share` get when a model's
+// `rate_rps` is split into them, with their rate in `per_gpulet_rps`: the
+// largest k <= kBatchQueueMaxSpacing such that at least k gpulets of the
+// rate SaturatedThroughput(m, share, k) fit in rate_rps (so there are k
+// equal gpulets, each dealt every k-th request or rarer). 1 (and the
+// Poisson rate) with SharedRules.round_robin_arrivals or
+// lone_batch_queue off.
+int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
+                    double* per_gpulet_rps);
 // Whether SolveTimeShare finds a schedule for this model alone at `rate_rps`
 // on a gpulet of `share`, planned solo. Memoised in the demand: gpulet's
 // heuristic asks it for the same rates on every layout it tries.

@@ -1,9 +1,12 @@
 #include "scheduler/gpulet_placer.h"
 
+#include <algorithm>
 #include <memory>
 
+#include "batching/weighted_round_robin.h"
 #include "gtest/gtest.h"
 #include "perfmodel/interference_model.h"
+#include "scheduler/queue_wait.h"
 #include "tests/scheduler/policy_test_util.h"
 
 namespace tessera {
@@ -364,6 +367,58 @@ TEST_F(GpuletKneeRuleTest, OneGpuletWhenSmallerThanTheSaturatedSplit) {
                   .ok());
   EXPECT_FALSE(split[0].slots()[0].free());
   EXPECT_FALSE(split[0].slots()[1].free());
+}
+
+// A model that needs several whole GPUs: L(b) = 2 + b ms, SLO 20 ms, the
+// queueing bound on. With SharedRules.round_robin_arrivals and
+// lone_batch_queue its rate is split evenly over n gpulets, each dealt
+// every n-th request by the router, and checked as its batch queue with
+// Erlang-n gaps: at 2,000 req/s three whole GPUs of 666.7 req/s, where on
+// their own Poisson streams three saturated GPUs of 644.5 need a 50 %
+// gpulet for the residue.
+TEST(GpuletRotationTest, EvenSplitOverGpuletsTheRouterRotates) {
+  ClusterSnapshot s = testing::Snapshot(4);
+  testing::AddModel(&s, LinearProfile("a", 2, 1), 2000, 20);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_shared()->set_queueing_check(true);
+  auto gpulets = [&](bool rotation) {
+    o.rules.mutable_shared()->set_round_robin_arrivals(rotation);
+    o.rules.mutable_shared()->set_lone_batch_queue(rotation);
+    auto plan = testing::RunPolicyWith("gpulet-noint", s, o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::vector<std::pair<double, double>> out;  // (share, rate)
+    if (!plan.ok()) return out;
+    for (const DevicePlan& d : plan->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        out.emplace_back(g.share_percent(), g.models(0).rate_rps());
+      }
+    }
+    return out;
+  };
+  const auto poisson = gpulets(false);
+  const auto rotated = gpulets(true);
+  double poisson_share = 0, rotated_share = 0;
+  for (const auto& [share, rate] : poisson) poisson_share += share;
+  for (const auto& [share, rate] : rotated) rotated_share += share;
+  EXPECT_EQ(poisson_share, 350);
+  EXPECT_EQ(rotated_share, 300);
+  ASSERT_EQ(rotated.size(), 3u);
+  const int n = static_cast<int>(rotated.size());
+  std::vector<double> rates;
+  for (const auto& [share, rate] : rotated) {
+    EXPECT_DOUBLE_EQ(rate, 2000.0 / n);
+    rates.push_back(rate);
+  }
+  // The router keeps each n picks apart, and a gpulet fed that way holds
+  // at its back-to-back batch with the cap 2 L <= SLO allows or more.
+  const std::vector<int> spacing = MinRoundRobinSpacings(rates);
+  EXPECT_EQ(*std::min_element(spacing.begin(), spacing.end()), n);
+  std::vector<double> batch_ms;
+  for (int c = 1; c <= 8; ++c) batch_ms.push_back(2.0 + c);
+  EXPECT_LE(BatchQueueLateFraction(2000.0 / n, batch_ms, 20,
+                                   std::min(n, kBatchQueueMaxSpacing)),
+            kQueueingTail);
+  EXPECT_GT(BatchQueueLateFraction(2000.0 / n, batch_ms, 20), kQueueingTail);
 }
 
 }  // namespace

@@ -274,5 +274,62 @@ TEST_F(TimeShareSolverTest, LoneBatchOneModelThatCannotBatchABurstQueuesAsMD1) {
   EXPECT_TRUE(SolveTimeShare({Slice{&det, 100}}, 100, SoloLatency));
 }
 
+TEST_F(TimeShareSolverTest, LoneGpuletDealtEveryKthRequestIsItsBatchQueue) {
+  // Alone, L(b) = 2 + b ms, SLO 20 ms, the queueing bound on (no burst
+  // bound). A gpulet dealt every third of the model's requests sustains
+  // more than one on its own Poisson stream: its batch queue with Erlang-3
+  // gaps (BatchQueueLateFraction) keeps the late share within the tail.
+  ModelDemand m = Demand(a_, 0, 20, /*queueing=*/true);
+  m.round_robin_arrivals = true;
+  m.lone_batch_queue = true;
+  const double poisson = SaturatedThroughput(m, 100);
+  const double third = SaturatedThroughput(m, 100, 3);
+  EXPECT_GT(third, 1.1 * poisson);
+  const double r = (poisson + third) / 2;
+  auto s = SolveTimeShare({Slice{&m, r, 3}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  // Back to back: the smallest batch that keeps up, nothing else joins.
+  const int b = s->batches[0];
+  EXPECT_GT(1000.0 * b / (2 + b), r);
+  EXPECT_LE(1000.0 * (b - 1) / (1 + b), r);
+  EXPECT_DOUBLE_EQ(s->occupancy, 1);
+  // The dispatcher's cap: d + L(c) <= 20 with d = L(b), at most 8 (the
+  // batch queue is checked up to that cap).
+  EXPECT_EQ(s->caps[0], std::min(16 - b, 8));
+  std::vector<double> batch_ms;
+  for (int c = 1; c <= s->caps[0]; ++c) batch_ms.push_back(2.0 + c);
+  EXPECT_LE(BatchQueueLateFraction(r, batch_ms, 20, 3), m.queueing_tail);
+  EXPECT_GT(BatchQueueLateFraction(r, batch_ms, 20), m.queueing_tail);
+  // On its own Poisson stream it does not fit, nor without the rule.
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, r}}, 100, SoloLatency));
+  m.lone_batch_queue = false;
+  EXPECT_FALSE(SolveTimeShare({Slice{&m, r, 3}}, 100, SoloLatency));
+}
+
+TEST_F(TimeShareSolverTest, RotationSpacingCountsTheEqualGpuletsARateFills) {
+  ModelDemand m = Demand(a_, 0, 20, /*queueing=*/true);
+  m.round_robin_arrivals = true;
+  m.lone_batch_queue = true;
+  // The spacing k is the largest with k gpulets of SaturatedThroughput(m,
+  // 100, k) within the rate.
+  for (double rate : {500.0, 1500.0, 2500.0, 4000.0, 9000.0}) {
+    double per = 0;
+    const int k = RotationSpacing(m, rate, 100, &per);
+    EXPECT_DOUBLE_EQ(per, SaturatedThroughput(m, 100, k)) << rate;
+    if (k >= 2) EXPECT_GE(std::floor(rate / per), k) << rate;
+    if (k < kBatchQueueMaxSpacing) {
+      EXPECT_LT(std::floor(rate / SaturatedThroughput(m, 100, k + 1)), k + 1)
+          << rate;
+    }
+  }
+  double per = 0;
+  EXPECT_EQ(RotationSpacing(m, 500, 100, &per), 1);
+  EXPECT_GE(RotationSpacing(m, 9000, 100, &per), 3);
+  // Off without the rules.
+  m.round_robin_arrivals = false;
+  EXPECT_EQ(RotationSpacing(m, 9000, 100, &per), 1);
+  EXPECT_DOUBLE_EQ(per, SaturatedThroughput(m, 100));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -75,7 +75,8 @@ class SimulatorTest : public ::testing::Test {
   }
 
   // `paper_sizing`: gpulet's saturated gpulets as Algorithm 1 sizes them
-  // (the artifact's knee, no single gpulet in place of the split).
+  // (the artifact's knee, no single gpulet in place of the split, no even
+  // split for the router's rotation).
   // `interference_headroom`: GpuletRules.interference_headroom, with
   // interference_within_headroom off (0: the preset's charge; -1: the
   // product of headroom and factor).
@@ -93,6 +94,8 @@ class SimulatorTest : public ::testing::Test {
       GpuletRules* g = options.rules.mutable_gpulet();
       g->set_knee_rule(GPULET_KNEE_RULE_ARTIFACT);
       g->set_one_gpulet_when_smaller(false);
+      // No gpulets sized for the router's rotation either.
+      options.rules.mutable_shared()->set_round_robin_arrivals(false);
     }
     return std::move(*PolicyRegistry::Create(name, options));
   }

@@ -349,8 +349,11 @@ bool GpuletPlacer::EqualSplitIsSmaller(const ModelDemand& m, double rate,
   for (double p : grid) {
     if (p != p_eff && p != 100) continue;
     const double tp = SaturatedThroughput(m, p);
-    const double t_max = SaturatedThroughput(m, p, kBatchQueueMaxSpacing);
     if (tp <= 0) continue;
+    // No gpulet carries more than back-to-back batches of the saturated
+    // batch (SaturatedThroughput's upper bound).
+    const int sb = SaturatedBatch(m, p);
+    const double t_max = 1000.0 * sb / PlannedLatency(m, sb, p);
     const int most = static_cast<int>(std::ceil(rate / tp - 1e-9));
     for (int n = std::max(2, static_cast<int>(std::ceil(rate / t_max - 1e-9)));
          n <= most && n * p < best - 1e-9; ++n) {
@@ -380,6 +383,7 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
   double per = 0, share = 0;
   if (ctx->rotation &&
       EqualSplitIsSmaller(m, rate, p_eff, *ctx->grid, &count, &per, &share)) {
+    *ctx->rotated = true;
     // Where they find no room, the paper's split below (best fit).
     const std::vector<GpuLayout> layouts = *ctx->layouts;
     const Shortfalls shortfalls = ctx->shortfalls;
@@ -408,6 +412,7 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
   double rotation_rps = 0;
   const int spacing =
       ctx->rotation ? RotationSpacing(m, rate, p_eff, &rotation_rps) : 1;
+  if (spacing > 1) *ctx->rotated = true;
   while (remaining > 1e-9 &&
          !(has_gpulet && remaining <= rules_.residue_slack_rps())) {
     const double t = spacing > 1 ? rotation_rps : SaturatedThroughput(m, p_eff);
@@ -452,15 +457,19 @@ absl::Status GpuletPlacer::Partition(
     const std::vector<double>& grid, bool fixed,
     std::vector<GpuLayout>* layouts) const {
   const std::vector<GpuLayout> original = *layouts;
-  const absl::Status status =
-      PartitionRotating(/*rotation=*/true, order, grid, fixed, layouts);
+  bool rotated = false;
+  const absl::Status status = PartitionRotating(/*rotation=*/true, order, grid,
+                                                fixed, layouts, &rotated);
+  // Without a gpulet sized for the rotation the pass was the plain one.
+  if (!rotated) return status;
   if (status.ok() && RotationHolds(*layouts)) return status;
   if (!status.ok() && !absl::IsResourceExhausted(status)) return status;
   // The rotation's gpulets left no room for another, or one of them was
   // resized (a larger slot, a neighbour) and left fewer equal peers than
   // its spacing counted on: plan each gpulet on its own Poisson stream.
   *layouts = original;
-  return PartitionRotating(/*rotation=*/false, order, grid, fixed, layouts);
+  return PartitionRotating(/*rotation=*/false, order, grid, fixed, layouts,
+                           &rotated);
 }
 
 bool GpuletPlacer::RotationHolds(const std::vector<GpuLayout>& layouts) {
@@ -483,18 +492,19 @@ bool GpuletPlacer::RotationHolds(const std::vector<GpuLayout>& layouts) {
 absl::Status GpuletPlacer::PartitionRotating(
     bool rotation, const std::vector<const ModelDemand*>& order,
     const std::vector<double>& grid, bool fixed,
-    std::vector<GpuLayout>* layouts) const {
+    std::vector<GpuLayout>* layouts, bool* rotated) const {
   if (rules_.knee_rule() != GPULET_KNEE_RULE_ARTIFACT_THEN_PER_SHARE) {
     return PartitionWith(rules_.knee_rule(), rotation, order, grid, fixed,
-                         layouts);
+                         layouts, rotated);
   }
   const std::vector<GpuLayout> original = *layouts;
-  const absl::Status first = PartitionWith(GPULET_KNEE_RULE_ARTIFACT, rotation,
-                                           order, grid, fixed, layouts);
+  const absl::Status first =
+      PartitionWith(GPULET_KNEE_RULE_ARTIFACT, rotation, order, grid, fixed,
+                    layouts, rotated);
   if (first.ok() || !absl::IsResourceExhausted(first)) return first;
   *layouts = original;
   if (PartitionWith(GPULET_KNEE_RULE_PER_SHARE, rotation, order, grid, fixed,
-                    layouts)
+                    layouts, rotated)
           .ok()) {
     return absl::OkStatus();
   }
@@ -506,9 +516,10 @@ absl::Status GpuletPlacer::PartitionWith(
     GpuletKneeRule knee, bool rotation,
     const std::vector<const ModelDemand*>& order,
     const std::vector<double>& grid, bool fixed,
-    std::vector<GpuLayout>* layouts) const {
+    std::vector<GpuLayout>* layouts, bool* rotated) const {
   Context ctx{&grid, fixed, knee, layouts, {}, {}};
   ctx.rotation = rotation;
+  ctx.rotated = rotated;
   for (GpuLayout& l : *layouts) {
     l.ApplyChargeRules(rules_);
   }

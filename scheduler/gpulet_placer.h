@@ -81,8 +81,9 @@ class GpuletPlacer {
     std::vector<GpuLayout>* layouts;
     Shortfalls shortfalls;
     // Saturated gpulets may be sized for the router's rotation over them
-    // (RotationSpacing).
+    // (RotationSpacing); *rotated is set once one was.
     bool rotation = false;
+    bool* rotated = nullptr;
     // Models already shrunk once (ARTIFACT).
     std::map<const ModelDemand*, bool> shrunk;
   };
@@ -91,12 +92,14 @@ class GpuletPlacer {
   absl::Status PartitionRotating(bool rotation,
                                  const std::vector<const ModelDemand*>& order,
                                  const std::vector<double>& grid, bool fixed,
-                                 std::vector<GpuLayout>* layouts) const;
+                                 std::vector<GpuLayout>* layouts,
+                                 bool* rotated) const;
   // One pass of Algorithm 1 over `order` with p_eff by `knee`.
   absl::Status PartitionWith(GpuletKneeRule knee, bool rotation,
                              const std::vector<const ModelDemand*>& order,
                              const std::vector<double>& grid, bool fixed,
-                             std::vector<GpuLayout>* layouts) const;
+                             std::vector<GpuLayout>* layouts,
+                             bool* rotated) const;
   // Whether every slice planned with an arrival spacing k >= 2 has at
   // least k gpulets of its model at its very rate in `layouts` (the
   // router then keeps each k picks apart).

@@ -99,8 +99,9 @@ double SaturatedThroughput(const ModelDemand& m, double share, int spacing) {
   if (hi > 0 && fits(hi)) {
     lo = hi;
   } else if (hi > lo) {
-    // To 0.1 % (a spacing's batch queue costs far more than a round).
-    const int steps = spacing > 1 ? 12 : 24;
+    // A spacing's batch queue costs far more than a round: to 0.5 % of
+    // the bracket there.
+    const int steps = spacing > 1 ? 8 : 24;
     for (int i = 0; i < steps && hi - lo > 1e-3 * hi; ++i) {
       const double mid = (lo + hi) / 2;
       (fits(mid) ? lo : hi) = mid;
@@ -117,16 +118,18 @@ int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
       *per_gpulet_rps <= 0) {
     return 1;
   }
-  int spacing = 1;
   // t_k >= t_1: no more than floor(rate / t_1) gpulets at any spacing.
+  // From the largest k down (t_k grows with k, so the first that fits is
+  // the largest; most models need one or two bisections).
   const int most = static_cast<int>(std::floor(rate_rps / *per_gpulet_rps));
-  for (int k = 2; k <= std::min(most, kBatchQueueMaxSpacing); ++k) {
+  for (int k = std::min(most, kBatchQueueMaxSpacing); k >= 2; --k) {
     const double t = SaturatedThroughput(m, share, k);
-    if (std::floor(rate_rps / t) < k) break;
-    spacing = k;
-    *per_gpulet_rps = t;
+    if (std::floor(rate_rps / t) >= k) {
+      *per_gpulet_rps = t;
+      return k;
+    }
   }
-  return spacing;
+  return 1;
 }
 
 bool SoloFits(const ModelDemand& m, double rate_rps, double share) {

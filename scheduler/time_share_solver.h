@@ -107,7 +107,9 @@ double SaturatedThroughput(const ModelDemand& m, double share, int spacing = 1);
 // rate SaturatedThroughput(m, share, k) fit in rate_rps (so there are k
 // equal gpulets, each dealt every k-th request or rarer). 1 (and the
 // Poisson rate) with SharedRules.round_robin_arrivals or
-// lone_batch_queue off.
+// lone_batch_queue off. (Since t_k grows with k, a smaller k can fit
+// where a larger one does not, and not the reverse, except near the
+// rounding of floor(rate / t_k): the search goes down from the largest.)
 int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
                     double* per_gpulet_rps);
 // Whether SolveTimeShare finds a schedule for this model alone at `rate_rps`

@@ -331,10 +331,7 @@ bool GpuletPlacer::EqualSplitIsSmaller(const ModelDemand& m, double rate,
                                        int* count, double* per_gpulet,
                                        double* share) {
   const double t1 = SaturatedThroughput(m, p_eff);
-  if (t1 <= 0 || rate <= t1 ||
-      !(m.queueing_check && m.round_robin_arrivals && m.lone_batch_queue)) {
-    return false;
-  }
+  if (t1 <= 0 || rate <= t1 || !PlansRotation(m)) return false;
   // The paper's split, its saturated gpulets at their rotation's spacing.
   double t = 0;
   RotationSpacing(m, rate, p_eff, &t);
@@ -346,8 +343,9 @@ bool GpuletPlacer::EqualSplitIsSmaller(const ModelDemand& m, double rate,
     best = p > 0 ? best + p : std::numeric_limits<double>::infinity();
   }
   bool found = false;
-  for (double p : grid) {
-    if (p != p_eff && p != 100) continue;
+  std::vector<double> shares = {p_eff};
+  if (p_eff != 100) shares.push_back(100);
+  for (double p : shares) {
     const double tp = SaturatedThroughput(m, p);
     if (tp <= 0) continue;
     // No gpulet carries more than back-to-back batches of the saturated
@@ -377,8 +375,9 @@ absl::Status GpuletPlacer::PlaceRate(const ModelDemand& m, double rate,
   // below the slack gets none (the artifact's TRP_SLACK).
   bool has_gpulet = rate < m.rate_rps - 1e-9;
   double remaining = rate;
-  // n equal p_eff gpulets, each dealt every n-th request, where that takes
-  // no more share than saturated gpulets and a residue.
+  // n equal gpulets (of p_eff or whole GPUs), each dealt every n-th
+  // request, where that takes less share than saturated gpulets and a
+  // residue (EqualSplitIsSmaller).
   int count = 0;
   double per = 0, share = 0;
   if (ctx->rotation &&

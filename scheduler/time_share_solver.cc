@@ -111,20 +111,24 @@ double SaturatedThroughput(const ModelDemand& m, double share, int spacing) {
   return lo;
 }
 
+bool PlansRotation(const ModelDemand& m) {
+  return m.queueing_check && m.round_robin_arrivals && m.lone_batch_queue;
+}
+
 int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
                     double* per_gpulet_rps) {
   *per_gpulet_rps = SaturatedThroughput(m, share);
-  if (!(m.queueing_check && m.round_robin_arrivals && m.lone_batch_queue) ||
-      *per_gpulet_rps <= 0) {
-    return 1;
-  }
+  if (!PlansRotation(m) || *per_gpulet_rps <= 0) return 1;
+  const double poisson = *per_gpulet_rps;
   // t_k >= t_1: no more than floor(rate / t_1) gpulets at any spacing.
   // From the largest k down (t_k grows with k, so the first that fits is
   // the largest; most models need one or two bisections).
   const int most = static_cast<int>(std::floor(rate_rps / *per_gpulet_rps));
   for (int k = std::min(most, kBatchQueueMaxSpacing); k >= 2; --k) {
     const double t = SaturatedThroughput(m, share, k);
-    if (std::floor(rate_rps / t) >= k) {
+    // A spacing that carries no more than the gpulet's own Poisson stream
+    // (the queue is not checked there) is not counted on.
+    if (t > poisson && std::floor(rate_rps / t) >= k) {
       *per_gpulet_rps = t;
       return k;
     }
@@ -334,11 +338,11 @@ void AddCaps(const std::vector<Slice>& slices, const LatencyTable& table,
   }
 }
 
-// A slice alone on its gpulet and dealt every k-th of its model's requests
-// (k = arrival_spacing >= 2, SharedRules.round_robin_arrivals and
-// lone_batch_queue): its dispatcher starts min(queue, cap) requests
-// whenever the gpulet is free, so the gpulet is the batch queue of
-// BatchQueueLateFraction with Erlang-k arrivals. Feasible when the batch
+// A slice alone on its gpulet, dealt every k-th of its model's requests
+// (k = arrival_spacing; 1: its own Poisson stream), under PlansRotation:
+// its dispatcher starts min(queue, cap) requests whenever the gpulet is
+// free, so the gpulet is the batch queue of BatchQueueLateFraction with
+// Erlang-k arrivals. Feasible when the batch
 // that keeps up with the rate back to back fits and the share of requests
 // later than the SLO stays within the queueing tail, at the cap AddCaps
 // gives the schedule (at most kLoneQueueMaxCap). The schedule runs that batch
@@ -427,8 +431,7 @@ std::optional<GpuletSchedule> Solve(const std::vector<Slice>& slices,
     return best;
   }
   const ModelDemand& m = *slices.front().demand;
-  if (slices.size() == 1 && m.queueing_check && m.round_robin_arrivals &&
-      m.lone_batch_queue) {
+  if (slices.size() == 1 && PlansRotation(m)) {
     return SolveLoneBatchQueue(slices.front(), share_percent, table);
   }
   return std::nullopt;

@@ -73,11 +73,12 @@ using SliceLatencyFn =
 // 1) for every slice and batch size, plus a geometric grid between the
 // shortest round and the tightest SLO;
 // the feasible one with the lowest occupancy (most room left for others)
-// wins. Where none is, a slice alone on the gpulet with arrival_spacing
-// >= 2 (SharedRules.round_robin_arrivals and lone_batch_queue) may still
-// be served back to back: its dispatcher's batch queue with Erlang gaps
-// keeps its late share within the queueing tail (BatchQueueLateFraction,
-// at the cap the dispatcher gets). Pure function; returns nullopt when no
+// wins. Where none is, a slice alone on the gpulet (under PlansRotation)
+// may still be served back to back: its dispatcher's batch queue, with
+// Erlang gaps at its arrival_spacing (Poisson at 1), keeps its late share
+// within the queueing tail (BatchQueueLateFraction, at the cap the
+// dispatcher gets, at most 8; not checked where the SLO allows batches
+// past 8). Pure function; returns nullopt when no
 // duty cycle is feasible.
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
@@ -101,13 +102,17 @@ int SaturatedBatch(const ModelDemand& m, double share);
 // the demand. `spacing` >= 2: the gpulet is dealt every spacing-th of the
 // model's requests (Slice.arrival_spacing).
 double SaturatedThroughput(const ModelDemand& m, double share, int spacing = 1);
+// Whether gpulets of `m` are planned for the router's rotation over them
+// (SharedRules.round_robin_arrivals and lone_batch_queue, with the
+// queueing check).
+bool PlansRotation(const ModelDemand& m);
 // The spacing k its saturated gpulets of `share` get when a model's
 // `rate_rps` is split into them, with their rate in `per_gpulet_rps`: the
 // largest k <= kBatchQueueMaxSpacing such that at least k gpulets of the
 // rate SaturatedThroughput(m, share, k) fit in rate_rps (so there are k
-// equal gpulets, each dealt every k-th request or rarer). 1 (and the
-// Poisson rate) with SharedRules.round_robin_arrivals or
-// lone_batch_queue off. (Since t_k grows with k, a smaller k can fit
+// equal gpulets, each dealt every k-th request or rarer) and t_k above
+// the Poisson rate. 1 (and the Poisson rate) when none is, or without
+// PlansRotation. (Since t_k grows with k, a smaller k can fit
 // where a larger one does not, and not the reverse, except near the
 // rounding of floor(rate / t_k): the search goes down from the largest.)
 int RotationSpacing(const ModelDemand& m, double rate_rps, double share,

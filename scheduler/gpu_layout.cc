@@ -167,6 +167,7 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.bulk_queue_wait = rules.bulk_queue_wait();
     d.round_robin_arrivals = rules.round_robin_arrivals();
     d.lone_batch_queue = rules.lone_batch_queue();
+    d.lone_queue_expiry = rules.lone_queue_expiry();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = *inputs->models_.at(d.name);
     d.max_batch =

@@ -174,6 +174,7 @@ absl::StatusOr<Plan> IgniterPolicy::PlanFrom(const PolicyInputs& inputs) const {
     q.bulk_queue_wait = d.bulk_queue_wait;
     q.round_robin_arrivals = d.round_robin_arrivals;
     q.lone_batch_queue = d.lone_batch_queue;
+    q.lone_queue_expiry = d.lone_queue_expiry;
     if (rules.latency_floor()) {
       q.solo_floor_ms = [&d](int batch, double share) {
         return d.latency->LatencyMs(batch, share) * d.latency_scale;

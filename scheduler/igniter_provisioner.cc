@@ -52,13 +52,14 @@ double Floored(const IgniterRequest& q, const IgniterPlacement& p,
 
 // The largest rate at which a lone server with these batch latencies keeps
 // its late fraction within the planning tail (bisection; 0 when none).
-double LoneQueueMaxRps(const std::vector<double>& batch_ms, double slo_ms) {
+double LoneQueueMaxRps(const IgniterRequest& q,
+                       const std::vector<double>& batch_ms) {
   const int cap = static_cast<int>(batch_ms.size());
   double lo = 0, hi = 1000.0 * cap / batch_ms.back();
   for (int it = 0; it < 30 && hi - lo > 1e-4 * hi; ++it) {
     const double mid = (lo + hi) / 2;
-    (BatchQueueLateFraction(mid, batch_ms, slo_ms, 1, kQueueingTail) <=
-             kQueueingTail
+    (LoneQueueLateFraction(q.lone_queue_expiry, mid, batch_ms, q.slo_ms, 1,
+                           kQueueingTail) <= kQueueingTail
          ? lo
          : hi) = mid;
   }
@@ -80,8 +81,8 @@ bool LoneQueueFits(const IgniterModel& model,
     batch_ms[k - 1] = Floored(
         q, gpu[i], model.Predict(Residents(requests, gpu))[i].inference_ms);
   }
-  return BatchQueueLateFraction(gpu[i].rate_rps, batch_ms, q.slo_ms, 1,
-                                kQueueingTail) <= kQueueingTail;
+  return LoneQueueLateFraction(q.lone_queue_expiry, gpu[i].rate_rps, batch_ms,
+                               q.slo_ms, 1, kQueueingTail) <= kQueueingTail;
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -100,7 +101,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
           (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms &&
-           !(q.lone_batch_queue && gpu[i].batch > 1 &&
+           !(q.lone_batch_queue && (gpu[i].batch > 1 || q.lone_queue_expiry) &&
              LoneQueueFits(model, requests, gpu, i, t)))) {
         gpu[i].share_percent += unit;
         violated = true;
@@ -152,15 +153,17 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
                           double max_rps, double min_rps,
                           const std::vector<double>& batch_latencies) {
   if (!q.queueing_check || !q.round_robin_arrivals) return 0;
-  const bool batch_queue = batch > 1 && q.lone_batch_queue &&
+  const bool batch_queue = (batch > 1 || q.lone_queue_expiry) &&
+                           q.lone_batch_queue &&
                            static_cast<int>(batch_latencies.size()) == batch;
   if (batch != 1 && !batch_queue) return 0;
   // Each of n replicas at R / n, its requests at least k of the model's
   // arrivals apart.
   auto fits_at = [&](int n, int k) {
     if (batch_queue) {
-      return BatchQueueLateFraction(q.rate_rps / n, batch_latencies, q.slo_ms,
-                                    k, kQueueingTail) <= kQueueingTail;
+      return LoneQueueLateFraction(q.lone_queue_expiry, q.rate_rps / n,
+                                   batch_latencies, q.slo_ms, k,
+                                   kQueueingTail) <= kQueueingTail;
     }
     const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
     return rho < 1 &&
@@ -254,9 +257,9 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         (fits ? lo : hi) = mid;
       }
       double poisson = lo * 1000.0 * best_b / best_ms;
-      if (q.lone_batch_queue && best_b > 1) {
+      if (q.lone_batch_queue && (best_b > 1 || q.lone_queue_expiry)) {
         batch_ms.resize(best_b);
-        poisson = std::max(poisson, LoneQueueMaxRps(batch_ms, q.slo_ms));
+        poisson = std::max(poisson, LoneQueueMaxRps(q, batch_ms));
       }
       poisson = std::min(per_replica, poisson);
       floored_ms.resize(best_b);

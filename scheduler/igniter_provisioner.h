@@ -36,6 +36,9 @@ struct IgniterRequest {
   // requests later than the SLO within the planning tail
   // (BatchQueueLateFraction); replicas are sized by the same rule.
   bool lone_batch_queue = false;
+  // SharedRules.lone_queue_expiry: that batch queue as the dispatcher runs
+  // it (DispatchedQueueLateFraction).
+  bool lone_queue_expiry = false;
   // Tessera's addition: the measured solo latency L(b, p) (ms, headroom
   // included) below which no prediction goes (null: none). Eq. 11 fitted
   // to profiles undershoots at small shares and batches (docs/
@@ -90,7 +93,8 @@ std::vector<double> ReplicaRates(double rate_rps, double per_replica_rps);
 // q.lone_batch_queue and `batch_latencies`, the solo latency of batches
 // 1..batch (else 0): a replica passes when its batch queue with Erlang-k
 // gaps keeps its late fraction within the planning tail
-// (BatchQueueLateFraction).
+// (LoneQueueLateFraction). With q.lone_queue_expiry (and batch_latencies)
+// batch 1 is checked that way too, as the dispatcher's queue.
 double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
                           double max_rps, double min_rps = 0,
                           const std::vector<double>& batch_latencies = {});

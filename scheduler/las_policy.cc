@@ -106,7 +106,10 @@ class Planner {
                                   m.bulk_queue_wait, s.spacing);
       // SharedRules.lone_batch_queue: the batch queue with each batch of k
       // at its own interfered time; the tail sojourn then fits the SLO.
-      // (At b = 1 it is the M/D/1 queue the wait above already is.)
+      // (At b = 1 it is the M/D/1 queue the wait above already is; with
+      // lone_queue_expiry the dispatcher's queue would admit more, but
+      // b / T >= lambda at T = SLO below leaves b = 1 no rate above
+      // 1000 / SLO, which the wait above already admits.)
       if (t > m.slo_ms && m.lone_batch_queue && collect == 0 && b > 1 &&
           b / (p / 100 * (rules_.tail_wait_slo_only() ? mean_t : m.slo_ms)) >
               min_efficiency &&
@@ -125,7 +128,7 @@ class Planner {
   // Whether `s` at (b, p) beside co-runners adding `overhead` keeps the
   // share of its requests later than the SLO within the planning tail, its
   // dispatcher starting min(queue, b) and a batch of k taking t_proc(k)
-  // (1 + I(X)) (BatchQueueLateFraction), its requests at least s.spacing
+  // (1 + I(X)) (LoneQueueLateFraction), its requests at least s.spacing
   // of the model's arrivals apart (Erlang gaps). Memoised per plan: the
   // configuration search asks for the same service at the same (b, p) on
   // every GPU with the same co-runners.
@@ -140,9 +143,9 @@ class Planner {
       batch_ms[k - 1] =
           LasModel::ProcMs(coefficients_[s.demand], k, p) * (1 + overhead);
     }
-    const bool fits =
-        BatchQueueLateFraction(s.rate_rps, batch_ms, m.slo_ms, s.spacing,
-                               m.queueing_tail) <= m.queueing_tail;
+    const bool fits = LoneQueueLateFraction(m.lone_queue_expiry, s.rate_rps,
+                                            batch_ms, m.slo_ms, s.spacing,
+                                            m.queueing_tail) <= m.queueing_tail;
     lone_fits_.emplace(key, fits);
     return fits;
   }

@@ -48,6 +48,10 @@ struct ModelDemand {
   // SharedRules.lone_batch_queue: fixed batches also checked by their
   // batch queue's late fraction (BatchQueueLateFraction).
   bool lone_batch_queue = false;
+  // SharedRules.lone_queue_expiry: that batch queue as the dispatcher runs
+  // it, expiring requests that cannot make their deadlines
+  // (DispatchedQueueLateFraction).
+  bool lone_queue_expiry = false;
   // Memo of SaturatedThroughput by (share, spacing) (filled lazily while
   // planning).
   mutable std::map<std::pair<double, int>, double> saturated_cache;

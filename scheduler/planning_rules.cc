@@ -61,6 +61,7 @@ PlanningRules TesseraDefaults() {
   // igniter +55.4 %, las +32.6 % over the suite (las with its headroom and
   // tail re-calibrated on it), held on both halves (docs/planning-rules.md).
   s->set_lone_batch_queue(true);
+  s->set_lone_queue_expiry(true);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);
@@ -129,6 +130,7 @@ PlanningRules PaperDefaults() {
   s->set_bulk_queue_wait(false);
   s->set_round_robin_arrivals(false);
   s->set_lone_batch_queue(false);
+  s->set_lone_queue_expiry(false);
   GpuletRules* g = r.mutable_gpulet();
   g->set_interference_check(GPULET_INTERFERENCE_CHECK_PAPER);
   g->set_artifact_min_rate_fraction(0.85);

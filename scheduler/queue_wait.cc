@@ -356,42 +356,15 @@ inline size_t StateIndex(int q, int j, int k) {
   return static_cast<size_t>(q - 1) * k + j;
 }
 
-// The stationary distribution of the queue at a batch's start over the
-// states (q, j), q = 1..n (StateIndex): a batch of b = min(q, cap) takes
-// s(b), during which M ~ Poisson(mu s(b)) phases pass, bringing
-// floor((j + M) / k) arrivals and leaving j' = (j + M) mod k; an empty
-// queue restarts at (1, 0) (the next arrival starts a batch alone, just
-// after an arrival), and the states from q = n up are lumped into q = n.
-// Solved exactly by Grassmann, Taksar and Heyman's elimination, which
-// subtracts nothing and so stays accurate at any load (a light load leaves
-// state 1 with probability ~lambda^2). A batch lowers the queue by at most
-// cap, so eliminating a state touches only the (cap + 1) k states below
-// it: O((n k)^2 cap k).
-std::vector<double> BatchStartDistribution(double mu, int k,
-                                           const std::vector<double>& batch_ms,
-                                           int n) {
-  const int cap = static_cast<int>(batch_ms.size());
+// The stationary distribution of a chain over the states (q, j), q = 1..n
+// (StateIndex), with transition matrix p (p[from * size + to]) that lowers
+// q by at most cap. Solved exactly by Grassmann, Taksar and Heyman's
+// elimination, which subtracts nothing and so stays accurate at any load (a
+// light load leaves state 1 with probability ~lambda^2). Eliminating a
+// state touches only the (cap + 1) k states below it: O((n k)^2 cap k).
+std::vector<double> StationaryByGth(std::vector<double> p, int n, int k,
+                                    int cap) {
   const size_t size = static_cast<size_t>(n) * k;
-  std::vector<double> p(size * size, 0.0);  // p[from * size + to]
-  for (int q = 1; q <= n; ++q) {
-    const int b = std::min(q, cap);
-    const int left = q - b;
-    const double mean = mu * batch_ms[b - 1];
-    for (int j = 0; j < k; ++j) {
-      double* row = &p[StateIndex(q, j, k) * size];
-      double pm = std::exp(-mean), total = 0;
-      for (int m = 0;; ++m) {
-        const int next_q = left + (j + m) / k;
-        if (next_q >= n) break;  // the rest is lumped below
-        row[next_q == 0 ? StateIndex(1, 0, k)
-                        : StateIndex(next_q, (j + m) % k, k)] += pm;
-        total += pm;
-        pm *= mean / (m + 1);
-        if (pm < 1e-300 && m > mean) break;
-      }
-      row[StateIndex(n, 0, k)] += std::max(0.0, 1 - total);
-    }
-  }
   std::vector<double> out(size, 0.0);  // the probability of leaving downwards
   for (size_t s = size - 1; s >= 1; --s) {
     const int q = static_cast<int>(s / k) + 1;
@@ -419,6 +392,41 @@ std::vector<double> BatchStartDistribution(double mu, int k,
   }
   for (double& v : pi) v /= total;
   return pi;
+}
+
+// The stationary distribution of the queue at a batch's start over the
+// states (q, j), q = 1..n (StateIndex): a batch of b = min(q, cap) takes
+// s(b), during which M ~ Poisson(mu s(b)) phases pass, bringing
+// floor((j + M) / k) arrivals and leaving j' = (j + M) mod k; an empty
+// queue restarts at (1, 0) (the next arrival starts a batch alone, just
+// after an arrival), and the states from q = n up are lumped into q = n.
+// A batch lowers the queue by at most cap (StationaryByGth).
+std::vector<double> BatchStartDistribution(double mu, int k,
+                                           const std::vector<double>& batch_ms,
+                                           int n) {
+  const int cap = static_cast<int>(batch_ms.size());
+  const size_t size = static_cast<size_t>(n) * k;
+  std::vector<double> p(size * size, 0.0);  // p[from * size + to]
+  for (int q = 1; q <= n; ++q) {
+    const int b = std::min(q, cap);
+    const int left = q - b;
+    const double mean = mu * batch_ms[b - 1];
+    for (int j = 0; j < k; ++j) {
+      double* row = &p[StateIndex(q, j, k) * size];
+      double pm = std::exp(-mean), total = 0;
+      for (int m = 0;; ++m) {
+        const int next_q = left + (j + m) / k;
+        if (next_q >= n) break;  // the rest is lumped below
+        row[next_q == 0 ? StateIndex(1, 0, k)
+                        : StateIndex(next_q, (j + m) % k, k)] += pm;
+        total += pm;
+        pm *= mean / (m + 1);
+        if (pm < 1e-300 && m > mean) break;
+      }
+      row[StateIndex(n, 0, k)] += std::max(0.0, 1 - total);
+    }
+  }
+  return StationaryByGth(std::move(p), n, k, cap);
 }
 
 // Gauss-Legendre nodes and weights on [-1, 1]: 2 points where the arrivals
@@ -643,6 +651,167 @@ double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
     }
   }
   return arrivals > 0 ? std::min(1.0, late / arrivals) : 0;
+}
+
+namespace {
+
+// DispatchedQueueLateFraction's parameters, fixed for a call.
+struct DispatchedQueue {
+  double mu;  // phases per ms (k phases per arrival)
+  int k;
+  const std::vector<double>& batch_ms;
+  double sojourn_ms;
+  double margin;
+  int n;  // the most that ever wait
+};
+
+// The most requests that may wait behind a batch with `rest_ms` left, the
+// p-th leaving with batch jb = ceil(p / cap) as its z-th (z = p - (jb - 1)
+// cap) and admitted while rest + (jb - 1) s(cap) + margin s(z) <= sojourn.
+// At most `most`.
+int AdmittedCeiling(const std::vector<double>& batch_ms, double sojourn_ms,
+                    double margin, double rest_ms, int most) {
+  const int cap = static_cast<int>(batch_ms.size());
+  int ceiling = 0;
+  for (int p = 1; p <= most; ++p) {
+    const int jb = (p + cap - 1) / cap;
+    const int z = p - (jb - 1) * cap;
+    if (rest_ms + (jb - 1) * batch_ms[cap - 1] + margin * batch_ms[z - 1] >
+        sojourn_ms) {
+      break;
+    }
+    ceiling = p;
+  }
+  return ceiling;
+}
+
+// The points u of a batch of s ms where the ceiling changes: where
+// rest + (jb - 1) s(cap) + margin s(z) meets the sojourn (with 0 and s).
+void CeilingBreaks(const DispatchedQueue& queue, double s,
+                   std::vector<double>* breaks) {
+  const int cap = static_cast<int>(queue.batch_ms.size());
+  const double full = queue.batch_ms[cap - 1];
+  breaks->assign({0.0, s});
+  for (int jb = 1; (jb - 1) * full <= queue.sojourn_ms; ++jb) {
+    for (int z = 1; z <= cap; ++z) {
+      const double u = s - queue.sojourn_ms + (jb - 1) * full +
+                       queue.margin * queue.batch_ms[z - 1];
+      if (u > 0 && u < s) breaks->push_back(u);
+    }
+  }
+  std::sort(breaks->begin(), breaks->end());
+}
+
+// The queue (c, j) = (waiting, phase; index c k + j) at the end of a batch
+// of s ms that started with `left` waiting at phase j0: piece by piece of
+// `breaks`, arrivals join up to the piece's ceiling. Left in *now.
+void QueueAfterBatch(const DispatchedQueue& queue, int left, int j0, double s,
+                     const std::vector<double>& breaks,
+                     std::vector<double>* now, std::vector<double>* next) {
+  const int k = queue.k;
+  std::fill(now->begin(), now->end(), 0.0);
+  (*now)[static_cast<size_t>(left) * k + j0] = 1;
+  for (size_t piece = 0; piece + 1 < breaks.size(); ++piece) {
+    const double width = breaks[piece + 1] - breaks[piece];
+    if (width <= 1e-12 * s) continue;
+    const double rest = s - (breaks[piece] + breaks[piece + 1]) / 2;
+    const int ceiling = AdmittedCeiling(queue.batch_ms, queue.sojourn_ms,
+                                        queue.margin, rest, queue.n);
+    const double mean = queue.mu * width;
+    const double likely = mean + 12 * std::sqrt(mean) + 12 + k;
+    std::fill(next->begin(), next->end(), 0.0);
+    for (int c = 0; c <= queue.n; ++c) {
+      const int room = std::max(0, ceiling - c);
+      for (int j = 0; j < k; ++j) {
+        const double from = (*now)[static_cast<size_t>(c) * k + j];
+        if (from == 0) continue;
+        double pm = std::exp(-mean), total = 0;
+        for (int m = 0; m <= likely; ++m) {
+          const int admitted = std::min((j + m) / k, room);
+          (*next)[static_cast<size_t>(c + admitted) * k + (j + m) % k] +=
+              from * pm;
+          total += pm;
+          pm *= mean / (m + 1);
+        }
+        // The rest (< 1e-16 or so) fills the room.
+        (*next)[static_cast<size_t>(c + room) * k + j] +=
+            from * std::max(0.0, 1 - total);
+      }
+    }
+    now->swap(*next);
+  }
+}
+
+}  // namespace
+
+double DispatchedQueueLateFraction(double rate_rps,
+                                   std::vector<double> batch_ms,
+                                   double sojourn_ms, int arrival_spacing,
+                                   double exec_margin) {
+  for (size_t z = 1; z < batch_ms.size(); ++z) {
+    batch_ms[z] = std::max(batch_ms[z], batch_ms[z - 1]);
+  }
+  const int cap = static_cast<int>(batch_ms.size());
+  if (cap == 0 || exec_margin * batch_ms[0] > sojourn_ms) return 1;
+  if (rate_rps <= 0 || batch_ms.back() <= 0) return 0;
+  const int k = std::clamp(arrival_spacing, 1, kBatchQueueMaxSpacing);
+  // The most that ever wait: those a batch that just ended leaves room for.
+  const int most =
+      cap * (static_cast<int>(std::floor(sojourn_ms / batch_ms.back())) + 1);
+  const int n = AdmittedCeiling(batch_ms, sojourn_ms, exec_margin, 0, most);
+  const DispatchedQueue queue{rate_rps / 1000.0 * k, k, batch_ms, sojourn_ms,
+                              exec_margin,           n};
+  const size_t size = static_cast<size_t>(n) * k;
+  std::vector<double> p(size * size, 0.0);  // p[from * size + to]
+  // Per state: arrivals (during its batch, and the one that restarts an
+  // emptied queue) and those of them turned away.
+  std::vector<double> arrivals(size, 0.0), dropped(size, 0.0);
+  std::vector<double> breaks;
+  std::vector<double> now(static_cast<size_t>(n + 1) * k), next(now.size());
+  for (int q = 1; q <= n; ++q) {
+    const int b = std::min(q, cap);
+    const int left = q - b;
+    const double s = batch_ms[b - 1];
+    CeilingBreaks(queue, s, &breaks);
+    for (int j0 = 0; j0 < k; ++j0) {
+      QueueAfterBatch(queue, left, j0, s, breaks, &now, &next);
+      const size_t from = StateIndex(q, j0, k);
+      double* row = &p[from * size];
+      double admitted = 0, emptied = 0;
+      for (int c = 0; c <= n; ++c) {
+        for (int j = 0; j < k; ++j) {
+          const double pr = now[static_cast<size_t>(c) * k + j];
+          if (pr == 0) continue;
+          admitted += pr * (c - left);
+          // An emptied queue restarts with the next arrival, alone.
+          if (c == 0) emptied += pr;
+          row[c == 0 ? StateIndex(1, 0, k) : StateIndex(c, j, k)] += pr;
+        }
+      }
+      double none = 0;
+      const double during = ArrivalsInBatch(queue.mu * s, k, j0, &none);
+      arrivals[from] = during + emptied;
+      dropped[from] = std::max(0.0, during - admitted);
+    }
+  }
+  const std::vector<double> pi = StationaryByGth(std::move(p), n, k, cap);
+  double late = 0, total = 0;
+  for (size_t st = 0; st < size; ++st) {
+    late += pi[st] * dropped[st];
+    total += pi[st] * arrivals[st];
+  }
+  return total > 0 ? std::min(1.0, late / total) : 0;
+}
+
+double LoneQueueLateFraction(bool expiry, double rate_rps,
+                             std::vector<double> batch_ms, double sojourn_ms,
+                             int arrival_spacing, double stop_above) {
+  const int cap = static_cast<int>(batch_ms.size());
+  return expiry && cap <= kDispatchedQueueMaxCap
+             ? DispatchedQueueLateFraction(rate_rps, std::move(batch_ms),
+                                           sojourn_ms, arrival_spacing)
+             : BatchQueueLateFraction(rate_rps, std::move(batch_ms), sojourn_ms,
+                                      arrival_spacing, stop_above);
 }
 
 double FixedBatchWaitMs(double rho, double batch_ms, int batch, double tail,

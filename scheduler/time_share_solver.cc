@@ -341,12 +341,12 @@ void AddCaps(const std::vector<Slice>& slices, const LatencyTable& table,
 // A slice alone on its gpulet, dealt every k-th of its model's requests
 // (k = arrival_spacing; 1: its own Poisson stream), under PlansRotation:
 // its dispatcher starts min(queue, cap) requests whenever the gpulet is
-// free, so the gpulet is the batch queue of BatchQueueLateFraction with
+// free, so the gpulet is the batch queue of LoneQueueLateFraction with
 // Erlang-k arrivals. Feasible when the batch
 // that keeps up with the rate back to back fits and the share of requests
 // later than the SLO stays within the queueing tail, at the cap AddCaps
-// gives the schedule (at most kLoneQueueMaxCap). The schedule runs that batch
-// back to back (occupancy 1: nothing else joins the gpulet).
+// gives the schedule (at most kLoneQueueMaxCap). The schedule runs that
+// batch back to back (occupancy 1: nothing else joins the gpulet).
 std::optional<GpuletSchedule> SolveLoneBatchQueue(const Slice& slice,
                                                   double share_percent,
                                                   const LatencyTable& table) {
@@ -387,8 +387,8 @@ std::optional<GpuletSchedule> SolveLoneBatchQueue(const Slice& slice,
   if (it == m.lone_queue_cache.end()) {
     const auto& [rate, spacing, ms] = key;
     const bool fits =
-        BatchQueueLateFraction(rate, ms, m.slo_ms, spacing, m.queueing_tail) <=
-        m.queueing_tail;
+        LoneQueueLateFraction(m.lone_queue_expiry, rate, ms, m.slo_ms, spacing,
+                              m.queueing_tail) <= m.queueing_tail;
     it = m.lone_queue_cache.emplace(std::move(key), fits).first;
   }
   if (!it->second) return std::nullopt;

@@ -346,6 +346,33 @@ TEST(IgniterProvisionerTest, RotationSizesBatchOneReplicasAsErlangQueues) {
   EXPECT_EQ(RotationReplicaRps(q, 1, 1.0, 1000), 0);
 }
 
+TEST(IgniterProvisionerTest,
+     RotationSizesBatchOneReplicasAsTheDispatcherRunsThem) {
+  // Batch 1 at 1 ms, SLO 2.5 ms, as above. With the dispatcher's expiry
+  // (lone_queue_expiry) a replica is its batch queue at cap 1, whose late
+  // requests are turned away: two replicas at 400 req/s, each dealt every
+  // other request, are 0.34 % late, where the wait bound refuses them.
+  IgniterRequest q;
+  q.slo_ms = 2.5;
+  q.queueing_check = true;
+  q.round_robin_arrivals = true;
+  q.lone_batch_queue = true;
+  q.lone_queue_expiry = true;
+  q.rate_rps = 800;
+  const std::vector<double> one = {1.0};
+  EXPECT_LT(DispatchedQueueLateFraction(400, one, 2.5, 2), kQueueingTail);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000, 0, one), 400);
+  // 1,000 req/s: two at 500 are 0.92 % late; three at 333.3 fit.
+  q.rate_rps = 1000;
+  EXPECT_GT(DispatchedQueueLateFraction(500, one, 2.5, 2), kQueueingTail);
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000, 0, one), 1000.0 / 3);
+  // Without the expiry, batch 1 keeps the wait bound: three at 266.7 for
+  // 800 req/s.
+  q.rate_rps = 800;
+  q.lone_queue_expiry = false;
+  EXPECT_DOUBLE_EQ(RotationReplicaRps(q, 1, 1.0, 1000, 0, one), 800.0 / 3);
+}
+
 TEST(IgniterProvisionerTest, RotationSizesBatchedReplicasByTheirBatchQueue) {
   // Batches of 1 and 2 at 1 and 1.5 ms, SLO 3 ms, a replica carrying at
   // most 1,200 req/s. Two replicas of 600 req/s, each dealt every other

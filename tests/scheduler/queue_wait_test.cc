@@ -396,6 +396,72 @@ TEST(QueueWaitTest, BatchQueueWithErlangArrivalsMatchesSimulatedReplicas) {
   EXPECT_LT(BatchQueueLateFraction(240, vgg19, 8.49, 3), kQueueingTail);
 }
 
+// The same server at batch 1 as the dispatcher runs it: a request whose
+// batch, started when the server is next free, would end past its deadline
+// at `margin` times the batch's time is expired without taking the
+// server's time (and counted late).
+double SimulatedExpiringQueueLate(double rate, double batch_ms, double sojourn,
+                                  double margin, int requests, uint32_t seed,
+                                  int spacing) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate * spacing);
+  int late = 0;
+  double t = 0, free_at = 0;
+  for (int i = 0; i < requests; ++i) {
+    for (int k = 0; k < spacing; ++k) t += gap(rng);
+    const double start = std::max(free_at, t);
+    if (start + margin * batch_ms > t + sojourn) {
+      ++late;
+      continue;
+    }
+    free_at = start + batch_ms;
+  }
+  return static_cast<double>(late) / requests;
+}
+
+TEST(QueueWaitTest, DispatchedQueueMatchesASimulatedExpiringServer) {
+  // Batch 1 (cap 1): vgg19, resnet50 and ssd at a whole V100, Poisson and
+  // Erlang-2 gaps, from light load to twice the capacity (the excess is
+  // turned away, not queued: no instability).
+  for (int spacing : {1, 2}) {
+    for (double s : {2.83, 2.46, 4.9}) {
+      for (double load : {0.5, 0.8, 0.95, 2.0}) {
+        for (double sojourn : {3 * s, 6 * s}) {
+          const double rate = load / s;  // per ms
+          const double sim = SimulatedExpiringQueueLate(
+              rate, s, sojourn, kDispatcherExecMargin, 400000, 11, spacing);
+          const double model = DispatchedQueueLateFraction(
+              1000 * rate, {s}, sojourn, spacing, kDispatcherExecMargin);
+          const double noise = 12 * std::sqrt(sim * (1 - sim) / 400000) + 1e-4;
+          EXPECT_NEAR(model, sim, noise + 0.05 * sim)
+              << "spacing " << spacing << " s " << s << " load " << load
+              << " sojourn " << sojourn;
+          // The plain queue serves the late ones too, delaying the rest.
+          if (load < 1 && sim > 1e-3) {
+            EXPECT_GT(
+                BatchQueueLateFraction(1000 * rate, {s}, sojourn, spacing),
+                model);
+          }
+        }
+      }
+    }
+  }
+  // Twice the capacity: at least half is turned away.
+  EXPECT_GE(DispatchedQueueLateFraction(1000, {2.0}, 10), 0.5);
+  EXPECT_LT(DispatchedQueueLateFraction(1000, {2.0}, 10), 0.6);
+  // A lone request that cannot make it at the dispatcher's margin; none.
+  EXPECT_EQ(DispatchedQueueLateFraction(100, {2.0}, 2.1), 1);
+  EXPECT_EQ(DispatchedQueueLateFraction(0, {2.0}, 10), 0);
+  // The planners' choice: the dispatcher's queue at cap 1 under the rule,
+  // the plain one otherwise.
+  EXPECT_EQ(LoneQueueLateFraction(true, 300, {2.83}, 8.49, 1, 1),
+            DispatchedQueueLateFraction(300, {2.83}, 8.49));
+  EXPECT_EQ(LoneQueueLateFraction(false, 300, {2.83}, 8.49, 1, 1),
+            BatchQueueLateFraction(300, {2.83}, 8.49));
+  EXPECT_EQ(LoneQueueLateFraction(true, 300, {2.83, 4.37}, 8.49, 2, 1),
+            BatchQueueLateFraction(300, {2.83, 4.37}, 8.49, 2));
+}
+
 TEST(QueueWaitTest, BatchQueueChargesSmallBatchesLessThanTheBulkBound) {
   // ssd alone on a V100 at 5x its batch-1 latency, cap 3: at 100 req/s the
   // bulk bound (every batch at L(3)) puts p99.5 past the SLO, the exact

@@ -348,22 +348,19 @@ bool GpuletPlacer::EqualSplitIsSmaller(const ModelDemand& m, double rate,
   for (double p : shares) {
     const double tp = SaturatedThroughput(m, p);
     if (tp <= 0) continue;
-    // No gpulet carries more than back-to-back batches of the saturated
-    // batch (SaturatedThroughput's upper bound).
-    const int sb = SaturatedBatch(m, p);
-    const double t_max = 1000.0 * sb / PlannedLatency(m, sb, p);
-    const int most = static_cast<int>(std::ceil(rate / tp - 1e-9));
-    for (int n = std::max(2, static_cast<int>(std::ceil(rate / t_max - 1e-9)));
-         n <= most && n * p < best - 1e-9; ++n) {
-      const Slice s{&m, rate / n, std::min(n, kBatchQueueMaxSpacing)};
-      if (!TimeShareFeasible({s}, p, SoloLatency)) continue;
-      best = n * p;
-      *count = n;
-      *per_gpulet = rate / n;
-      *share = p;
-      found = true;
-      break;
+    // At most what its own Poisson streams would need, and less share than
+    // the best so far.
+    int most = static_cast<int>(std::ceil(rate / tp - 1e-9));
+    if (std::isfinite(best)) {
+      most = std::min(most, static_cast<int>(std::ceil(best / p - 1e-9)) - 1);
     }
+    const int n = EvenSplitCount(m, rate, p, most);
+    if (n == 0) continue;
+    best = n * p;
+    *count = n;
+    *per_gpulet = rate / n;
+    *share = p;
+    found = true;
   }
   return found;
 }

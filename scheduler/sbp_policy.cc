@@ -32,20 +32,33 @@ absl::StatusOr<Plan> SbpPolicy::PlanFrom(const PolicyInputs& inputs) const {
     // Saturated GPUs at one rate, sized for the router's rotation over
     // them (RotationSpacing: at least `spacing` of them).
     double t = 0;
-    const int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
+    int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
     double remaining = m.rate_rps;
+    int whole = 0;
     if (t > 0) {
-      for (; remaining > t; remaining -= t) {
-        GpuLayout* gpu = new_gpu();
-        if (gpu == nullptr) {
-          return Unschedulable(
-              m, absl::StrCat("needs more than the ", gpus.size(), " GPUs"));
+      for (; remaining > t; remaining -= t) ++whole;
+      // Under the rotation rules, a residue that no whole GPU carries on
+      // its own stream makes the model an even split over one GPU more,
+      // R / n each, where that fits (EvenSplitCount).
+      if (remaining > 1e-9 && !SoloFits(m, remaining, 100)) {
+        if (const int n = EvenSplitCount(m, m.rate_rps, 100, whole + 1)) {
+          whole = n;
+          t = m.rate_rps / n;
+          spacing = std::min(n, kBatchQueueMaxSpacing);
+          remaining = 0;
         }
-        GpuLayout::Slot& slot = gpu->slots()[0];
-        slot.slices = {Slice{&m, t, spacing}};
-        if (!gpu->Resolve(nullptr)) {
-          return Unschedulable(m, "saturated GPU infeasible");
-        }
+      }
+    }
+    for (int i = 0; i < whole; ++i) {
+      GpuLayout* gpu = new_gpu();
+      if (gpu == nullptr) {
+        return Unschedulable(
+            m, absl::StrCat("needs more than the ", gpus.size(), " GPUs"));
+      }
+      GpuLayout::Slot& slot = gpu->slots()[0];
+      slot.slices = {Slice{&m, t, spacing}};
+      if (!gpu->Resolve(nullptr)) {
+        return Unschedulable(m, "saturated GPU infeasible");
       }
     }
     if (remaining <= 1e-9) continue;

@@ -136,6 +136,22 @@ int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
   return 1;
 }
 
+int EvenSplitCount(const ModelDemand& m, double rate_rps, double share,
+                   int most) {
+  if (!PlansRotation(m) || SaturatedThroughput(m, share) <= 0) return 0;
+  // No gpulet carries more than back-to-back batches of the saturated
+  // batch (SaturatedThroughput's upper bound).
+  const int sb = SaturatedBatch(m, share);
+  const double t_max = 1000.0 * sb / PlannedLatency(m, sb, share);
+  for (int n =
+           std::max(2, static_cast<int>(std::ceil(rate_rps / t_max - 1e-9)));
+       n <= most; ++n) {
+    const Slice s{&m, rate_rps / n, std::min(n, kBatchQueueMaxSpacing)};
+    if (TimeShareFeasible({s}, share, SoloLatency)) return n;
+  }
+  return 0;
+}
+
 bool SoloFits(const ModelDemand& m, double rate_rps, double share) {
   const auto key = std::make_pair(rate_rps, share);
   auto it = m.solo_fits_cache.find(key);

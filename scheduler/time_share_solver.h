@@ -117,6 +117,12 @@ bool PlansRotation(const ModelDemand& m);
 // rounding of floor(rate / t_k): the search goes down from the largest.)
 int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
                     double* per_gpulet_rps);
+// The fewest n >= 2 gpulets of `share` that carry `rate_rps` split evenly,
+// rate_rps / n each, the router dealing each every n-th request (planned at
+// spacing min(n, kBatchQueueMaxSpacing)), under PlansRotation; 0 when none
+// of at most `most` gpulets does (or without PlansRotation).
+int EvenSplitCount(const ModelDemand& m, double rate_rps, double share,
+                   int most);
 // Whether SolveTimeShare finds a schedule for this model alone at `rate_rps`
 // on a gpulet of `share`, planned solo. Memoised in the demand: gpulet's
 // heuristic asks it for the same rates on every layout it tries.

@@ -92,6 +92,40 @@ TEST(PoliciesTest, HeavyModelNeedsTwoGpus) {
   }
 }
 
+TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereTheResidueFitsNoGpu) {
+  // L(b) = 2 + b ms, SLO 7.5 ms (batch 1 only), 600 req/s, the queueing
+  // bound and the rotation rules on. A whole GPU carries 120.4 req/s on
+  // its own Poisson stream, 213.6 dealt every other request and 266.0
+  // every third (SaturatedThroughput). The rotation's split, two GPUs at
+  // 213.6, leaves 172.8 req/s that no GPU carries on its own stream;
+  // three GPUs at 200 req/s, each dealt every third request, hold.
+  ClusterSnapshot s = Snapshot(4);
+  AddModel(&s, LinearProfile("a", 2, 1), 600, 7.5);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_shared()->set_queueing_check(true);
+  o.rules.mutable_shared()->set_round_robin_arrivals(true);
+  o.rules.mutable_shared()->set_lone_batch_queue(true);
+  for (const char* policy : {"sbp", "greedy"}) {
+    auto plan = testing::RunPolicyWith(policy, s, o);
+    ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
+    std::vector<double> rates;
+    for (const DevicePlan& d : plan->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        EXPECT_EQ(g.share_percent(), 100) << policy;
+        rates.push_back(g.models(0).rate_rps());
+      }
+    }
+    EXPECT_THAT(rates, ::testing::ElementsAre(::testing::DoubleEq(200),
+                                              ::testing::DoubleEq(200),
+                                              ::testing::DoubleEq(200)))
+        << policy;
+  }
+  // Without the rotation rules, at 120.4 req/s per GPU, it needs five.
+  o.rules.mutable_shared()->set_round_robin_arrivals(false);
+  EXPECT_FALSE(testing::RunPolicyWith("sbp", s, o).ok());
+  EXPECT_FALSE(testing::RunPolicyWith("greedy", s, o).ok());
+}
+
 TEST(PoliciesTest, ImpossibleSloIsUnschedulableWithModelNamed) {
   ClusterSnapshot s = Snapshot(4);
   AddModel(&s, LinearProfile("fine", 2, 1), 10, 100);

@@ -24,25 +24,17 @@ absl::StatusOr<Plan> GreedyPolicy::PlanFrom(const PolicyInputs& inputs) const {
     // Whole GPUs at one rate, sized for the router's rotation over them
     // (RotationSpacing: at least `spacing` of them).
     double t = 0;
-    int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
+    const int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
     double remaining = m.rate_rps;
-    if (t > 0) {
-      // Under the rotation rules, a residue that no partition carries on
-      // its own stream makes the model an even split over one whole GPU
-      // more, R / n each, where that fits (EvenSplitCount).
-      int whole = 0;
-      double residue = m.rate_rps;
-      for (; residue > t; residue -= t) ++whole;
-      if (residue > 1e-9 && !SoloFits(m, residue, 100)) {
-        if (const int n = EvenSplitCount(m, m.rate_rps, 100, whole + 1)) {
-          for (int i = 0; i < n; ++i) {
-            parts.push_back(
-                {Slice{&m, m.rate_rps / n, std::min(n, kBatchQueueMaxSpacing)},
-                 100});
-          }
-          continue;
-        }
+    // Under the rotation rules, a residue that no partition carries on its
+    // own stream makes the model an even split over one whole GPU more.
+    if (const int n = EvenSplitForResidue(m, t)) {
+      for (int i = 0; i < n; ++i) {
+        parts.push_back(
+            {Slice{&m, m.rate_rps / n, std::min(n, kBatchQueueMaxSpacing)},
+             100});
       }
+      continue;
     }
     while (remaining > 1e-9) {
       if (t > 0 && remaining > t) {

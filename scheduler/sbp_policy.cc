@@ -35,19 +35,15 @@ absl::StatusOr<Plan> SbpPolicy::PlanFrom(const PolicyInputs& inputs) const {
     int spacing = RotationSpacing(m, m.rate_rps, 100, &t);
     double remaining = m.rate_rps;
     int whole = 0;
-    if (t > 0) {
+    // Under the rotation rules, a residue that no whole GPU carries on its
+    // own stream makes the model an even split over one GPU more.
+    if (const int n = EvenSplitForResidue(m, t)) {
+      whole = n;
+      t = m.rate_rps / n;
+      spacing = std::min(n, kBatchQueueMaxSpacing);
+      remaining = 0;
+    } else if (t > 0) {
       for (; remaining > t; remaining -= t) ++whole;
-      // Under the rotation rules, a residue that no whole GPU carries on
-      // its own stream makes the model an even split over one GPU more,
-      // R / n each, where that fits (EvenSplitCount).
-      if (remaining > 1e-9 && !SoloFits(m, remaining, 100)) {
-        if (const int n = EvenSplitCount(m, m.rate_rps, 100, whole + 1)) {
-          whole = n;
-          t = m.rate_rps / n;
-          spacing = std::min(n, kBatchQueueMaxSpacing);
-          remaining = 0;
-        }
-      }
     }
     for (int i = 0; i < whole; ++i) {
       GpuLayout* gpu = new_gpu();

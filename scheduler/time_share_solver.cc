@@ -152,6 +152,15 @@ int EvenSplitCount(const ModelDemand& m, double rate_rps, double share,
   return 0;
 }
 
+int EvenSplitForResidue(const ModelDemand& m, double t) {
+  if (t <= 0) return 0;
+  int whole = 0;
+  double residue = m.rate_rps;
+  for (; residue > t; residue -= t) ++whole;
+  if (residue <= 1e-9 || SoloFits(m, residue, 100)) return 0;
+  return EvenSplitCount(m, m.rate_rps, 100, whole + 1);
+}
+
 bool SoloFits(const ModelDemand& m, double rate_rps, double share) {
   const auto key = std::make_pair(rate_rps, share);
   auto it = m.solo_fits_cache.find(key);

@@ -50,6 +50,13 @@ double Floored(const IgniterRequest& q, const IgniterPlacement& p,
              : predicted_ms;
 }
 
+// SharedRules.lone_batch_queue: whether a partition of `batch` is also
+// checked as its batch queue (from batch 2; batch 1 too with
+// lone_queue_expiry, the dispatcher's queue).
+bool ChecksBatchQueue(const IgniterRequest& q, int batch) {
+  return q.lone_batch_queue && (batch > 1 || q.lone_queue_expiry);
+}
+
 // The largest rate at which a lone server with these batch latencies keeps
 // its late fraction within the planning tail (bisection; 0 when none).
 double LoneQueueMaxRps(const IgniterRequest& q,
@@ -101,7 +108,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
           (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms &&
-           !(q.lone_batch_queue && (gpu[i].batch > 1 || q.lone_queue_expiry) &&
+           !(ChecksBatchQueue(q, gpu[i].batch) &&
              LoneQueueFits(model, requests, gpu, i, t)))) {
         gpu[i].share_percent += unit;
         violated = true;
@@ -153,8 +160,7 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
                           double max_rps, double min_rps,
                           const std::vector<double>& batch_latencies) {
   if (!q.queueing_check || !q.round_robin_arrivals) return 0;
-  const bool batch_queue = (batch > 1 || q.lone_queue_expiry) &&
-                           q.lone_batch_queue &&
+  const bool batch_queue = ChecksBatchQueue(q, batch) &&
                            static_cast<int>(batch_latencies.size()) == batch;
   if (batch != 1 && !batch_queue) return 0;
   // Each of n replicas at R / n, its requests at least k of the model's
@@ -257,7 +263,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
         (fits ? lo : hi) = mid;
       }
       double poisson = lo * 1000.0 * best_b / best_ms;
-      if (q.lone_batch_queue && (best_b > 1 || q.lone_queue_expiry)) {
+      if (ChecksBatchQueue(q, best_b)) {
         batch_ms.resize(best_b);
         poisson = std::max(poisson, LoneQueueMaxRps(q, batch_ms));
       }

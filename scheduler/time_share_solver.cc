@@ -153,7 +153,7 @@ int EvenSplitCount(const ModelDemand& m, double rate_rps, double share,
 }
 
 int EvenSplitForResidue(const ModelDemand& m, double t) {
-  if (t <= 0) return 0;
+  if (t <= 0 || !PlansRotation(m)) return 0;
   int whole = 0;
   double residue = m.rate_rps;
   for (; residue > t; residue -= t) ++whole;

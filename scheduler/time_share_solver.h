@@ -76,10 +76,9 @@ using SliceLatencyFn =
 // wins. Where none is, a slice alone on the gpulet (under PlansRotation)
 // may still be served back to back: its dispatcher's batch queue, with
 // Erlang gaps at its arrival_spacing (Poisson at 1), keeps its late share
-// within the queueing tail (BatchQueueLateFraction, at the cap the
+// within the queueing tail (LoneQueueLateFraction, at the cap the
 // dispatcher gets, at most 8; not checked where the SLO allows batches
-// past 8). Pure function; returns nullopt when no
-// duty cycle is feasible.
+// past 8). Pure function; returns nullopt when no duty cycle is feasible.
 std::optional<GpuletSchedule> SolveTimeShare(const std::vector<Slice>& slices,
                                              double share_percent,
                                              const SliceLatencyFn& latency);

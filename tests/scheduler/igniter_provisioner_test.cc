@@ -398,5 +398,39 @@ TEST(IgniterProvisionerTest, RotationSizesBatchedReplicasByTheirBatchQueue) {
   EXPECT_EQ(RotationReplicaRps(q, 2, 1.5, 1200, 0, two), 0);
 }
 
+TEST(IgniterProvisionerTest, BatchOneReplicasAreSizedAsTheDispatcherRunsThem) {
+  // 150 req/s at SLO 39 ms: more than one GPU carries, so whole-GPU
+  // replicas at b = 1 (10 ms; batch 2 takes 20 > 39 / 2), each on its own
+  // Poisson stream (no rotation rule). Sized by the M/D/1 tail wait
+  // (10 + W <= 39) a replica carries 39.5 req/s; as the dispatcher's queue
+  // (lone_queue_expiry), which turns away the requests that cannot make
+  // it, the most whose late fraction stays within 0.5 %: 42.7 req/s, and
+  // the residue then needs an 80 % partition instead of a whole GPU.
+  const IgniterWorkload a = Linear("a");
+  const IgniterModel model(Plain());
+  IgniterRequest q{&a, 39, 150, 32, /*queueing_check=*/true};
+  q.lone_batch_queue = true;
+  auto provision = [&]() {
+    auto p = ProvisionIgniter(model, {q}, 8);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? p->gpus : std::vector<std::vector<IgniterPlacement>>{};
+  };
+  const auto md1 = provision();
+  ASSERT_EQ(md1.size(), 4u);
+  const double r1 = md1[0][0].rate_rps;
+  EXPECT_EQ(md1[0][0].batch, 1);
+  EXPECT_LE(10 + MD1WaitMs(r1 / 100, 10), 39 + 1e-6);
+  EXPECT_GT(10 + MD1WaitMs(1.01 * r1 / 100, 10), 39);
+  EXPECT_DOUBLE_EQ(md1[3][0].share_percent, 100);
+  q.lone_queue_expiry = true;
+  const auto dispatched = provision();
+  ASSERT_EQ(dispatched.size(), 4u);
+  const double r2 = dispatched[0][0].rate_rps;
+  EXPECT_EQ(dispatched[0][0].batch, 1);
+  EXPECT_GT(r2, 1.05 * r1);
+  EXPECT_LE(DispatchedQueueLateFraction(r2, {10.0}, 39), kQueueingTail);
+  EXPECT_GT(DispatchedQueueLateFraction(1.01 * r2, {10.0}, 39), kQueueingTail);
+  EXPECT_LT(dispatched[3][0].share_percent, 100);
+}
 }  // namespace
 }  // namespace tessera

@@ -331,5 +331,33 @@ TEST_F(TimeShareSolverTest, RotationSpacingCountsTheEqualGpuletsARateFills) {
   EXPECT_DOUBLE_EQ(per, SaturatedThroughput(m, 100));
 }
 
+TEST_F(TimeShareSolverTest, LoneBatchOneGpuletIsCheckedAsTheDispatcherRunsIt) {
+  // L(1) = 3 ms, batch 1 only (cap 1), SLO 20 ms, alone at 220 req/s
+  // (rho 0.66) on its own Poisson stream. Served however late, 0.93 % of
+  // its requests would be late: refused. The dispatcher turns away those
+  // that cannot make it, and then 0.34 % are (lone_queue_expiry).
+  auto demand = [&](bool expiry) {
+    ModelDemand m = Demand(a_, 0, 20, /*queueing=*/true);
+    m.max_batch = 1;
+    m.round_robin_arrivals = true;
+    m.lone_batch_queue = true;
+    m.lone_queue_expiry = expiry;
+    return m;
+  };
+  const ModelDemand plain = demand(false);
+  const ModelDemand expiring = demand(true);
+  EXPECT_GT(BatchQueueLateFraction(220, {3.0}, 20), plain.queueing_tail);
+  EXPECT_LT(DispatchedQueueLateFraction(220, {3.0}, 20),
+            expiring.queueing_tail);
+  EXPECT_FALSE(SolveTimeShare({Slice{&plain, 220}}, 100, SoloLatency));
+  auto s = SolveTimeShare({Slice{&expiring, 220}}, 100, SoloLatency);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->batches[0], 1);
+  EXPECT_EQ(s->caps[0], 1);
+  EXPECT_DOUBLE_EQ(s->occupancy, 1);
+  // Not at 240 req/s (0.72 % turned away).
+  EXPECT_FALSE(SolveTimeShare({Slice{&expiring, 240}}, 100, SoloLatency));
+}
+
 }  // namespace
 }  // namespace tessera

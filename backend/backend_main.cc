@@ -57,9 +57,11 @@ ABSL_FLAG(std::string, model_repository, "models", "Model repository root.");
 ABSL_FLAG(double, drain_s, 10,
           "On SIGTERM or SIGINT: the backend reports itself draining, so "
           "the frontend plans without it, serves what it is still sent "
-          "until no batch came for a second, lets the proxies finish their "
-          "batches and exits; all within this many seconds (plus at most "
-          "one for the proxies).");
+          "until the frontend's heartbeat says its plan in force routes "
+          "nothing here (or no heartbeat came for 5 s) and no batch came "
+          "for a second, lets the proxies finish their batches and exits; "
+          "all within this many seconds (plus at most one for the "
+          "proxies).");
 ABSL_FLAG(int, emulated_gpus, 0,
           "Without --config: expose this many emulated GPUs gpu0.. instead "
           "of the cpu device.");
@@ -334,12 +336,14 @@ int main(int argc, char** argv) {
 
   tessera::WaitForTerminationSignal();
   // Health says "draining": the frontend plans without this backend while
-  // it keeps serving; once no batch came for a second (the new plan is in
-  // force), the proxies finish what they hold and the backend exits.
+  // it keeps serving; once its heartbeat says the new plan is in force and
+  // no batch came for a second, the proxies finish what they hold and the
+  // backend exits.
   const absl::Time drain_until =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_drain_s));
   spdlog::info("shutting down: draining until the frontend plans without us");
-  if (!(*service)->AwaitFrontendLeft(absl::Seconds(1), drain_until)) {
+  if (!(*service)->AwaitFrontendLeft(absl::Seconds(1), absl::Seconds(5),
+                                     drain_until)) {
     spdlog::warn("batches still arrive after --drain_s; stopping anyway");
   }
   (*service)->DrainProxies(

@@ -130,6 +130,16 @@ grpc::Status BackendServiceImpl::ApplyPlan(grpc::ServerContext*,
                                            const ApplyPlanRequest* request,
                                            ApplyPlanResponse* response) {
   absl::MutexLock lock(&apply_mu_);
+  if (traffic_.draining()) {
+    // The frontend planned before it saw the drain; it plans again
+    // without this backend. A plan that leaves it nothing is applied (its
+    // gpulets retire as usual).
+    auto wanted = node_->Resolve(request->plan());
+    if (wanted.ok() && !wanted->empty()) {
+      return ToGrpcStatus(absl::FailedPreconditionError(
+          "this backend is draining (shutting down): plan without it"));
+    }
+  }
   auto result = DoApplyPlan(request->plan());
   if (!result.ok()) {
     spdlog::error("ApplyPlan epoch {} failed: {}", request->plan().epoch(),
@@ -239,11 +249,19 @@ void BackendServiceImpl::Route(BatchRequest batch,
 }
 
 grpc::Status BackendServiceImpl::Health(grpc::ServerContext*,
-                                        const HealthRequest*,
+                                        const HealthRequest* request,
                                         HealthResponse* response) {
   response->set_ready(Ready());
   response->set_draining(traffic_.draining());
   absl::MutexLock lock(&mu_);
+  if (request != nullptr &&
+      request->routing() != HealthRequest::ROUTING_UNSPECIFIED) {
+    // An UNROUTED plan older than the one applied here says nothing of
+    // the newer plan's routing.
+    traffic_.RecordHeartbeat(request->routing() ==
+                                 HealthRequest::ROUTING_UNROUTED &&
+                             request->settled_epoch() >= epoch_);
+  }
   for (const auto& [id, g] : table_.Routable()) {
     *response->add_gpulets() = g.ToStatus();
   }
@@ -268,8 +286,9 @@ std::string BackendServiceImpl::RenderMetrics() {
 }
 
 bool BackendServiceImpl::AwaitFrontendLeft(absl::Duration quiet,
+                                           absl::Duration silence,
                                            absl::Time deadline) {
-  return traffic_.AwaitQuiet(quiet, deadline);
+  return traffic_.AwaitQuiet(quiet, silence, deadline);
 }
 
 void BackendServiceImpl::DrainProxies(absl::Duration timeout) {

@@ -96,10 +96,12 @@ class BackendServiceImpl final {
   void DrainProxies(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // Graceful shutdown's first step: Health says `draining` from now on, so
   // the frontend plans without this backend, which keeps serving what it
-  // is sent. Returns once no batch has arrived for `quiet` (the frontend
-  // moved away) or at `deadline`; true in the first case.
-  bool AwaitFrontendLeft(absl::Duration quiet, absl::Time deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // is sent and refuses plans that give it gpulets. Returns true once the
+  // frontend moved away (FrontendTraffic::AwaitQuiet: its heartbeat says
+  // its settled plan routes nothing here, or none came for `silence`, and
+  // no batch arrived for `quiet`), false at `deadline`.
+  bool AwaitFrontendLeft(absl::Duration quiet, absl::Duration silence,
+                         absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Stops the supervisor and every proxy. Call before destroying the gRPC
   // server's threads.
   void StopProxies() ABSL_LOCKS_EXCLUDED(mu_);

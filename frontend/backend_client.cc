@@ -81,12 +81,13 @@ absl::Status BackendClient::CommitPlan(int64_t epoch, absl::Duration timeout) {
   return FromGrpcStatus(stub_->CommitPlan(&context, request, &response));
 }
 
-absl::StatusOr<HealthResponse> BackendClient::Health(absl::Duration timeout) {
+absl::StatusOr<HealthResponse> BackendClient::Health(
+    const HealthRequest& request, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(timeout));
   secret_.Attach(&context);
   HealthResponse response;
-  grpc::Status s = stub_->Health(&context, HealthRequest(), &response);
+  grpc::Status s = stub_->Health(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   return response;
 }

@@ -54,7 +54,8 @@ class BackendClient final : public BackendControl {
   absl::StatusOr<ApplyPlanResponse> ApplyPlan(const Plan& plan,
                                               absl::Duration timeout) override;
   absl::Status CommitPlan(int64_t epoch, absl::Duration timeout) override;
-  absl::StatusOr<HealthResponse> Health(absl::Duration timeout) override;
+  absl::StatusOr<HealthResponse> Health(const HealthRequest& request,
+                                        absl::Duration timeout) override;
 
   // Sends `batch` (its batch_id is overwritten) on the stream; `done` is
   // called exactly once, possibly before Send returns, on the thread that

@@ -33,7 +33,10 @@ class BackendControl : public BatchSink {
       const Plan& plan, absl::Duration timeout) = 0;
   // Stops the backend's gpulets that plan `epoch` does not have.
   virtual absl::Status CommitPlan(int64_t epoch, absl::Duration timeout) = 0;
-  virtual absl::StatusOr<HealthResponse> Health(absl::Duration timeout) = 0;
+  // `request` tells the backend what the frontend routes to it (a
+  // draining backend waits for that to be nothing).
+  virtual absl::StatusOr<HealthResponse> Health(const HealthRequest& request,
+                                                absl::Duration timeout) = 0;
 };
 
 }  // namespace tessera

@@ -58,14 +58,14 @@ void ControlLoops::PlannerLoop() {
   std::string last_error;
   while (!stopping()) {
     const absl::Time wake = CheckRatesWhenDue(&next_check, &next_rise_check);
-    const std::string reason = deps_.trigger->Pending();
-    if (reason.empty()) {
+    const ReplanTrigger::Taken taken = deps_.trigger->Take();
+    if (taken.reason.empty()) {
       deps_.trigger->WaitForRequest(
           std::max(absl::Milliseconds(10), wake - clock->Now()));
       continue;
     }
-    absl::Status status = deps_.coordinator->PlanAndApply(reason);
-    deps_.trigger->Finished(reason, status.ok());
+    absl::Status status = deps_.coordinator->PlanAndApply(taken.reason);
+    deps_.trigger->Finished(taken, status.ok());
     if (status.ok()) {
       failures = 0;
       continue;
@@ -78,7 +78,8 @@ void ControlLoops::PlannerLoop() {
       last_error = status.ToString();
       spdlog::warn(
           "planning ({}) failed ({} attempt(s) so far), retrying every {}: {}",
-          reason, failures, absl::FormatDuration(options_.plan_retry_interval),
+          taken.reason, failures,
+          absl::FormatDuration(options_.plan_retry_interval),
           status.ToString());
       last_log = clock->Now();
     }
@@ -100,7 +101,8 @@ void ControlLoops::HeartbeatLoop() {
     }
     CheckStandbys();
     for (BackendControl* backend : deps_.backends) {
-      auto health = backend->Health(options_.heartbeat_interval);
+      auto health = backend->Health(deps_.coordinator->Heartbeat(backend->id()),
+                                    options_.heartbeat_interval);
       if (health.ok() && health->draining()) {
         deps_.trigger->OnDraining(backend->id());
         continue;

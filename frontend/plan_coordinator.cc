@@ -80,6 +80,19 @@ int64_t PlanCoordinator::SettledEpoch() const {
   return changing_ ? 0 : plan_.epoch();
 }
 
+HealthRequest PlanCoordinator::Heartbeat(const std::string& backend_id) const {
+  HealthRequest request;
+  absl::MutexLock lock(&mu_);
+  request.set_routing(HealthRequest::ROUTING_ROUTED);
+  if (changing_) return request;
+  request.set_settled_epoch(plan_.epoch());
+  const bool routed = std::any_of(
+      plan_.devices().begin(), plan_.devices().end(),
+      [&](const DevicePlan& d) { return d.backend_id() == backend_id; });
+  if (!routed) request.set_routing(HealthRequest::ROUTING_UNROUTED);
+  return request;
+}
+
 PlanCoordinator::Stats PlanCoordinator::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;

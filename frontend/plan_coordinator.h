@@ -84,6 +84,11 @@ class PlanCoordinator {
   // The plan in force's epoch, or 0 while a plan change is under way
   // (backends' epochs are in flux then).
   int64_t SettledEpoch() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The heartbeat to `backend_id`: UNROUTED once a settled plan (its
+  // retired workers' batches answered) routes nothing to it, ROUTED while
+  // the plan in force does or a plan change is under way.
+  HealthRequest Heartbeat(const std::string& backend_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   void CountPlanFailure() ABSL_LOCKS_EXCLUDED(mu_);
   void CountStandbySwitch() ABSL_LOCKS_EXCLUDED(mu_);

@@ -14,6 +14,8 @@ ReplanTrigger::ReplanTrigger(Options options,
 }
 
 void ReplanTrigger::RequestLocked(const std::string& reason) {
+  ++requests_;
+  latest_reason_ = reason;
   if (reason_.empty()) reason_ = reason;
 }
 
@@ -24,6 +26,7 @@ void ReplanTrigger::Request(const std::string& reason) {
 
 void ReplanTrigger::Override(const std::string& reason) {
   absl::MutexLock lock(&mu_);
+  RequestLocked(reason);
   reason_ = reason;
 }
 
@@ -32,15 +35,21 @@ std::string ReplanTrigger::Pending() const {
   return reason_;
 }
 
-void ReplanTrigger::Finished(const std::string& reason, bool ok) {
+ReplanTrigger::Taken ReplanTrigger::Take() const {
   absl::MutexLock lock(&mu_);
-  if (ok) {
-    // A request that came in while planning is served by this plan only
-    // if it was made for the same reason; it stays pending otherwise.
-    if (reason_ == reason) reason_.clear();
-  } else {
-    RequestLocked(reason);
+  return {reason_, requests_};
+}
+
+void ReplanTrigger::Finished(const Taken& taken, bool ok) {
+  absl::MutexLock lock(&mu_);
+  if (!ok) {
+    if (reason_.empty()) reason_ = taken.reason;
+    return;
   }
+  // A request made while planning (a backend lost or draining, a policy
+  // switch) may postdate what the plan read of the cluster: it stays
+  // pending, under its own reason.
+  reason_ = requests_ == taken.requests ? "" : latest_reason_;
 }
 
 void ReplanTrigger::WaitForRequest(absl::Duration timeout) {

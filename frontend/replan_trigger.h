@@ -18,7 +18,9 @@ namespace tessera {
 // significantly from those the plan in force was made for. It does no I/O
 // and reads no clock: the frontend feeds it heartbeats and rates. One
 // reason is pending at a time (the first asked); the planner takes it,
-// plans, and reports the outcome. Thread-safe.
+// plans, and reports the outcome. A request made while a plan is being
+// made (after the planner took its reason) asks for another plan: that
+// plan may have read the cluster before it. Thread-safe.
 class ReplanTrigger {
  public:
   struct Options {
@@ -31,15 +33,25 @@ class ReplanTrigger {
   };
   ReplanTrigger(Options options, const std::vector<std::string>& backend_ids);
 
+  // A pending reason as the planner takes it; `requests` counts every
+  // request made before it was taken.
+  struct Taken {
+    std::string reason;  // empty: none pending
+    int64_t requests = 0;
+  };
+
   // Asks for a re-plan; kept only if none is pending.
   void Request(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // Asks for a re-plan, replacing a pending reason (a policy switch).
   void Override(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // The pending reason; empty: none.
   std::string Pending() const ABSL_LOCKS_EXCLUDED(mu_);
-  // An attempt for `reason` ended. Success clears it, unless another
-  // reason replaced it meanwhile; failure keeps a reason pending.
-  void Finished(const std::string& reason, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
+  // The pending reason, for the planner to plan for.
+  Taken Take() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The attempt for `taken` ended. Success clears the pending reason
+  // unless a request came after `taken` (then the latest of those is
+  // pending); failure keeps a reason pending.
+  void Finished(const Taken& taken, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until a reason is pending, Stop() was called, or `timeout`.
   void WaitForRequest(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -85,6 +97,9 @@ class ReplanTrigger {
   const Options options_;
   mutable absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);  // empty: none pending
+  // Every request so far, and the reason of the latest.
+  int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string latest_reason_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, BackendState> backends_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, double> planned_rates_ ABSL_GUARDED_BY(mu_);

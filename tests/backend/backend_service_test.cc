@@ -2,6 +2,8 @@
 // plan starts, keeps, retires and stops, and where batches go meanwhile.
 #include "backend/backend_service.h"
 
+#include <thread>
+
 #include <functional>
 #include <memory>
 
@@ -377,6 +379,54 @@ TEST_F(BackendServiceTest, ABatchThatCannotBeHeldTellsTheFrontendToRouteAgain) {
   ASSERT_TRUE(refused->answered);
   EXPECT_EQ(Code(refused->response), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(refused->response.gpulet_stopped());
+}
+
+// Draining, the backend takes no new gpulets and leaves only once the
+// frontend's heartbeat says a settled plan at least as new as its own
+// routes nothing to it.
+TEST_F(BackendServiceTest, ADrainingBackendWaitsForAPlanThatLeavesItOut) {
+  auto backend = MakeCpuBackend(
+      [&](BackendServiceImpl::Options* o) { o->clock = &clock_; });
+  ASSERT_NE(backend, nullptr);
+  Plan plan;
+  AddGpulet(OnDevice(&plan, 1, "cpu0"), "g0", 25, {"m"});
+  ApplyPlanRequest request;
+  *request.mutable_plan() = plan;
+  ApplyPlanResponse response;
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  // SIGTERM (the deadline already passed: this only marks it draining).
+  EXPECT_FALSE(backend->AwaitFrontendLeft(absl::ZeroDuration(),
+                                          absl::Seconds(5), clock_.Now()));
+  HealthResponse health;
+  ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
+  EXPECT_TRUE(health.draining());
+
+  // A plan made before the frontend saw the drain is refused.
+  AddGpulet(OnDevice(request.mutable_plan(), 2, "cpu0"), "g1", 25, {"m"});
+  EXPECT_EQ(backend->ApplyPlan(nullptr, &request, &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  // UNROUTED by a plan older than the one applied here: not gone.
+  HealthRequest heartbeat;
+  heartbeat.set_routing(HealthRequest::ROUTING_UNROUTED);
+  heartbeat.set_settled_epoch(0);
+  ASSERT_TRUE(backend->Health(nullptr, &heartbeat, &health).ok());
+  std::thread later([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    clock_.Advance(absl::Seconds(2));
+  });
+  EXPECT_FALSE(backend->AwaitFrontendLeft(
+      absl::ZeroDuration(), absl::Seconds(5), clock_.Now() + absl::Seconds(1)));
+  later.join();
+
+  // The plan without it is applied; its heartbeat lets the backend go.
+  request.mutable_plan()->Clear();
+  request.mutable_plan()->set_epoch(2);
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  heartbeat.set_settled_epoch(2);
+  ASSERT_TRUE(backend->Health(nullptr, &heartbeat, &health).ok());
+  EXPECT_TRUE(backend->AwaitFrontendLeft(absl::ZeroDuration(), absl::Seconds(5),
+                                         clock_.Now() + absl::Seconds(1)));
 }
 
 TEST_F(BackendServiceTest, StoppingAnswersHeldBatches) {

@@ -13,11 +13,50 @@ TEST(FrontendTrafficTest, QuietAfterTheLastBatchMeansTheFrontendLeft) {
   EXPECT_FALSE(traffic.draining());
   traffic.RecordBatch();
   const absl::Time start = absl::Now();
-  EXPECT_TRUE(
-      traffic.AwaitQuiet(absl::Milliseconds(100), start + absl::Seconds(10)));
+  // No frontend heartbeat ever came: nothing routes here but batches.
+  EXPECT_TRUE(traffic.AwaitQuiet(absl::Milliseconds(100), absl::Seconds(3),
+                                 start + absl::Seconds(10)));
   EXPECT_TRUE(traffic.draining());
   // It waited for the quiet period, counted from the call at the earliest.
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+}
+
+// A frontend that still routes here (its re-plan is not in force yet) holds
+// the drain however long the gap between batches, until its heartbeat
+// says the plan in force sends nothing here.
+TEST(FrontendTrafficTest, AQuietGapIsNotEnoughWhileTheFrontendRoutesHere) {
+  FrontendTraffic traffic(RealClock::Get());
+  const absl::Time start = absl::Now();
+  std::atomic<bool> done{false};
+  std::thread frontend([&] {
+    while (absl::Now() - start < absl::Milliseconds(400)) {
+      traffic.RecordHeartbeat(/*unrouted=*/false);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    while (!done.load()) {
+      traffic.RecordHeartbeat(/*unrouted=*/true);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  EXPECT_TRUE(traffic.AwaitQuiet(absl::Milliseconds(50), absl::Seconds(3),
+                                 start + absl::Seconds(10)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(400));
+  done.store(true);
+  frontend.join();
+}
+
+// A frontend that stopped calling (it died) no longer holds the drain.
+TEST(FrontendTrafficTest, AFrontendThatFellSilentNoLongerHoldsTheDrain) {
+  FrontendTraffic traffic(RealClock::Get());
+  traffic.RecordHeartbeat(/*unrouted=*/false);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(traffic.AwaitQuiet(absl::Milliseconds(20),
+                                  absl::Milliseconds(300),
+                                  start + absl::Milliseconds(150)));
+  EXPECT_TRUE(traffic.AwaitQuiet(absl::Milliseconds(20),
+                                 absl::Milliseconds(300),
+                                 start + absl::Seconds(10)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
 }
 
 TEST(FrontendTrafficTest, BatchesThatKeepComingRunIntoTheDeadline) {
@@ -29,7 +68,7 @@ TEST(FrontendTrafficTest, BatchesThatKeepComingRunIntoTheDeadline) {
       absl::SleepFor(absl::Milliseconds(5));
     }
   });
-  EXPECT_FALSE(traffic.AwaitQuiet(absl::Milliseconds(200),
+  EXPECT_FALSE(traffic.AwaitQuiet(absl::Milliseconds(200), absl::Seconds(3),
                                   absl::Now() + absl::Milliseconds(600)));
   done.store(true);
   sender.join();

@@ -88,16 +88,23 @@ class FakeBackend final : public BackendControl {
     committed_.push_back(epoch);
     return absl::OkStatus();
   }
-  absl::StatusOr<HealthResponse> Health(absl::Duration) override {
+  absl::StatusOr<HealthResponse> Health(const HealthRequest& request,
+                                        absl::Duration) override {
     absl::MutexLock lock(&mu_);
+    health_requests_.push_back(request);
     if (down_) return absl::UnavailableError("connection refused");
     HealthResponse health;
     health.set_epoch(applied_.empty() ? 0 : applied_.back());
+    health.set_draining(draining_);
     return health;
   }
   void SetDown(bool down) {
     absl::MutexLock lock(&mu_);
     down_ = down;
+  }
+  void SetDraining() {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
   }
   void Send(BatchRequest, Callback done) override {
     done(absl::UnavailableError("no batches in this test"), BatchResponse());
@@ -115,6 +122,10 @@ class FakeBackend final : public BackendControl {
     absl::MutexLock lock(&mu_);
     return committed_;
   }
+  std::vector<HealthRequest> health_requests() const {
+    absl::MutexLock lock(&mu_);
+    return health_requests_;
+  }
 
  private:
   const std::string id_;
@@ -124,8 +135,10 @@ class FakeBackend final : public BackendControl {
   mutable absl::Mutex mu_;
   bool refuse_ ABSL_GUARDED_BY(mu_) = false;
   bool down_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<int64_t> applied_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> committed_ ABSL_GUARDED_BY(mu_);
+  std::vector<HealthRequest> health_requests_ ABSL_GUARDED_BY(mu_);
 };
 
 // Every model on one whole gpulet of the first device of each backend;

@@ -153,6 +153,51 @@ TEST_F(PlanCoordinatorTest, ControlLoopsPlanOnRequestAndAroundALostBackend) {
   EXPECT_FALSE(trigger_->Alive("b1"));
 }
 
+// A draining backend is planned around, and the heartbeats then tell it
+// that the plan in force routes nothing to it (it may exit), while the
+// other backend hears it is routed.
+TEST_F(PlanCoordinatorTest, HeartbeatsTellADrainingBackendItIsNoLongerRouted) {
+  auto coordinator = MakeCoordinator(2);
+  // Before any plan, nothing is routed anywhere.
+  EXPECT_EQ(coordinator->Heartbeat("b1").routing(),
+            HealthRequest::ROUTING_UNROUTED);
+  std::vector<BackendControl*> controls;
+  for (auto& b : backends_) controls.push_back(b.get());
+  ControlLoops loops(
+      ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
+                            absl::Milliseconds(10)},
+      ControlLoops::Deps{coordinator.get(), trigger_.get(), &monitor_, &router_,
+                         controls, RealClock::Get()});
+  trigger_->Request("initial plan");
+  loops.Start();
+  ASSERT_TRUE(coordinator->WaitForPlan(absl::Seconds(30)));
+  EXPECT_EQ(coordinator->Heartbeat("b1").routing(),
+            HealthRequest::ROUTING_ROUTED);
+
+  backends_[1]->SetDraining();
+  auto told = [&] {
+    const std::vector<HealthRequest> sent = backends_[1]->health_requests();
+    return !sent.empty() &&
+           sent.back().routing() == HealthRequest::ROUTING_UNROUTED;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!told() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  loops.Stop();
+  ASSERT_TRUE(told());
+  const Plan plan = coordinator->current_plan();
+  EXPECT_EQ(plan.epoch(), 2);
+  EXPECT_THAT(plan.reason(), HasSubstr("backend 'b1' draining"));
+  EXPECT_EQ(backends_[1]->health_requests().back().settled_epoch(), 2);
+  EXPECT_EQ(backends_[0]->health_requests().back().routing(),
+            HealthRequest::ROUTING_ROUTED);
+  // Every heartbeat said something: none left the routing unspecified.
+  for (const HealthRequest& r : backends_[1]->health_requests()) {
+    EXPECT_NE(r.routing(), HealthRequest::ROUTING_UNSPECIFIED);
+  }
+}
+
 // With a rise window the planner re-plans a rise at once (the replan
 // period here is an hour) and plans for the short window's rate, which the
 // 10 s rate window still averages down. Rates run on a fake clock.

@@ -28,17 +28,47 @@ TEST(ReplanTriggerTest, FirstReasonStandsUntilItsPlanSucceeds) {
   trigger.Request("admin");  // one reason at a time: the first stands
   EXPECT_EQ(trigger.Pending(), "initial plan");
 
-  trigger.Finished("initial plan", /*ok=*/false);
+  trigger.Finished(trigger.Take(), /*ok=*/false);
   EXPECT_EQ(trigger.Pending(), "initial plan");  // retried
-  trigger.Finished("initial plan", /*ok=*/true);
+  trigger.Finished(trigger.Take(), /*ok=*/true);
   EXPECT_EQ(trigger.Pending(), "");
 
   // A policy switch during planning replaces the reason; the plan made
   // for the old one does not clear it.
   trigger.Request("rate change");
+  const ReplanTrigger::Taken rates = trigger.Take();
   trigger.Override("policy switched to 'sbp'");
-  trigger.Finished("rate change", /*ok=*/true);
+  trigger.Finished(rates, /*ok=*/true);
   EXPECT_EQ(trigger.Pending(), "policy switched to 'sbp'");
+}
+
+// A plan reads the cluster when it starts: a backend found draining or
+// lost while it is made stays pending, or the frontend would keep routing
+// to that backend until something else asked for a plan.
+TEST(ReplanTriggerTest, ARequestMadeWhilePlanningAsksForAnotherPlan) {
+  ReplanTrigger trigger = MakeTrigger();
+  trigger.Request("rate change: lenet 1.0 -> 100.0 req/s");
+  const ReplanTrigger::Taken rates = trigger.Take();
+  trigger.OnDraining("b1");  // while the rate change is planned
+  trigger.Request("admin");
+  EXPECT_EQ(trigger.Pending(), "rate change: lenet 1.0 -> 100.0 req/s");
+  trigger.Finished(rates, /*ok=*/true);
+  EXPECT_EQ(trigger.Pending(), "admin");  // the latest of the two
+  trigger.Finished(trigger.Take(), /*ok=*/true);
+  EXPECT_EQ(trigger.Pending(), "");
+
+  // Asked before the planner took its reason: that plan serves it.
+  trigger.Request("model 'lenet' loaded");
+  trigger.Request("admin");
+  trigger.Finished(trigger.Take(), /*ok=*/true);
+  EXPECT_EQ(trigger.Pending(), "");
+
+  // A failed plan keeps its own reason.
+  trigger.Request("backend 'b0' lost");
+  const ReplanTrigger::Taken lost = trigger.Take();
+  trigger.Request("admin");
+  trigger.Finished(lost, /*ok=*/false);
+  EXPECT_EQ(trigger.Pending(), "backend 'b0' lost");
 }
 
 TEST(ReplanTriggerTest, HeartbeatsLoseRestoreAndCatchARestartedBackend) {
@@ -53,17 +83,17 @@ TEST(ReplanTriggerTest, HeartbeatsLoseRestoreAndCatchARestartedBackend) {
   EXPECT_EQ(trigger.Pending(), "backend 'b1' lost");
   EXPECT_THAT(trigger.AliveBackends(),
               ElementsAre(Pair("b0", true), Pair("b1", false)));
-  trigger.Finished("backend 'b1' lost", true);
+  trigger.Finished(trigger.Take(), true);
 
   trigger.OnHeartbeat("b1", absl::OkStatus(), 0, 5);
   EXPECT_TRUE(trigger.Alive("b1"));
   EXPECT_EQ(trigger.Pending(), "backend 'b1' back");
-  trigger.Finished("backend 'b1' back", true);
+  trigger.Finished(trigger.Take(), true);
 
   // Alive, but at an older epoch than the plan in force: restarted.
   trigger.OnHeartbeat("b0", absl::OkStatus(), 5, 6);
   EXPECT_EQ(trigger.Pending(), "backend 'b0' lost its plan");
-  trigger.Finished("backend 'b0' lost its plan", true);
+  trigger.Finished(trigger.Take(), true);
   // No plan to compare with (none yet, or one being applied): nothing.
   trigger.OnHeartbeat("b0", absl::OkStatus(), 5, 0);
   trigger.OnHeartbeat("b0", absl::OkStatus(), 6, 6);
@@ -76,7 +106,7 @@ TEST(ReplanTriggerTest, ADrainingBackendIsPlannedAroundAtOnce) {
   trigger.OnDraining("b1");  // no missed heartbeats needed
   EXPECT_FALSE(trigger.Alive("b1"));
   EXPECT_EQ(trigger.Pending(), "backend 'b1' draining");
-  trigger.Finished("backend 'b1' draining", true);
+  trigger.Finished(trigger.Take(), true);
   trigger.OnDraining("b1");  // still draining: nothing new
   EXPECT_EQ(trigger.Pending(), "");
   EXPECT_FALSE(trigger.Alive("b1"));
@@ -126,7 +156,7 @@ TEST(ReplanTriggerTest, WaitReturnsOnARequestOrStop) {
   EXPECT_EQ(trigger.Pending(), "admin");
   asker.join();
 
-  trigger.Finished("admin", true);
+  trigger.Finished(trigger.Take(), true);
   std::thread stopper([&] {
     absl::SleepFor(absl::Milliseconds(20));
     trigger.Stop();

@@ -1,5 +1,7 @@
 #include "backend/backend_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_status_util.h"
@@ -112,13 +114,12 @@ absl::StatusOr<ApplyPlanResponse> BackendServiceImpl::DoApplyPlan(
     stop_then_start_swaps_ += diff.stop_then_start;
     UpdateInterference();
   }
-  // Unloaded models leave their proxies only now that the plan is in the
-  // table: a plan that failed to apply left them loaded, and a plan that
-  // brings them back sees the smaller gpulet and starts a new proxy.
+  // Models a kept gpulet no longer serves leave its proxy at the commit:
+  // until then the frontend's routing (the old plan) may still send them
+  // batches. The table already has the smaller gpulet, so a plan that
+  // brings them back before the commit starts a new proxy.
   for (const auto& [id, models] : diff.drop) {
-    routable.at(id).proxy->DropModels(models);
-    spdlog::info("gpulet {}: dropped {} (unloaded); its proxy serves on", id,
-                 absl::StrJoin(models, ", "));
+    pending_drops_[id].insert(models.begin(), models.end());
   }
   spdlog::info(
       "applied plan epoch {}: {} gpulet(s), {} started ({} stop-then-start)",
@@ -202,12 +203,38 @@ grpc::Status BackendServiceImpl::CommitPlan(grpc::ServerContext*,
     absl::MutexLock lock(&mu_);
     UpdateInterference();
   }
+  DropPendingModels();
   for (const GpuletEntry& g : retired) response->add_stopped_gpulets(g.id());
   if (!retired.empty()) {
     spdlog::info("committed plan epoch {}: stopped {} retired gpulet(s)",
                  request->epoch(), retired.size());
   }
   return grpc::Status::OK;
+}
+
+void BackendServiceImpl::DropPendingModels() {
+  std::map<std::string, std::set<std::string>> pending;
+  pending.swap(pending_drops_);
+  std::map<std::string, GpuletEntry> routable;
+  {
+    absl::MutexLock lock(&mu_);
+    routable = table_.Routable();
+  }
+  for (const auto& [id, models] : pending) {
+    auto it = routable.find(id);
+    if (it == routable.end()) continue;  // retired meanwhile
+    const std::vector<std::string> serves = it->second.spec.ModelNames();
+    std::vector<std::string> drop;
+    for (const std::string& m : models) {
+      if (std::find(serves.begin(), serves.end(), m) == serves.end()) {
+        drop.push_back(m);
+      }
+    }
+    if (drop.empty()) continue;  // a later plan kept them
+    it->second.proxy->DropModels(drop);
+    spdlog::info("gpulet {}: dropped {} (unloaded); its proxy serves on", id,
+                 absl::StrJoin(drop, ", "));
+  }
 }
 
 void BackendServiceImpl::Route(BatchRequest batch,

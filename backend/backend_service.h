@@ -126,6 +126,10 @@ class BackendServiceImpl final {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<ApplyPlanResponse> DoApplyPlan(const Plan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // At a commit: the models applied plans took off gpulets they kept
+  // leave those gpulets' proxies (unless a later plan gave them back).
+  void DropPendingModels() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Sends each emulated gpulet the slowdown its neighbours cause.
   void UpdateInterference() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Routes each batch again (held while its proxy restarted).
@@ -147,6 +151,9 @@ class BackendServiceImpl final {
   // The last plan applied (the supervisor re-applies it to restart a
   // crashed proxy).
   std::optional<Plan> applied_plan_ ABSL_GUARDED_BY(apply_mu_);
+  // Gpulet id -> models applied plans took off it, dropped at the commit.
+  std::map<std::string, std::set<std::string>> pending_drops_
+      ABSL_GUARDED_BY(apply_mu_);
   // Which crashed proxies to restart, and their batches meanwhile.
   ProxyRecovery recovery_;
   mutable absl::Mutex mu_;

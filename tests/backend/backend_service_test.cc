@@ -105,13 +105,14 @@ class BackendServiceTest : public ::testing::Test {
     }
   }
 
-  // Sends one batch to `gpulet` and returns the response (the fakes answer
-  // inline).
+  // Sends one batch of `model` to `gpulet` and returns the response (the
+  // fakes answer inline).
   static BatchResponse Send(BackendServiceImpl* backend,
-                            const std::string& gpulet) {
+                            const std::string& gpulet,
+                            const std::string& model = "m") {
     BatchRequest batch;
     batch.set_gpulet_id(gpulet);
-    batch.set_model("m");
+    batch.set_model(model);
     batch.set_batch_id(7);
     BatchResponse out;
     bool answered = false;
@@ -208,6 +209,37 @@ TEST_F(BackendServiceTest, ReplanKeepsSwapsRetiresAndCommitStops) {
   ASSERT_TRUE(backend->Health(nullptr, nullptr, &health).ok());
   EXPECT_EQ(health.num_proxies(), 2);
   EXPECT_TRUE(health.ready());
+}
+
+// A gpulet the plan keeps with fewer models keeps its proxy, which drops
+// the others only at the commit: until then the frontend still routes by
+// the old plan and may send them.
+TEST_F(BackendServiceTest, AKeptGpuletDropsItsUnloadedModelsAtTheCommit) {
+  auto backend = MakeCpuBackend();
+  ASSERT_NE(backend, nullptr);
+  Plan plan;
+  AddGpulet(OnDevice(&plan, 1, "cpu0"), "g0", 50, {"m", "n"});
+  ApplyPlanRequest request;
+  *request.mutable_plan() = plan;
+  ApplyPlanResponse response;
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  std::shared_ptr<FakeProxy> g0 = launcher_->Last("g0");
+
+  AddGpulet(OnDevice(request.mutable_plan(), 2, "cpu0"), "g0", 50, {"m"});
+  ASSERT_TRUE(backend->ApplyPlan(nullptr, &request, &response).ok());
+  EXPECT_EQ(response.started(), 0);
+  EXPECT_EQ(launcher_->Last("g0"), g0);  // the same proxy
+  EXPECT_TRUE(g0->dropped().empty());
+  EXPECT_EQ(Code(Send(backend.get(), "g0", "n")), absl::StatusCode::kOk);
+
+  CommitPlanRequest commit;
+  CommitPlanResponse committed;
+  commit.set_epoch(2);
+  ASSERT_TRUE(backend->CommitPlan(nullptr, &commit, &committed).ok());
+  EXPECT_THAT(g0->dropped(), ElementsAre("n"));
+  EXPECT_EQ(Code(Send(backend.get(), "g0", "n")),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Code(Send(backend.get(), "g0", "m")), absl::StatusCode::kOk);
 }
 
 TEST_F(BackendServiceTest, FailedStartKeepsThePlanInForce) {

@@ -14,8 +14,8 @@
 namespace tessera {
 namespace testing {
 
-// An in-memory proxy: answers every batch at once (OK, or UNAVAILABLE once
-// stopped) and records what it was sent.
+// An in-memory proxy: answers every batch at once (OK, UNAVAILABLE once
+// stopped, NOT_FOUND for a model it dropped) and records what it was sent.
 class FakeProxy final : public Proxy {
  public:
   explicit FakeProxy(std::string gpulet_id) : gpulet_id_(std::move(gpulet_id)) {
@@ -34,6 +34,9 @@ class FakeProxy final : public Proxy {
       if (stopped_) {
         ToStatusProto(absl::UnavailableError("stopped"),
                       response.mutable_status());
+      } else if (dropped_.count(batch.model()) > 0) {
+        ToStatusProto(absl::NotFoundError("dropped"),
+                      response.mutable_status());
       } else {
         ++batches_;
         response.set_exec_time_us(100);
@@ -42,6 +45,10 @@ class FakeProxy final : public Proxy {
     done(std::move(response));
   }
   bool Drain(absl::Duration) override { return true; }
+  void DropModels(const std::vector<std::string>& models) override {
+    absl::MutexLock lock(&mu_);
+    dropped_.insert(models.begin(), models.end());
+  }
   void Stop(absl::Duration) override {
     absl::MutexLock lock(&mu_);
     stopped_ = true;
@@ -66,6 +73,10 @@ class FakeProxy final : public Proxy {
     return batches_;
   }
   bool stopped() const { return !alive(); }
+  std::set<std::string> dropped() const {
+    absl::MutexLock lock(&mu_);
+    return dropped_;
+  }
   std::map<std::string, double> factors() const {
     absl::MutexLock lock(&mu_);
     return factors_;
@@ -79,6 +90,7 @@ class FakeProxy final : public Proxy {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   int batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, double> factors_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> dropped_ ABSL_GUARDED_BY(mu_);
 };
 
 // Launches FakeProxy objects, or fails for the gpulet ids it is told to.

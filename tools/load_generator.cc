@@ -20,6 +20,7 @@ namespace {
 struct RunState {
   absl::Mutex mu;
   std::vector<LoadGenerator::Record> records ABSL_GUARDED_BY(mu);
+  std::map<absl::StatusCode, std::string> first_messages ABSL_GUARDED_BY(mu);
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> done{0};
   // Scheduled requests a lagging sender did not send before the end.
@@ -37,10 +38,11 @@ void TellThrottle(RunState* state, int load, absl::Time sent,
   if (throttle != nullptr) throttle->Answered(sent, code);
 }
 
-// Records the answer to a request sent at `sent`.
-// `throttled`: refused by the client's own throttle, not sent.
+// Records the answer to a request sent at `sent`, and the first `message`
+// of each error code. `throttled`: refused by the client's own throttle,
+// not sent.
 void Answered(RunState* state, int load, absl::Time sent, absl::StatusCode code,
-              bool throttled = false) {
+              bool throttled = false, absl::string_view message = "") {
   LoadGenerator::Record r;
   r.load = load;
   r.sent = sent - state->start;
@@ -51,6 +53,11 @@ void Answered(RunState* state, int load, absl::Time sent, absl::StatusCode code,
   {
     absl::MutexLock lock(&state->mu);
     state->records.push_back(r);
+    if (code != absl::StatusCode::kOk && !message.empty()) {
+      state->first_messages.emplace(
+          code,
+          std::string(message.substr(0, LoadGenerator::kMaxMessageBytes)));
+    }
   }
   state->done++;
 }
@@ -82,7 +89,8 @@ class Call {
   Call(std::shared_ptr<RunState> state, int load)
       : state_(std::move(state)), load_(load) {}
   void Done(const grpc::Status& s) {
-    Answered(state_.get(), load_, sent_, FromGrpcStatus(s).code());
+    Answered(state_.get(), load_, sent_, FromGrpcStatus(s).code(),
+             /*throttled=*/false, s.error_message());
     if (window_) {
       absl::MutexLock lock(&window_->mu);
       --window_->outstanding;
@@ -259,6 +267,7 @@ LoadGenerator::Result LoadGenerator::Run(
   result.throttled = state->throttled;
   absl::MutexLock lock(&state->mu);
   result.records = state->records;
+  result.first_messages = state->first_messages;
   std::sort(result.records.begin(), result.records.end(),
             [](const Record& a, const Record& b) { return a.sent < b.sent; });
   result.lost = result.sent - static_cast<int64_t>(result.records.size());

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,12 @@ class LoadGenerator {
     // server never responded) or were still pending when the generator
     // gave up waiting.
     int64_t lost = 0;
+    // The first message of each error code answered over unary calls (at
+    // most kMaxMessageBytes of it): what the server said, to tell one
+    // UNAVAILABLE from another.
+    std::map<absl::StatusCode, std::string> first_messages;
   };
+  static constexpr size_t kMaxMessageBytes = 300;
 
   // Sends `loads` on `stub` for `options.duration`, then waits for every
   // answer (at most options.timeout more).

@@ -152,6 +152,10 @@ std::vector<ModelResult> RunOnce(inference::GRPCInferenceService::Stub* stub,
     std::fprintf(stderr, "%lld request(s) got no answer\n",
                  static_cast<long long>(run.lost));
   }
+  for (const auto& [code, message] : run.first_messages) {
+    std::fprintf(stderr, "first %s: %s\n",
+                 absl::StatusCodeToString(code).c_str(), message.c_str());
+  }
   if (run.unsent > 0) {
     std::fprintf(stderr,
                  "the sender fell behind its schedule: %lld scheduled "

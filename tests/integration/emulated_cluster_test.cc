@@ -486,7 +486,14 @@ absl::Duration Recovery(const LoadGenerator::Result& result, int loads,
 void ExpectOnlyCodes(const LoadGenerator::Result& result,
                      const std::set<absl::StatusCode>& allowed) {
   for (const auto& r : result.records) {
-    EXPECT_TRUE(allowed.count(r.code) > 0) << absl::StatusCodeToString(r.code);
+    if (allowed.count(r.code) > 0) continue;
+    auto message = result.first_messages.find(r.code);
+    ADD_FAILURE() << absl::StatusCodeToString(r.code) << " at "
+                  << absl::FormatDuration(r.sent) << " ("
+                  << (message == result.first_messages.end()
+                          ? std::string("no message")
+                          : "first: " + message->second)
+                  << ")";
   }
 }
 

@@ -86,6 +86,12 @@ TEST(LoadGeneratorTest, AThrottledClientRefusesLocallyWhatTheServerRefuses) {
       LoadGenerator::Run(stub.get(), {load}, options);
   ASSERT_GT(plain.sent, 1000);
   EXPECT_EQ(plain.throttled, 0);
+  // What the refusal said, once per code (gRPC's own connection error).
+  ASSERT_EQ(plain.first_messages.size(), 1u);
+  const std::string& said =
+      plain.first_messages.at(absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(said.empty());
+  EXPECT_LE(said.size(), LoadGenerator::kMaxMessageBytes);
   options.throttle_k = 2;
   const LoadGenerator::Result throttled =
       LoadGenerator::Run(stub.get(), {load}, options);

@@ -133,7 +133,8 @@ class Planner {
   // configuration search asks for the same service at the same (b, p) on
   // every GPU with the same co-runners.
   bool LoneQueueFits(const Service& s, int b, double p, double overhead) const {
-    const auto key = std::make_tuple(s.demand, b, p, overhead, s.rate_rps);
+    const auto key =
+        std::make_tuple(s.demand, b, p, overhead, s.rate_rps, s.spacing);
     if (auto it = lone_fits_.find(key); it != lone_fits_.end()) {
       return it->second;
     }
@@ -330,9 +331,9 @@ class Planner {
   const std::vector<const DeviceSnapshot*>& gpus_;
   const InterferenceModel* interference_;
   std::vector<double> min_share_;  // per demand
-  mutable absl::flat_hash_map<std::tuple<int, int, double, double, double>,
+  mutable absl::flat_hash_map<std::tuple<int, int, double, double, double, int>,
                               bool>
-      lone_fits_;  // LoneQueueFits by (demand, b, p, overhead, rate)
+      lone_fits_;  // LoneQueueFits by (demand, b, p, overhead, rate, spacing)
 };
 
 }  // namespace

@@ -237,8 +237,7 @@ TEST_F(BackendServiceTest, AKeptGpuletDropsItsUnloadedModelsAtTheCommit) {
   commit.set_epoch(2);
   ASSERT_TRUE(backend->CommitPlan(nullptr, &commit, &committed).ok());
   EXPECT_THAT(g0->dropped(), ElementsAre("n"));
-  EXPECT_EQ(Code(Send(backend.get(), "g0", "n")),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Code(Send(backend.get(), "g0", "n")), absl::StatusCode::kNotFound);
   EXPECT_EQ(Code(Send(backend.get(), "g0", "m")), absl::StatusCode::kOk);
 }
 

@@ -6,6 +6,7 @@
 #include "frontend/control_loops.h"
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -22,7 +23,23 @@ using ::testing::HasSubstr;
 using testing::FakeBackend;
 using testing::OneGpuletPerBackend;
 
-class PlanCoordinatorTest : public testing::PlanCoordinatorFixture {};
+class PlanCoordinatorTest : public testing::PlanCoordinatorFixture {
+ protected:
+  // Control loops over every backend (rate checks hourly, heartbeats and
+  // plan retries every 10 ms), started to make the initial plan.
+  std::unique_ptr<ControlLoops> StartLoops(PlanCoordinator* coordinator) {
+    std::vector<BackendControl*> controls;
+    for (auto& b : backends_) controls.push_back(b.get());
+    auto loops = std::make_unique<ControlLoops>(
+        ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
+                              absl::Milliseconds(10)},
+        ControlLoops::Deps{coordinator, trigger_.get(), &monitor_, &router_,
+                           controls, RealClock::Get()});
+    trigger_->Request("initial plan");
+    loops->Start();
+    return loops;
+  }
+};
 
 TEST_F(PlanCoordinatorTest, AppliesOnEveryBackendAtOnceThenCommits) {
   // Each fake waits in GetNodeInfo, and then in ApplyPlan, until all four
@@ -128,15 +145,7 @@ TEST_F(PlanCoordinatorTest, PolicySwitchesDuringPlanningAreSafe) {
 // answering heartbeats is planned around.
 TEST_F(PlanCoordinatorTest, ControlLoopsPlanOnRequestAndAroundALostBackend) {
   auto coordinator = MakeCoordinator(2);
-  std::vector<BackendControl*> controls;
-  for (auto& b : backends_) controls.push_back(b.get());
-  ControlLoops loops(
-      ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
-                            absl::Milliseconds(10)},
-      ControlLoops::Deps{coordinator.get(), trigger_.get(), &monitor_, &router_,
-                         controls, RealClock::Get()});
-  trigger_->Request("initial plan");
-  loops.Start();
+  auto loops = StartLoops(coordinator.get());
   ASSERT_TRUE(coordinator->WaitForPlan(absl::Seconds(30)));
   EXPECT_EQ(coordinator->current_plan().devices_size(), 2);
 
@@ -149,7 +158,7 @@ TEST_F(PlanCoordinatorTest, ControlLoopsPlanOnRequestAndAroundALostBackend) {
   EXPECT_EQ(plan.epoch(), 2);
   EXPECT_EQ(plan.devices_size(), 1);
   EXPECT_THAT(plan.reason(), HasSubstr("backend 'b1' lost"));
-  loops.Stop();
+  loops->Stop();
   EXPECT_FALSE(trigger_->Alive("b1"));
 }
 
@@ -161,15 +170,7 @@ TEST_F(PlanCoordinatorTest, HeartbeatsTellADrainingBackendItIsNoLongerRouted) {
   // Before any plan, nothing is routed anywhere.
   EXPECT_EQ(coordinator->Heartbeat("b1").routing(),
             HealthRequest::ROUTING_UNROUTED);
-  std::vector<BackendControl*> controls;
-  for (auto& b : backends_) controls.push_back(b.get());
-  ControlLoops loops(
-      ControlLoops::Options{absl::Hours(1), absl::Milliseconds(10),
-                            absl::Milliseconds(10)},
-      ControlLoops::Deps{coordinator.get(), trigger_.get(), &monitor_, &router_,
-                         controls, RealClock::Get()});
-  trigger_->Request("initial plan");
-  loops.Start();
+  auto loops = StartLoops(coordinator.get());
   ASSERT_TRUE(coordinator->WaitForPlan(absl::Seconds(30)));
   EXPECT_EQ(coordinator->Heartbeat("b1").routing(),
             HealthRequest::ROUTING_ROUTED);
@@ -184,7 +185,7 @@ TEST_F(PlanCoordinatorTest, HeartbeatsTellADrainingBackendItIsNoLongerRouted) {
   while (!told() && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  loops.Stop();
+  loops->Stop();
   ASSERT_TRUE(told());
   const Plan plan = coordinator->current_plan();
   EXPECT_EQ(plan.epoch(), 2);

@@ -27,6 +27,8 @@ TEST(FrontendTrafficTest, QuietAfterTheLastBatchMeansTheFrontendLeft) {
 TEST(FrontendTrafficTest, AQuietGapIsNotEnoughWhileTheFrontendRoutesHere) {
   FrontendTraffic traffic(RealClock::Get());
   const absl::Time start = absl::Now();
+  // Routed from the start, however late the thread below begins.
+  traffic.RecordHeartbeat(/*unrouted=*/false);
   std::atomic<bool> done{false};
   std::thread frontend([&] {
     while (absl::Now() - start < absl::Milliseconds(400)) {
@@ -48,8 +50,8 @@ TEST(FrontendTrafficTest, AQuietGapIsNotEnoughWhileTheFrontendRoutesHere) {
 // A frontend that stopped calling (it died) no longer holds the drain.
 TEST(FrontendTrafficTest, AFrontendThatFellSilentNoLongerHoldsTheDrain) {
   FrontendTraffic traffic(RealClock::Get());
-  traffic.RecordHeartbeat(/*unrouted=*/false);
   const absl::Time start = absl::Now();
+  traffic.RecordHeartbeat(/*unrouted=*/false);
   EXPECT_FALSE(traffic.AwaitQuiet(absl::Milliseconds(20),
                                   absl::Milliseconds(300),
                                   start + absl::Milliseconds(150)));

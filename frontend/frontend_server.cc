@@ -1,7 +1,6 @@
 #include "frontend/frontend_server.h"
 
 #include <algorithm>
-#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -280,16 +279,8 @@ void FrontendServer::Shutdown() {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   }
   if (admin_ != nullptr) admin_->Shutdown(absl::Now() + absl::Seconds(2));
-  // No plan of this frontend routes anything any more: a backend draining
-  // meanwhile (a rolling restart) exits without waiting for heartbeats
-  // that will not come.
-  HealthRequest farewell;
-  farewell.set_routing(HealthRequest::ROUTING_UNROUTED);
-  farewell.set_settled_epoch(std::numeric_limits<int64_t>::max());
-  for (auto& b : backends_) {
-    (void)b->Health(farewell, absl::Milliseconds(500));
-    b->Shutdown();
-  }
+  coordinator_.SayFarewell(absl::Milliseconds(500));
+  for (auto& b : backends_) b->Shutdown();
   router_.Install({});
   coordinator_.DropRetired();
   if (loops_.empty()) return;

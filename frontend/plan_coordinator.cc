@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -91,6 +92,14 @@ HealthRequest PlanCoordinator::Heartbeat(const std::string& backend_id) const {
       [&](const DevicePlan& d) { return d.backend_id() == backend_id; });
   if (!routed) request.set_routing(HealthRequest::ROUTING_UNROUTED);
   return request;
+}
+
+void PlanCoordinator::SayFarewell(absl::Duration timeout) const {
+  HealthRequest farewell;
+  farewell.set_routing(HealthRequest::ROUTING_UNROUTED);
+  farewell.set_settled_epoch(std::numeric_limits<int64_t>::max());
+  OnEach(backends_,
+         [&](BackendControl* b) { return b->Health(farewell, timeout).ok(); });
 }
 
 PlanCoordinator::Stats PlanCoordinator::stats() const {

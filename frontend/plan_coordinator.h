@@ -89,6 +89,11 @@ class PlanCoordinator {
   // the plan in force does or a plan change is under way.
   HealthRequest Heartbeat(const std::string& backend_id) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // At shutdown, once no call is routed any more: tells every backend, all
+  // at once (each waited for up to `timeout`), that no plan of this
+  // frontend routes to it, so one that is draining meanwhile (a rolling
+  // restart) exits without waiting for heartbeats that will not come.
+  void SayFarewell(absl::Duration timeout) const;
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   void CountPlanFailure() ABSL_LOCKS_EXCLUDED(mu_);
   void CountStandbySwitch() ABSL_LOCKS_EXCLUDED(mu_);

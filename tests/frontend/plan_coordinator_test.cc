@@ -6,6 +6,7 @@
 #include "frontend/control_loops.h"
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <set>
 #include <thread>
@@ -196,6 +197,21 @@ TEST_F(PlanCoordinatorTest, HeartbeatsTellADrainingBackendItIsNoLongerRouted) {
   // Every heartbeat said something: none left the routing unspecified.
   for (const HealthRequest& r : backends_[1]->health_requests()) {
     EXPECT_NE(r.routing(), HealthRequest::ROUTING_UNSPECIFIED);
+  }
+}
+
+// At shutdown every backend, alive or not, hears that nothing is routed
+// to it by any plan of this frontend.
+TEST_F(PlanCoordinatorTest, FarewellTellsEveryBackendItIsNoLongerRouted) {
+  auto coordinator = MakeCoordinator(2);
+  ASSERT_TRUE(coordinator->PlanAndApply("initial plan").ok());
+  backends_[1]->SetDown(true);  // still told; its answer does not matter
+  coordinator->SayFarewell(absl::Seconds(1));
+  for (const auto& b : backends_) {
+    const std::vector<HealthRequest> sent = b->health_requests();
+    ASSERT_EQ(sent.size(), 1u) << b->id();
+    EXPECT_EQ(sent[0].routing(), HealthRequest::ROUTING_UNROUTED);
+    EXPECT_EQ(sent[0].settled_epoch(), std::numeric_limits<int64_t>::max());
   }
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "scheduler/inss_batching.h"
+#include "scheduler/inss_placement_search.h"
 #include "scheduler/inss_plan.h"
 #include "scheduler/policy_registry.h"
 
@@ -26,6 +27,12 @@ BdaPlacementPolicy::CreateGpulet(const PolicyOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>>
+BdaPlacementPolicy::CreateSearch(const PolicyOptions& options) {
+  return std::unique_ptr<SchedulingPolicy>(new BdaPlacementPolicy(
+      "bda-search", Placement::kSearch, options, nullptr));
+}
+
+absl::StatusOr<std::unique_ptr<SchedulingPolicy>>
 BdaPlacementPolicy::CreateRandomBest(const PolicyOptions& options) {
   return std::unique_ptr<SchedulingPolicy>(new BdaPlacementPolicy(
       "bda-random", Placement::kRandomBest, options, nullptr));
@@ -35,20 +42,9 @@ double BdaPlacementPolicy::BdaHeadroom(const InssCluster& cluster,
                                        const InssProvisioning& p,
                                        const std::vector<double>& rates,
                                        double cap) {
-  const std::vector<double> backlog(rates.size(), 0);
-  auto fits = [&](double scale) {
-    std::vector<double> scaled = rates;
-    for (double& r : scaled) r *= scale;
-    return InssBatching::Decide(cluster, p, scaled, backlog, {}).ok;
-  };
-  if (!fits(1)) return 0;
-  if (fits(cap)) return cap;
-  double lo = 1, hi = cap;
-  while (hi / lo > 1.01) {
-    const double mid = std::sqrt(lo * hi);
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
+  int evaluations = 0;
+  return InssPlacementSearch::Room(cluster, p, rates, cap, /*at_least=*/1,
+                                   &evaluations);
 }
 
 absl::StatusOr<InssProvisioning> BdaPlacementPolicy::BestRandom(
@@ -98,6 +94,21 @@ absl::StatusOr<InssProvisioning> BdaPlacementPolicy::Place(
     return InssProvisioning::FromAction(cluster, gpu, level, active);
   }
   if (placement_ == Placement::kRandomBest) return BestRandom(cluster);
+  if (placement_ == Placement::kSearch) {
+    InssSearchOptions search;
+    search.random_draws = kSearchDraws;
+    search.seed = kRandomSeed;
+    InssPlacementSearch::Result r =
+        InssPlacementSearch::Search(cluster, cluster.rates_rps(), search);
+    if (r.room < 1) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          name_,
+          ": BDA cannot batch these rates on the best placement found "
+          "(it serves ",
+          r.room, "x of them)"));
+    }
+    return std::move(r.provisioning);
+  }
   ASSIGN_OR_RETURN(Plan plan, gpulet_->Schedule(snapshot));
   InssProvisioning p;
   p.gpu.assign(n, -1);
@@ -177,6 +188,8 @@ absl::StatusOr<Plan> BdaPlacementPolicy::Schedule(
                              ? "round-robin placement; BDA batched"
                          : placement_ == Placement::kGpulet
                              ? "gpulet's placement; BDA batched"
+                         : placement_ == Placement::kSearch
+                             ? "the placement a local search found; BDA batched"
                              : absl::StrCat("the best of ", kRandomDraws,
                                             " random placements; BDA batched"));
 }
@@ -184,5 +197,6 @@ absl::StatusOr<Plan> BdaPlacementPolicy::Schedule(
 REGISTER_SCHEDULING_POLICY("inss-rr", BdaPlacementPolicy::CreateRoundRobin);
 REGISTER_SCHEDULING_POLICY("bda-gpulet", BdaPlacementPolicy::CreateGpulet);
 REGISTER_SCHEDULING_POLICY("bda-random", BdaPlacementPolicy::CreateRandomBest);
+REGISTER_SCHEDULING_POLICY("bda-search", BdaPlacementPolicy::CreateSearch);
 
 }  // namespace tessera

@@ -23,21 +23,27 @@ namespace tessera {
 //    batch at the observed rates, the one whose rates BDA can scale the
 //    furthest (bisection to 1 %). The reference InSS's actor is measured
 //    against: what a search over placements finds under the same
-//    batching.
+//    batching;
+//  * "bda-search": InssPlacementSearch (kSearchDraws random actions, then
+//    a local search over single moves and swaps), the teacher
+//    tessera_inss_train --teacher=search trains an actor to imitate.
 // Like inss, a plan in force of the same policy is only re-batched while
 // BDA holds it; when BDA fails on the placement the snapshot is
 // RESOURCE_EXHAUSTED naming the model.
 class BdaPlacementPolicy : public SchedulingPolicy {
  public:
-  enum class Placement { kRoundRobin, kGpulet, kRandomBest };
+  enum class Placement { kRoundRobin, kGpulet, kRandomBest, kSearch };
   static constexpr int kRandomDraws = 1000;
   static constexpr uint64_t kRandomSeed = 20261126;
+  static constexpr int kSearchDraws = 128;
 
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateRoundRobin(
       const PolicyOptions& options);
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateGpulet(
       const PolicyOptions& options);
   static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateRandomBest(
+      const PolicyOptions& options);
+  static absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreateSearch(
       const PolicyOptions& options);
 
   // The largest multiple (<= `cap`, 1 % precision) of `rates` BDA can

@@ -1,5 +1,6 @@
 #include "scheduler/inss_policy.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 
@@ -360,6 +361,36 @@ TEST(BdaPlacementPolicyTest, RandomBestFindsTheOnlyPlacementThatFits) {
   s.models[0].rate_rps = 1e6;
   EXPECT_EQ(
       testing::RunPolicyWith("bda-random", s, PaperRules()).status().code(),
+      absl::StatusCode::kResourceExhausted);
+}
+
+TEST(BdaPlacementPolicyTest, SearchPutsTheHeavyModelAloneAndSplitsTheRest) {
+  // a carries most of the load: the search gives it a device of its own
+  // and puts b and c together on the other (the exhaustive best,
+  // InssPlacementSearchTest); a rate no placement fits is refused.
+  ClusterSnapshot s = Snapshot(2);
+  AddModel(&s, LinearProfile("a", 5, 5), 60, 100);
+  AddModel(&s, LinearProfile("b", 5, 5), 15, 100);
+  AddModel(&s, LinearProfile("c", 5, 5), 10, 100);
+  auto plan = testing::RunPolicyWith("bda-search", s, PaperRules());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->policy(), "bda-search");
+  ASSERT_EQ(plan->devices_size(), 2);
+  std::vector<std::vector<std::string>> together;
+  for (const DevicePlan& d : plan->devices()) {
+    std::vector<std::string> names;
+    for (const GpuletPlan& g : d.gpulets()) {
+      for (const ModelAssignment& a : g.models()) names.push_back(a.model());
+    }
+    std::sort(names.begin(), names.end());
+    together.push_back(names);
+  }
+  std::sort(together.begin(), together.end());
+  EXPECT_EQ(together,
+            (std::vector<std::vector<std::string>>{{"a"}, {"b", "c"}}));
+  s.models[0].rate_rps = 1e6;
+  EXPECT_EQ(
+      testing::RunPolicyWith("bda-search", s, PaperRules()).status().code(),
       absl::StatusCode::kResourceExhausted);
 }
 

@@ -1,5 +1,6 @@
 // tessera_inss_train: trains InSS's SAC-Discrete actor offline on the V100
 // data and writes a checkpoint the "inss" policy loads.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/usage.h"
+#include "learner/inss_imitation_trainer.h"
 #include "learner/inss_trainer.h"
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
@@ -111,6 +113,30 @@ ABSL_FLAG(double, target_entropy_ratio, 0.5,
           "paper's -log(1 + iota) is negative (no discrete policy reaches "
           "it); SAC-Discrete's 0.98 held the policy near uniform (its "
           "temperature climbed to 9.4, docs/scheduling.md).");
+ABSL_FLAG(std::string, teacher, "sac",
+          "How the actor learns: sac (SAC-Discrete on Eq. 3, the paper's) or "
+          "search (a Tessera addition: supervised imitation of the placements "
+          "a search finds, InssPlacementSearch: random draws, then single "
+          "moves and swaps, scored by how far BDA can grow the rates; "
+          "--imitation_* and --teacher_draws set it; docs/scheduling.md).");
+ABSL_FLAG(int, imitation_samples, 20000,
+          "--teacher=search: training states (drawn as the episodes draw "
+          "them), each with the teacher's action.");
+ABSL_FLAG(int, imitation_validation, 400,
+          "--teacher=search: validation states (another seed); each epoch "
+          "reports the room of the actor's action over the teacher's.");
+ABSL_FLAG(int, imitation_epochs, 40,
+          "--teacher=search: passes over the states.");
+ABSL_FLAG(int, imitation_scaled_copies, 0,
+          "--teacher=search: per drawn workload's first state, copies with "
+          "its rates scaled so that 1 to 8 times them fit on the teacher's "
+          "placement (the same answer at the loads a search for the maximum "
+          "asks about).");
+ABSL_FLAG(int, teacher_draws, 128,
+          "--teacher=search: the teacher's random draws before its local "
+          "search.");
+ABSL_FLAG(int, teacher_threads, 2,
+          "--teacher=search: threads that run the teacher.");
 ABSL_FLAG(int, hidden1, 512, "First hidden layer.");
 ABSL_FLAG(int, hidden2, 256, "Second hidden layer.");
 ABSL_FLAG(int, threads, 1, "Torch intra-op threads.");
@@ -366,6 +392,61 @@ int Train(const InssWorkloadSampler& sampler,
   return 0;
 }
 
+// --teacher=search: the actor imitates InssPlacementSearch.
+int Imitate(const InssWorkloadSampler& sampler,
+            InssEnvironmentOptions env_options, InssCheckpointInfo info) {
+  // The steps between states only move the rates: nothing is judged.
+  env_options.judge = nullptr;
+  info.clear_judge();
+  SacOptions sac = TorchInssActor::NetworkOptions(info);
+  sac.policy_learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  sac.minibatch_size = absl::GetFlag(FLAGS_minibatch);
+  sac.replay_size = sac.minibatch_size;  // no replay: the states are fixed
+  sac.seed = absl::GetFlag(FLAGS_seed);
+  sac.threads = absl::GetFlag(FLAGS_threads);
+  auto agent = SacDiscreteAgent::Create(sac);
+  if (!agent.ok()) return Fail(agent);
+  InssImitationOptions options;
+  options.samples = absl::GetFlag(FLAGS_imitation_samples);
+  options.validation_samples = absl::GetFlag(FLAGS_imitation_validation);
+  options.epochs = absl::GetFlag(FLAGS_imitation_epochs);
+  options.scaled_copies = absl::GetFlag(FLAGS_imitation_scaled_copies);
+  options.minibatch = sac.minibatch_size;
+  options.search.random_draws = absl::GetFlag(FLAGS_teacher_draws);
+  options.threads = absl::GetFlag(FLAGS_teacher_threads);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.out_stem = absl::GetFlag(FLAGS_out);
+  options.csv_path = absl::GetFlag(FLAGS_csv);
+  options.progress = absl::GetFlag(FLAGS_progress) ? stderr : nullptr;
+  if (options.samples < 1 || options.validation_samples < 1 ||
+      options.epochs < 1 || options.search.random_draws < 1 ||
+      options.threads < 1 || options.scaled_copies < 0) {
+    std::fprintf(stderr,
+                 "--imitation_samples, --imitation_validation, "
+                 "--imitation_epochs, --teacher_draws and --teacher_threads "
+                 "must be >= 1, --imitation_scaled_copies >= 0\n");
+    return 2;
+  }
+  InssImitationTrainer trainer(&sampler, env_options, agent->get(), info,
+                               options);
+  auto epochs = trainer.Run();
+  if (!epochs.ok()) return Fail(epochs);
+  const InssImitationEpoch& last = epochs->back();
+  double best = 0;
+  for (const auto& e : *epochs) best = std::max(best, e.room_ratio);
+  std::printf(
+      "after %d epochs: loss %.4f, the actor's room %.3f of the teacher's "
+      "(%.1f %% of validation states at >= 0.95); best %.3f\n",
+      last.epoch, last.loss, last.room_ratio, 100 * last.at_95, best);
+  if (!options.out_stem.empty()) {
+    std::printf(
+        "wrote %s.pt and %s-best.pt (each with its .pbtxt and "
+        ".actor.binpb)\n",
+        options.out_stem.c_str(), options.out_stem.c_str());
+  }
+  return 0;
+}
+
 // --export_actor: the planning weights of an older checkpoint.
 int ExportActor(const std::string& path) {
   const std::string stem = MlpInssActor::Stem(path);
@@ -438,6 +519,12 @@ int Run(const std::string& command) {
     return Evaluate(*sampler, *env_options, RoundRobinActor(info));
   }
   if (evaluated) return Evaluate(*sampler, *env_options, *evaluated);
+  const std::string teacher = absl::GetFlag(FLAGS_teacher);
+  if (teacher == "search") return Imitate(*sampler, *env_options, info);
+  if (teacher != "sac") {
+    std::fprintf(stderr, "--teacher must be sac or search\n");
+    return 2;
+  }
   return Train(*sampler, *env_options, info);
 }
 
@@ -458,6 +545,13 @@ int main(int argc, char** argv) {
       "--out=/tmp/inss/inss_v100 --csv=/tmp/inss/training.csv   (stop any "
       "time; add --resume to go on; then ship the .pbtxt and .actor.binpb of "
       "/tmp/inss/inss_v100-best)\n"
+      "With --teacher=search (a Tessera addition) the actor imitates the "
+      "placements a search finds instead; the shipped "
+      "learner/checkpoints/inss_v100_search (the -best of):\n"
+      "  tessera_inss_train --teacher=search --imitation_samples=60000 "
+      "--imitation_validation=600 --imitation_epochs=60 "
+      "--learning_rate=0.001 --out=/tmp/inss/inss_v100_search "
+      "--csv=/tmp/inss/search.csv\n"
       "Baseline: tessera_inss_train --evaluate=round-robin");
   const std::vector<std::string> args(argv, argv + argc);
   absl::ParseCommandLine(argc, argv);

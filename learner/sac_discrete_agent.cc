@@ -250,6 +250,41 @@ std::vector<int> SacDiscreteAgent::Act(const std::vector<float>& state,
   return out;
 }
 
+double SacDiscreteAgent::Imitate(const std::vector<std::vector<float>>& states,
+                                 const std::vector<std::vector<int>>& actions) {
+  Impl& m = *impl_;
+  const SacOptions& o = m.o;
+  ABSL_RAW_CHECK(m.actor_opt, "Imitate on an actor loaded for planning");
+  ABSL_RAW_CHECK(states.size() == actions.size() && !states.empty(),
+                 "Imitate needs one action per state");
+  const int64_t b = static_cast<int64_t>(states.size());
+  torch::Tensor s = torch::empty({b, o.state_size});
+  torch::Tensor a = torch::empty({b, 2 * o.slots}, torch::kLong);
+  for (int64_t i = 0; i < b; ++i) {
+    ABSL_RAW_CHECK(static_cast<int>(states[i].size()) == o.state_size &&
+                       static_cast<int>(actions[i].size()) == 2 * o.slots,
+                   "Imitate: a state or action of the wrong size");
+    s[i].copy_(m.State(states[i])[0]);
+    std::vector<int64_t> row(actions[i].begin(), actions[i].end());
+    a[i].copy_(torch::tensor(row, torch::kLong));
+  }
+  auto [lg, ll] = Split(m.actor->forward(s), s, o);
+  auto nll = [](const torch::Tensor& logits, const torch::Tensor& target) {
+    auto trained = target >= 0;  // [B, I]
+    auto picked = torch::log_softmax(logits, -1)
+                      .gather(2, target.clamp_min(0).unsqueeze(2))
+                      .squeeze(2);
+    return std::make_pair(-(picked * trained).sum(), trained.sum());
+  };
+  auto [loss_g, count_g] = nll(lg, a.narrow(1, 0, o.slots));
+  auto [loss_l, count_l] = nll(ll, a.narrow(1, o.slots, o.slots));
+  auto loss = (loss_g + loss_l) / (count_g + count_l).clamp_min(1);
+  m.actor_opt->zero_grad();
+  loss.backward();
+  m.actor_opt->step();
+  return loss.item<double>();
+}
+
 void SacDiscreteAgent::Remember(const std::vector<float>& state,
                                 const std::vector<int>& action, double reward,
                                 const std::vector<float>& next_state) {

@@ -88,6 +88,15 @@ class SacDiscreteAgent {
   // update; nullopt until the replay holds a minibatch.
   std::optional<UpdateStats> Update();
 
+  // One supervised step of the actor alone, with its optimiser: the mean
+  // cross-entropy of every head against `actions` (per state, I device
+  // choices then I level indices, 0-based; -1: that head is not trained).
+  // Critics and temperatures are untouched. For tessera_inss_train
+  // --teacher=search (a Tessera addition: the actor imitates a search's
+  // placements). Returns the loss before the step.
+  double Imitate(const std::vector<std::vector<float>>& states,
+                 const std::vector<std::vector<int>>& actions);
+
   absl::Status SaveActor(const std::string& path) const;
   // The actor's layers as the torch-free actor reads them
   // (scheduler/mlp_inss_actor.h), and written in the binary wire format.

@@ -110,7 +110,8 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las,abacus",
           "fixed loads, Figs. 15 and 17; --inss_checkpoint, default the "
           "shipped actor), inss-held-out (not by default: the actor on the "
           "workloads kept out of its training against inss-ni, inss-rr, "
-          "bda-gpulet, bda-random and gpulet), las (three services on one "
+          "bda-gpulet, bda-random, bda-search and gpulet), las (three services "
+          "on one "
           "device, Fig. 7; "
           "--cpu_models, --profile_dir), abacus (operator-group "
           "scheduling on the emulated A100 against FCFS, SJF and EDF, "
@@ -369,8 +370,8 @@ absl::Status ReproduceInssHeldOut(const V100Setup& setup,
       options.rate_weights.push_back(weight(rng));
     }
     options.gpus = w.gpus;
-    options.policies = {"inss",       "inss-ni",    "inss-rr",
-                        "bda-gpulet", "bda-random", "gpulet"};
+    options.policies = {"inss",       "inss-ni",    "inss-rr", "bda-gpulet",
+                        "bda-random", "bda-search", "gpulet"};
     options.load_fractions = {0.5, 1, 2};
     options.reference = "bda-random";
     options.sim.duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s));

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "learner/inss_imitation_trainer.h"
 #include "learner/inss_trainer.h"
 #include "learner/sac_discrete_agent.h"
 #include "learner/torch_inss_actor.h"
@@ -332,6 +334,49 @@ TEST_F(InssLearnerTest, ShippedCheckpointPlansWhatItCovers) {
 
 // The InSS reproduction's smoke run: the shipped actor against gpulet on
 // the six-model mix at SLO 5x, two loads, short runs.
+// The search-trained checkpoint plans the held-out 9 models on 8 GPUs with
+// every model once, and not as the SAC actor does.
+TEST_F(InssLearnerTest, ShippedSearchCheckpointPlansItsOwnPlacement) {
+  auto search =
+      MlpInssActor::Load(std::string(kCheckpoints) + "inss_v100_search");
+  ASSERT_TRUE(search.ok()) << search.status();
+  EXPECT_EQ((*search)->info().teacher(), "search");
+  auto sac = MlpInssActor::LoadOrShipped("");
+  ASSERT_TRUE(sac.ok()) << sac.status();
+  EXPECT_EQ((*sac)->info().teacher(), "");
+  std::vector<WorkloadModel> models;
+  for (const char* m : {"alexnet", "alexnet/2", "resnet50", "resnet50/2",
+                        "resnet50/3", "ssd", "ssd/2", "vgg19", "vgg19/2"}) {
+    models.push_back({m, 30});
+  }
+  const ClusterSnapshot snap = MakeV100Snapshot(*setup_, 8, models, 5);
+  auto placement = [&](std::shared_ptr<const MlpInssActor> actor) {
+    auto policy = PolicyRegistry::Create("inss", [&] {
+      PolicyOptions o;
+      o.interference = setup_->linear;
+      o.inss_actor = actor;
+      return o;
+    }());
+    EXPECT_TRUE(policy.ok()) << policy.status();
+    auto plan = (*policy)->Schedule(snap);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::map<std::string, std::pair<std::string, double>> where;
+    if (!plan.ok()) return where;
+    for (const DevicePlan& d : plan->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        for (const ModelAssignment& a : g.models()) {
+          EXPECT_EQ(where.count(a.model()), 0u) << a.model();
+          where[a.model()] = {d.device_id(), g.share_percent()};
+        }
+      }
+    }
+    return where;
+  };
+  const auto mine = placement(*search);
+  EXPECT_EQ(mine.size(), 9u);
+  EXPECT_NE(mine, placement(*sac));
+}
+
 TEST_F(InssLearnerTest, ReproductionHasTheTablesShapeAndServesLightLoads) {
   InssReproduction::Options options;
   options.slo_factors = {5};
@@ -375,6 +420,54 @@ TEST_F(InssLearnerTest, ReproductionHasTheTablesShapeAndServesLightLoads) {
 // The agent alone on a two-head bandit: reward 1 when slot 0's device
 // head picks device 1 and its share head level index 2, else 0. A few
 // hundred updates must make the argmax right.
+// --teacher=search: a small actor imitating InssPlacementSearch on drawn
+// V100 workloads gets more of the teacher's room than it had untrained,
+// and its checkpoints load and say how they were trained.
+TEST_F(InssLearnerTest, ImitationBringsTheActorTowardsTheTeacher) {
+  const InssCheckpointInfo info = SmallInfo();
+  const InssWorkloadSampler sampler = Sampler(info);
+  SacOptions sac = Small(info);
+  sac.minibatch_size = sac.replay_size = 32;
+  auto agent = SacDiscreteAgent::Create(sac);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  InssImitationOptions options;
+  options.samples = 400;
+  options.validation_samples = 100;
+  options.epochs = 30;
+  options.minibatch = 32;
+  options.search.random_draws = 16;
+  options.out_stem = (dir_ / "imitated").string();
+  options.csv_path = (dir_ / "imitated.csv").string();
+  InssEnvironmentOptions env_options;
+  InssImitationTrainer trainer(&sampler, env_options, agent->get(), info,
+                               options);
+  // The same validation states Run draws (seed + 7919).
+  const auto validation = trainer.Generate(100, options.seed + 7919, 2);
+  ASSERT_EQ(validation.size(), 100u);
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += std::min(x, 1.0);
+    return v.empty() ? 0 : sum / v.size();
+  };
+  const double untrained = mean(trainer.RoomRatios(validation));
+  auto epochs = trainer.Run();
+  ASSERT_TRUE(epochs.ok()) << epochs.status();
+  ASSERT_EQ(epochs->size(), 30u);
+  EXPECT_LT(epochs->back().loss, epochs->front().loss);
+  const double trained = mean(trainer.RoomRatios(validation));
+  std::printf(
+      "imitation: room of the teacher's %.3f untrained, %.3f after "
+      "30 epochs (geometric mean %.3f)\n",
+      untrained, trained, epochs->back().room_ratio);
+  EXPECT_GT(trained, untrained + 0.1);
+  for (const std::string stem : {"imitated", "imitated-best"}) {
+    auto actor = MlpInssActor::Load((dir_ / stem).string());
+    ASSERT_TRUE(actor.ok()) << actor.status();
+    EXPECT_EQ((*actor)->info().teacher(), "search");
+    EXPECT_EQ((*actor)->info().imitation_samples(), 400);
+  }
+}
+
 TEST(SacDiscreteAgentTest, LearnsABandit) {
   SacOptions o;
   o.state_size = 3;
@@ -398,6 +491,42 @@ TEST(SacDiscreteAgentTest, LearnsABandit) {
     (*agent)->Update();
   }
   EXPECT_EQ((*agent)->Act(state, /*sample=*/false), (std::vector<int>{1, 2}));
+}
+
+TEST(SacDiscreteAgentTest, ImitatesTheActionsItIsShown) {
+  SacOptions o;
+  o.state_size = 3;
+  o.slots = 2;
+  o.gpus = 3;
+  o.levels = 4;
+  o.hidden1_size = 32;
+  o.hidden2_size = 32;
+  o.minibatch_size = 2;
+  o.replay_size = 2;
+  o.policy_learning_rate = 1e-2;
+  o.seed = 3;
+  auto agent = SacDiscreteAgent::Create(o);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  const std::vector<std::vector<float>> states = {{1.f, 0.f, 0.f},
+                                                  {0.f, 1.f, 0.f}};
+  // Slot 1 of the second state has no target: its heads are not trained.
+  const std::vector<std::vector<int>> actions = {{2, 0, 1, 3}, {1, -1, 0, -1}};
+  const std::vector<float> before = (*agent)->Probabilities(states[1]);
+  const double first = (*agent)->Imitate(states, actions);
+  double last = first;
+  for (int step = 0; step < 200; ++step) {
+    last = (*agent)->Imitate(states, actions);
+  }
+  EXPECT_LT(last, first / 10);
+  EXPECT_EQ((*agent)->Act(states[0], false), (std::vector<int>{2, 0, 1, 3}));
+  const std::vector<int> second = (*agent)->Act(states[1], false);
+  EXPECT_EQ(second[0], 1);
+  EXPECT_EQ(second[2], 0);
+  // The heads it was shown are near certain.
+  const std::vector<float> p = (*agent)->Probabilities(states[0]);
+  EXPECT_GT(p[0 * 3 + 2], 0.9);
+  EXPECT_GT(p[6 + 1 * 4 + 3], 0.9);
+  EXPECT_NE(before, (*agent)->Probabilities(states[1]));
 }
 
 // A toy InSS problem with a known optimum: two synthetic models on two

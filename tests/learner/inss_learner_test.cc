@@ -468,19 +468,25 @@ TEST_F(InssLearnerTest, ImitationBringsTheActorTowardsTheTeacher) {
   }
 }
 
-TEST(SacDiscreteAgentTest, LearnsABandit) {
+// A 32/32 network over a 3-value state, seed 3.
+SacOptions TinyNetwork(int slots, int gpus, int levels) {
   SacOptions o;
   o.state_size = 3;
-  o.slots = 1;
-  o.gpus = 2;
-  o.levels = 4;
+  o.slots = slots;
+  o.gpus = gpus;
+  o.levels = levels;
   o.hidden1_size = 32;
   o.hidden2_size = 32;
+  o.seed = 3;
+  return o;
+}
+
+TEST(SacDiscreteAgentTest, LearnsABandit) {
+  SacOptions o = TinyNetwork(1, 2, 4);
   o.minibatch_size = 32;
   o.replay_size = 1000;
   o.q_learning_rate = o.policy_learning_rate = 1e-3;
   o.temperature_learning_rate = 1e-3;
-  o.seed = 3;
   auto agent = SacDiscreteAgent::Create(o);
   ASSERT_TRUE(agent.ok()) << agent.status();
   const std::vector<float> state = {0.5f, 1.f, 0.f};
@@ -494,17 +500,10 @@ TEST(SacDiscreteAgentTest, LearnsABandit) {
 }
 
 TEST(SacDiscreteAgentTest, ImitatesTheActionsItIsShown) {
-  SacOptions o;
-  o.state_size = 3;
-  o.slots = 2;
-  o.gpus = 3;
-  o.levels = 4;
-  o.hidden1_size = 32;
-  o.hidden2_size = 32;
+  SacOptions o = TinyNetwork(2, 3, 4);
   o.minibatch_size = 2;
   o.replay_size = 2;
   o.policy_learning_rate = 1e-2;
-  o.seed = 3;
   auto agent = SacDiscreteAgent::Create(o);
   ASSERT_TRUE(agent.ok()) << agent.status();
   const std::vector<std::vector<float>> states = {{1.f, 0.f, 0.f},

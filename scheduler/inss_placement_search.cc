@@ -96,31 +96,11 @@ class Searcher {
         consider(gpu, level);
       }
       level[i] = from->level[i];
-      for (int j = 0; j < n; ++j) {
-        if (j == i || !active_[j]) continue;
+      for (int j = i + 1; j < n; ++j) {
+        if (!active_[j]) continue;
         if (from->gpu[j] == from->gpu[i]) {
-          if (j < i) continue;
-          // Every split of units between the two on their device that
-          // keeps the device within its units.
-          int others = 0;
-          for (int o = 0; o < n; ++o) {
-            if (o != i && o != j && active_[o] &&
-                from->gpu[o] == from->gpu[i]) {
-              others += from->level[o];
-            }
-          }
-          const int units = cluster_.share_units() - others;
-          for (int li = 1; li < units; ++li) {
-            for (int lj = 1; li + lj <= units; ++lj) {
-              if (li == from->level[i] && lj == from->level[j]) continue;
-              level[i] = li;
-              level[j] = lj;
-              consider(gpu, level);
-            }
-          }
-          level[i] = from->level[i];
-          level[j] = from->level[j];
-        } else if (j > i) {
+          ConsiderSplits(*from, i, j, consider);
+        } else {
           std::swap(gpu[i], gpu[j]);
           consider(gpu, level);
           std::swap(gpu[i], gpu[j]);
@@ -129,6 +109,29 @@ class Searcher {
     }
     if (moved) *from = std::move(best);
     return moved;
+  }
+
+  // Every split of units between models `i` and `j` of one device of
+  // `from` that keeps the device within its units.
+  template <typename Consider>
+  void ConsiderSplits(const Candidate& from, int i, int j, Consider& consider) {
+    int others = 0;
+    for (size_t o = 0; o < active_.size(); ++o) {
+      if (static_cast<int>(o) != i && static_cast<int>(o) != j && active_[o] &&
+          from.gpu[o] == from.gpu[i]) {
+        others += from.level[o];
+      }
+    }
+    const int units = cluster_.share_units() - others;
+    std::vector<int> level = from.level;
+    for (int li = 1; li < units; ++li) {
+      for (int lj = 1; li + lj <= units; ++lj) {
+        if (li == from.level[i] && lj == from.level[j]) continue;
+        level[i] = li;
+        level[j] = lj;
+        consider(from.gpu, level);
+      }
+    }
   }
 
   // Hands `best`'s idle units out, one at a time, to the model on the

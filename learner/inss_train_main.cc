@@ -520,7 +520,15 @@ int Run(const std::string& command) {
   }
   if (evaluated) return Evaluate(*sampler, *env_options, *evaluated);
   const std::string teacher = absl::GetFlag(FLAGS_teacher);
-  if (teacher == "search") return Imitate(*sampler, *env_options, info);
+  if (teacher == "search") {
+    if (absl::GetFlag(FLAGS_resume)) {
+      std::fprintf(stderr,
+                   "--resume goes on with a SAC run; a --teacher=search run "
+                   "keeps no training state (run it again)\n");
+      return 2;
+    }
+    return Imitate(*sampler, *env_options, info);
+  }
   if (teacher != "sac") {
     std::fprintf(stderr, "--teacher must be sac or search\n");
     return 2;

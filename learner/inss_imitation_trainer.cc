@@ -114,11 +114,11 @@ std::vector<InssImitationTrainer::Sample> InssImitationTrainer::Generate(
   return all;
 }
 
-std::vector<InssImitationTrainer::Sample> InssImitationTrainer::Augmented(
-    const std::vector<Sample>& samples) const {
-  std::vector<Sample> out = samples;
+void InssImitationTrainer::AddScaledCopies(std::vector<Sample>* samples) const {
   std::mt19937_64 rng(options_.seed ^ 0x5ca1eULL);
-  for (const Sample& s : samples) {
+  const size_t drawn = samples->size();
+  for (size_t k = 0; k < drawn; ++k) {
+    const Sample s = (*samples)[k];
     if (!s.fresh || s.teacher_room <= 0) continue;
     const int n = static_cast<int>(s.rates_rps.size());
     const InssProvisioning none{std::vector<int>(n, -1),
@@ -134,10 +134,9 @@ std::vector<InssImitationTrainer::Sample> InssImitationTrainer::Augmented(
           copy.cluster, copy.rates_rps, std::vector<double>(n, 0), none);
       copy.teacher_room = s.teacher_room / m;
       copy.fresh = false;
-      out.push_back(std::move(copy));
+      samples->push_back(std::move(copy));
     }
   }
-  return out;
 }
 
 std::vector<double> InssImitationTrainer::RoomRatios(
@@ -187,17 +186,19 @@ absl::StatusOr<std::vector<InssImitationEpoch>> InssImitationTrainer::Run() {
     }
     csv << "epoch,loss,room_ratio,at_95,train_room_ratio,seconds\n";
   }
-  const std::vector<Sample> train =
+  std::vector<Sample> train =
       Generate(options_.samples, options_.seed, options_.threads);
   const std::vector<Sample> validation = Generate(
       options_.validation_samples, options_.seed + 7919, options_.threads);
-  const std::vector<Sample> shown = Augmented(train);
-  if (options_.progress != nullptr) {
-    std::fprintf(options_.progress,
-                 "%zu states with the scaled copies of the first ones\n",
-                 shown.size());
+  if (options_.scaled_copies > 0) {
+    AddScaledCopies(&train);
+    if (options_.progress != nullptr) {
+      std::fprintf(options_.progress,
+                   "%zu states with the scaled copies of the first ones\n",
+                   train.size());
+    }
   }
-  std::vector<int> order(shown.size());
+  std::vector<int> order(train.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(options_.seed);
   std::vector<InssImitationEpoch> epochs;
@@ -212,8 +213,8 @@ absl::StatusOr<std::vector<InssImitationEpoch>> InssImitationTrainer::Run() {
       std::vector<std::vector<int>> actions;
       for (size_t j = at; j < std::min(order.size(), at + options_.minibatch);
            ++j) {
-        states.push_back(shown[order[j]].state);
-        actions.push_back(shown[order[j]].action);
+        states.push_back(train[order[j]].state);
+        actions.push_back(train[order[j]].action);
       }
       loss += agent_->Imitate(states, actions);
       ++steps;

@@ -100,8 +100,8 @@ class InssImitationTrainer {
   std::vector<double> RoomRatios(const std::vector<Sample>& samples) const;
 
  private:
-  // `samples` and the scaled copies of their fresh ones.
-  std::vector<Sample> Augmented(const std::vector<Sample>& samples) const;
+  // Appends options_.scaled_copies scaled copies of each fresh sample.
+  void AddScaledCopies(std::vector<Sample>* samples) const;
   std::vector<Sample> GenerateOne(int count, uint64_t seed,
                                   std::atomic<int>* done) const;
   absl::Status Save(const std::string& stem, int epochs) const;

@@ -81,9 +81,11 @@ ABSL_FLAG(double, min_requests, 1000,
           "always).");
 ABSL_FLAG(std::string, csv, "", "Write the throughput table here as CSV.");
 ABSL_FLAG(std::string, inss_checkpoint, "",
-          "InSS actor checkpoint (empty: the one shipped in "
-          "learner/checkpoints/). The planning experiment times inss with an "
-          "untrained actor of each size's shape.");
+          "InSS actor checkpoint (empty: the SAC-trained one shipped in "
+          "learner/checkpoints/inss_v100; learner/checkpoints/inss_v100_search "
+          "is the same network trained to imitate a placement search). The "
+          "planning experiment times inss with an untrained actor of each "
+          "size's shape.");
 ABSL_FLAG(int, ideal_max_models, 4,
           "Skip ideal (print -) for workloads with more models than this: "
           "its exhaustive search grows exponentially with them.");

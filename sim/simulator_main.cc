@@ -33,7 +33,9 @@ ABSL_FLAG(std::string, interference, "linear",
           "linear (gpulet's), pairwise (Tessera's) or none.");
 ABSL_FLAG(std::string, inss_checkpoint, "",
           "Actor checkpoint of --policy=inss (empty: the one shipped in "
-          "learner/checkpoints/, trained for the V100 models on 1-8 GPUs).");
+          "learner/checkpoints/, trained for the V100 models on 1-8 GPUs; "
+          "learner/checkpoints/inss_v100_search: the same network trained to "
+          "imitate a placement search).");
 ABSL_FLAG(std::string, inss_fallback, "",
           "Policy that plans what the InSS checkpoint was not trained for "
           "(empty: refuse).");

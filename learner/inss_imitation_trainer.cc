@@ -6,11 +6,11 @@
 #include <fstream>
 #include <numeric>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/owned_threads.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "scheduler/inss_provisioning.h"
@@ -90,11 +90,11 @@ std::vector<InssImitationTrainer::Sample> InssImitationTrainer::Generate(
     int count, uint64_t seed, int threads) const {
   threads = std::max(1, std::min(threads, count));
   std::vector<std::vector<Sample>> parts(threads);
-  std::vector<std::thread> workers;
   std::atomic<int> done{0};
+  OwnedThreads workers;
   for (int t = 0; t < threads; ++t) {
     const int share = count / threads + (t < count % threads ? 1 : 0);
-    workers.emplace_back([this, &parts, &done, t, share, seed] {
+    workers.Start([this, &parts, &done, t, share, seed] {
       parts[t] = GenerateOne(share, seed + t, &done);
     });
   }
@@ -105,7 +105,7 @@ std::vector<InssImitationTrainer::Sample> InssImitationTrainer::Generate(
     Progress(options_.progress, "states", done.load(), count,
              absl::ToDoubleSeconds(absl::Now() - start));
   }
-  for (std::thread& w : workers) w.join();
+  workers.JoinAll();
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   std::vector<Sample> all;
   for (auto& part : parts) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/owned_threads.h"
+#include "common/progress_bar.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 #include "scheduler/inss_provisioning.h"
@@ -44,13 +45,10 @@ std::vector<int> Target(const InssPlacementSearch::Result& r) {
 void Progress(std::FILE* out, const std::string& what, int done, int total,
               double seconds) {
   if (out == nullptr) return;
-  constexpr int kWidth = 30;
-  const int filled = total > 0 ? kWidth * done / total : kWidth;
   const double eta = done > 0 ? seconds / done * (total - done) : 0;
-  std::fprintf(out, "\r[%s%s] %s %d/%d  %.0fs, eta %.0fs   ",
-               std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, ' ').c_str(), what.c_str(), done,
-               total, seconds, eta);
+  std::fprintf(out, "\r%s %s %d/%d  %.0fs, eta %.0fs   ",
+               ProgressBar(done, total).c_str(), what.c_str(), done, total,
+               seconds, eta);
   std::fflush(out);
 }
 

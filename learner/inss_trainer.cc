@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/progress_bar.h"
 #include "common/status_macros.h"
 #include "common/text_proto.h"
 
@@ -17,19 +18,16 @@ namespace {
 
 // `done` of this run's `total` episodes; the ETA from this run's pace
 // (`seconds` in all, `earlier` of them before this run).
-void ProgressBar(std::FILE* out, int done, int total, int episode, int episodes,
-                 double seconds, double earlier,
-                 const InssEpisodeRecord& last_eval) {
+void PrintProgress(std::FILE* out, int done, int total, int episode,
+                   int episodes, double seconds, double earlier,
+                   const InssEpisodeRecord& last_eval) {
   if (out == nullptr) return;
-  constexpr int kWidth = 30;
-  const int filled = episodes > 0 ? kWidth * episode / episodes : kWidth;
   const double pace = done > 0 ? (seconds - earlier) / done : 0;
   const double eta = pace * (total - done);
   std::fprintf(out,
-               "\r[%s%s] episode %d/%d  eval reward %.2f  viol %.2f%%  "
+               "\r%s episode %d/%d  eval reward %.2f  viol %.2f%%  "
                "%.0fs, eta %.0fs   ",
-               std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, ' ').c_str(), episode, episodes,
+               ProgressBar(episode, episodes).c_str(), episode, episodes,
                last_eval.mean_reward, last_eval.violation_pct, seconds, eta);
   std::fflush(out);
 }
@@ -247,9 +245,9 @@ absl::StatusOr<std::vector<InssEpisodeRecord>> InssTrainer::Run() {
                              r.entropy, r.q_loss, r.seconds);
       csv.flush();
     }
-    ProgressBar(options_.progress, episode - first + 1,
-                options_.episodes - first + 1, episode, options_.episodes,
-                r.seconds, earlier, last_eval);
+    PrintProgress(options_.progress, episode - first + 1,
+                  options_.episodes - first + 1, episode, options_.episodes,
+                  r.seconds, earlier, last_eval);
     if (!options_.out_stem.empty() && options_.checkpoint_every > 0 &&
         episode % options_.checkpoint_every == 0) {
       RETURN_IF_ERROR(Save(absl::StrCat(options_.out_stem, "-e", episode),

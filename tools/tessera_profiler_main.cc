@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/cpu_affinity.h"
 #include "common/percentile.h"
+#include "common/progress_bar.h"
 #include "common/text_proto.h"
 #include "common/usage.h"
 #include "perfmodel/interference_evaluation.h"
@@ -128,18 +129,14 @@ int Run() {
   int first_done = -1;
   o.progress = [&](int done, int total) {
     if (first_done < 0) first_done = done;
-    const int width = 30;
-    const int filled = total == 0 ? width : width * done / total;
     std::string eta = "--";
     if (done > first_done) {
       const double per =
           absl::ToDoubleSeconds(absl::Now() - start) / (done - first_done);
       eta = absl::StrFormat("%.0fs", per * (total - done));
     }
-    std::fprintf(stderr, "\r[%s%s] %d/%d cells  ETA %s   ",
-                 std::string(filled, '#').c_str(),
-                 std::string(width - filled, ' ').c_str(), done, total,
-                 eta.c_str());
+    std::fprintf(stderr, "\r%s %d/%d cells  ETA %s   ",
+                 ProgressBar(done, total).c_str(), done, total, eta.c_str());
     if (done == total) std::fprintf(stderr, "\n");
   };
   auto result = Profiler::Run(o);

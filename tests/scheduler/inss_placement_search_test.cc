@@ -16,9 +16,9 @@ using testing::PaperRules;
 using testing::Snapshot;
 
 // Three models a, b, c, L(b, p) = (5 + 5 b) 100 / p ms, SLO 100 ms, on
-// two devices.
-InssCluster Make(ClusterSnapshot* s) {
-  *s = Snapshot(2);
+// `gpus` devices.
+InssCluster Make(ClusterSnapshot* s, int gpus = 2) {
+  *s = Snapshot(gpus);
   for (const char* m : {"a", "b", "c"}) {
     AddModel(s, LinearProfile(m, 5, 5), 1, 100);
   }
@@ -69,6 +69,31 @@ TEST(InssPlacementSearchTest, FindsTheBestActionOfAnExhaustiveSearch) {
       InssProvisioning::FromAction(c, r.gpu, r.level, active);
   EXPECT_EQ(again.gpu, r.provisioning.gpu);
   EXPECT_EQ(again.share_percent, r.provisioning.share_percent);
+}
+
+// At rates so light that every placement has the most room (64x), every
+// action ties: the answer is still one action per partition of the models.
+TEST(InssPlacementSearchTest, TiesEndAtOneActionPerPartition) {
+  ClusterSnapshot s;
+  const InssCluster two = Make(&s);
+  ClusterSnapshot s1;
+  const InssCluster one = Make(&s1, 1);
+  InssSearchOptions options;
+  options.random_draws = 4;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    options.seed = seed;
+    // a alone: on the device numbered first, with all of it.
+    const InssPlacementSearch::Result alone =
+        InssPlacementSearch::Search(two, {0.01, 0, 0}, options);
+    EXPECT_EQ(alone.room, 64);
+    EXPECT_EQ(alone.gpu, (std::vector<int>{0, -1, -1})) << seed;
+    EXPECT_EQ(alone.level, (std::vector<int>{10, 0, 0})) << seed;
+    // a and b on one device: it is given out whole, however the draws
+    // split it.
+    const InssPlacementSearch::Result pair =
+        InssPlacementSearch::Search(one, {0.01, 0.01, 0}, options);
+    EXPECT_EQ(pair.level[0] + pair.level[1], 10) << seed;
+  }
 }
 
 TEST(InssPlacementSearchTest, ActionOfGivesTheActionOfARepairedProvisioning) {

@@ -98,10 +98,11 @@ class InssImitationTrainer {
   // The actor's argmax action made feasible (FromAction) and its room
   // over the teacher's, per sample.
   std::vector<double> RoomRatios(const std::vector<Sample>& samples) const;
+  // Appends options_.scaled_copies scaled copies of each fresh sample
+  // (InssImitationOptions::scaled_copies).
+  void AddScaledCopies(std::vector<Sample>* samples) const;
 
  private:
-  // Appends options_.scaled_copies scaled copies of each fresh sample.
-  void AddScaledCopies(std::vector<Sample>* samples) const;
   std::vector<Sample> GenerateOne(int count, uint64_t seed,
                                   std::atomic<int>* done) const;
   absl::Status Save(const std::string& stem, int epochs) const;

@@ -481,6 +481,53 @@ SacOptions TinyNetwork(int slots, int gpus, int levels) {
   return o;
 }
 
+// --imitation_scaled_copies: a first state of an episode comes back with
+// every rate times m, leaving 1 to 8 times the rates room on the teacher's
+// placement, the state encoded anew and the teacher's action unchanged;
+// later states are not copied.
+TEST_F(InssLearnerTest, ScaledCopiesKeepTheTeachersAnswer) {
+  const InssCheckpointInfo info = SmallInfo();
+  const InssWorkloadSampler sampler = Sampler(info);
+  auto agent = SacDiscreteAgent::Create(Small(info));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  InssImitationOptions options;
+  options.scaled_copies = 3;
+  options.search.random_draws = 8;
+  InssImitationTrainer trainer(&sampler, InssEnvironmentOptions{}, agent->get(),
+                               info, options);
+  std::vector<InssImitationTrainer::Sample> samples =
+      trainer.Generate(8, 1, 1);  // two episodes of four states
+  ASSERT_EQ(samples.size(), 8u);
+  int fresh = 0;
+  for (const auto& s : samples) fresh += s.fresh && s.teacher_room > 0;
+  ASSERT_GT(fresh, 0);
+  const std::vector<InssImitationTrainer::Sample> drawn = samples;
+  trainer.AddScaledCopies(&samples);
+  ASSERT_EQ(samples.size(), drawn.size() + 3 * fresh);
+  size_t at = drawn.size();
+  for (const auto& original : drawn) {
+    if (!original.fresh || original.teacher_room <= 0) continue;
+    for (int c = 0; c < 3; ++c, ++at) {
+      const auto& copy = samples[at];
+      EXPECT_FALSE(copy.fresh);
+      EXPECT_EQ(copy.action, original.action);
+      EXPECT_GE(copy.teacher_room, 1 - 1e-9);
+      EXPECT_LE(copy.teacher_room, 8 + 1e-9);
+      const double m = original.teacher_room / copy.teacher_room;
+      for (size_t i = 0; i < copy.rates_rps.size(); ++i) {
+        EXPECT_NEAR(copy.rates_rps[i], original.rates_rps[i] * m, 1e-9);
+      }
+      const int n = static_cast<int>(copy.rates_rps.size());
+      EXPECT_EQ(copy.state,
+                InssEnvironment::EncodeState(
+                    copy.cluster, copy.rates_rps, std::vector<double>(n, 0),
+                    InssProvisioning{std::vector<int>(n, -1),
+                                     std::vector<double>(n, 0)}));
+      EXPECT_NE(copy.state, original.state);
+    }
+  }
+}
+
 TEST(SacDiscreteAgentTest, LearnsABandit) {
   SacOptions o = TinyNetwork(1, 2, 4);
   o.minibatch_size = 32;

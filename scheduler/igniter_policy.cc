@@ -58,10 +58,11 @@ double FitAlphaCache(const InterferenceModel& interference,
 
 std::unique_ptr<SchedulingPolicy> IgniterPolicy::Make(
     const PolicyOptions& options, IgniterPacking packing) {
-  // PolicyInputs plan with SharedRules' headroom: use iGniter's.
+  // PolicyInputs plan with SharedRules' margins: use iGniter's.
   PolicyOptions o = options;
-  o.rules = WithSharedHeadroom(o.rules, o.rules.igniter().latency_headroom(),
-                               o.rules.igniter().rate_headroom());
+  o.rules = WithFamilyMargins(o.rules, o.rules.igniter().latency_headroom(),
+                              o.rules.igniter().rate_headroom(),
+                              o.rules.igniter().queueing_tail());
   return std::unique_ptr<SchedulingPolicy>(
       new IgniterPolicy(std::move(o), packing));
 }
@@ -170,6 +171,7 @@ absl::StatusOr<Plan> IgniterPolicy::PlanFrom(const PolicyInputs& inputs) const {
     IgniterRequest q{&workloads[i], demands[i].slo_ms, demands[i].rate_rps,
                      demands[i].max_batch, rules.queueing_check()};
     const ModelDemand& d = demands[i];
+    q.queueing_tail = d.queueing_tail;
     q.burst_tail = d.burst_tail;
     q.bulk_queue_wait = d.bulk_queue_wait;
     q.round_robin_arrivals = d.round_robin_arrivals;

@@ -39,7 +39,7 @@ std::vector<IgniterResident> Residents(
 double PlanningWait(const IgniterRequest& q, const IgniterPlacement& p,
                     double t_ms) {
   return FixedBatchWaitMs(p.rate_rps * t_ms / (1000.0 * p.batch), t_ms, p.batch,
-                          kQueueingTail, q.burst_tail, q.bulk_queue_wait);
+                          q.queueing_tail, q.burst_tail, q.bulk_queue_wait);
 }
 
 // A prediction raised to the request's solo floor, when it has one.
@@ -66,7 +66,7 @@ double LoneQueueMaxRps(const IgniterRequest& q,
   for (int it = 0; it < 30 && hi - lo > 1e-4 * hi; ++it) {
     const double mid = (lo + hi) / 2;
     (LoneQueueLateFraction(q.lone_queue_expiry, mid, batch_ms, q.slo_ms, 1,
-                           kQueueingTail) <= kQueueingTail
+                           q.queueing_tail) <= q.queueing_tail
          ? lo
          : hi) = mid;
   }
@@ -89,7 +89,7 @@ bool LoneQueueFits(const IgniterModel& model,
         q, gpu[i], model.Predict(Residents(requests, gpu))[i].inference_ms);
   }
   return LoneQueueLateFraction(q.lone_queue_expiry, gpu[i].rate_rps, batch_ms,
-                               q.slo_ms, 1, kQueueingTail) <= kQueueingTail;
+                               q.slo_ms, 1, q.queueing_tail) <= q.queueing_tail;
 }
 
 // Algorithm 2 on a copy of one GPU's residents; the caller rejects the GPU
@@ -169,11 +169,11 @@ double RotationReplicaRps(const IgniterRequest& q, int batch, double batch_ms,
     if (batch_queue) {
       return LoneQueueLateFraction(q.lone_queue_expiry, q.rate_rps / n,
                                    batch_latencies, q.slo_ms, k,
-                                   kQueueingTail) <= kQueueingTail;
+                                   q.queueing_tail) <= q.queueing_tail;
     }
     const double rho = q.rate_rps * batch_ms / (1000.0 * k * batch);
     return rho < 1 &&
-           batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, kQueueingTail,
+           batch_ms + FixedBatchWaitMs(rho, batch_ms, batch, q.queueing_tail,
                                        q.burst_tail, q.bulk_queue_wait, k) <=
                q.slo_ms;
   };
@@ -257,7 +257,7 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
       for (int it = 0; it < 50; ++it) {
         const double mid = (lo + hi) / 2;
         const bool fits =
-            best_ms + FixedBatchWaitMs(mid, best_ms, best_b, kQueueingTail,
+            best_ms + FixedBatchWaitMs(mid, best_ms, best_b, q.queueing_tail,
                                        q.burst_tail, q.bulk_queue_wait) <=
             q.slo_ms;
         (fits ? lo : hi) = mid;

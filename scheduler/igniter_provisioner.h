@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "perfmodel/igniter_model.h"
+#include "scheduler/queue_wait.h"
 
 namespace tessera {
 
@@ -23,6 +24,9 @@ struct IgniterRequest {
   // server running whole batches (the plan's batch size is also the
   // dispatcher's cap).
   bool queueing_check = false;
+  // The tail of that wait and of the batch queue's late share below
+  // (IgniterRules.queueing_tail).
+  double queueing_tail = kQueueingTail;
   // The burst bound of that wait (FixedBatchWaitMs' burst_tail; 0: off).
   double burst_tail = 0;
   // That wait from the bulk-service queue (SharedRules.bulk_queue_wait).

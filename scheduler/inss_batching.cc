@@ -34,10 +34,10 @@ double InssBatching::WorstMs(const InssCluster& cluster, int slot, int batch,
                              double rate_rps, double exec_ms, double backlog) {
   double worst = InssModel::WorstTaskMs(batch, rate_rps, exec_ms, backlog);
   if (cluster.slots()[slot].queueing_check) {
-    worst +=
-        FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms, batch,
-                         kQueueingTail, cluster.slots()[slot].burst_tail,
-                         cluster.slots()[slot].bulk_queue_wait);
+    worst += FixedBatchWaitMs(rate_rps * exec_ms / (1000.0 * batch), exec_ms,
+                              batch, cluster.slots()[slot].queueing_tail,
+                              cluster.slots()[slot].burst_tail,
+                              cluster.slots()[slot].bulk_queue_wait);
   }
   return worst;
 }

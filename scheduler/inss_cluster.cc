@@ -133,6 +133,7 @@ absl::StatusOr<InssCluster> InssCluster::FromSnapshot(
     }
     slot.latency_scale = options.rules.inss().latency_headroom();
     slot.queueing_check = options.rules.inss().fill_wait();
+    slot.queueing_tail = options.rules.inss().queueing_tail();
     const SharedRules& shared = options.rules.shared();
     slot.burst_tail = shared.burst_bound() ? shared.burst_tail() : 0;
     slot.bulk_queue_wait = shared.bulk_queue_wait();

@@ -9,6 +9,7 @@
 #include "inss.pb.h"
 #include "perfmodel/interference_model.h"
 #include "perfmodel/latency_model.h"
+#include "scheduler/queue_wait.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -37,6 +38,8 @@ struct InssModelSlot {
   // Add the planning wait of batches (FixedBatchWaitMs) to Eq. 2
   // (PolicyOptions::queueing_check).
   bool queueing_check = true;
+  // The tail of that wait (InssRules.queueing_tail).
+  double queueing_tail = kQueueingTail;
   // Its burst bound (FixedBatchWaitMs' burst_tail; 0: off).
   double burst_tail = 0;
   // That wait from the bulk-service queue (SharedRules.bulk_queue_wait).

@@ -340,10 +340,11 @@ class Planner {
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> LasPolicy::Create(
     const PolicyOptions& options) {
-  // PolicyInputs plan with SharedRules' headroom: use LAS's.
+  // PolicyInputs plan with SharedRules' margins: use LAS's.
   PolicyOptions o = options;
-  o.rules = WithSharedHeadroom(o.rules, o.rules.las().latency_headroom(),
-                               o.rules.las().rate_headroom());
+  o.rules = WithFamilyMargins(o.rules, o.rules.las().latency_headroom(),
+                              o.rules.las().rate_headroom(),
+                              o.rules.las().queueing_tail());
   return std::unique_ptr<SchedulingPolicy>(new LasPolicy(std::move(o)));
 }
 

@@ -35,10 +35,11 @@ absl::StatusOr<PlanningRules> RulesFromFlags(absl::string_view preset,
 absl::StatusOr<PlanningRules> RulesFromFlags(
     absl::string_view preset, const std::vector<std::string>& overrides);
 
-// `rules` with SharedRules' headroom replaced: how igniter and las plan
-// the shared inputs (PolicyInputs) with their own family's headroom.
-PlanningRules WithSharedHeadroom(PlanningRules rules, double latency_headroom,
-                                 double rate_headroom);
+// `rules` with SharedRules' headroom and queueing tail replaced: how
+// igniter and las plan the shared inputs (PolicyInputs) with their own
+// family's margins.
+PlanningRules WithFamilyMargins(PlanningRules rules, double latency_headroom,
+                                double rate_headroom, double queueing_tail);
 
 // One line naming the preset and every field that differs from it, for
 // plan reasons and experiment headers ("tessera", "paper + shared {

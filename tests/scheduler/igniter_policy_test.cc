@@ -97,6 +97,28 @@ TEST(IgniterPolicyTest, DeviceGridSetsTheShareUnit) {
   EXPECT_THAT(plan->reason(), HasSubstr("r_unit 25.0%"));
 }
 
+TEST(IgniterPolicyTest, PlansItsQueueingCheckAtItsOwnTail) {
+  // ALLOC's queueing check (t_inf + W <= SLO, W the tail wait of its
+  // batches) at igniter.queueing_tail, not shared.queueing_tail: a looser
+  // tail means a shorter W and a smaller share.
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, LinearProfile("a", 3, 1), 100, 50);
+  auto share = [&](double igniter_tail, double shared_tail) {
+    PolicyOptions options = testing::PaperRules();
+    options.rules.mutable_igniter()->set_queueing_check(true);
+    options.rules.mutable_igniter()->set_queueing_tail(igniter_tail);
+    options.rules.mutable_shared()->set_queueing_tail(shared_tail);
+    auto plan = testing::RunPolicyWith("igniter", s, options);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? plan->devices(0).gpulets(0).share_percent() : 0.0;
+  };
+  const double strict = share(0.001, 0.05);
+  const double loose = share(0.05, 0.001);
+  EXPECT_LT(loose, strict);
+  EXPECT_EQ(share(0.001, 0.001), strict);
+  EXPECT_EQ(share(0.05, 0.05), loose);
+}
+
 TEST(IgniterPolicyTest, UnschedulableNamesTheModel) {
   ClusterSnapshot s = Snapshot(1);
   // 5 ms at batch 1 on a whole GPU > 8 / 2.

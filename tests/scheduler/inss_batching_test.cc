@@ -109,6 +109,26 @@ TEST_F(InssBatchingTest, QueueingCheckAddsTheBatchQueueWait) {
   EXPECT_LE(r.worst_ms[0], 200);
 }
 
+TEST_F(InssBatchingTest, FillWaitIsPlannedAtInssOwnTail) {
+  // The workload above with inss.queueing_tail 0.05 (shared's stays the
+  // paper's): the wait at that tail is shorter, so the batch grows.
+  PolicyOptions options = PaperRules();
+  options.rules.mutable_inss()->set_fill_wait(true);
+  options.rules.mutable_inss()->set_queueing_tail(0.05);
+  const InssCluster c = Make(200, options);
+  const InssBatchResult r =
+      InssBatching::Decide(c, Place({0, -1}, {100, 0}), {100, 0}, {0, 0}, {});
+  ASSERT_TRUE(r.ok) << r.why;
+  EXPECT_GT(r.batch[0], 5);
+  const int b = r.batch[0];
+  const double exec = 5 + 5 * b;
+  EXPECT_DOUBLE_EQ(
+      r.worst_ms[0],
+      InssModel::WorstTaskMs(b, 100, exec, 0) +
+          FixedBatchWaitMs(100 * exec / (1000.0 * b), exec, b, 0.05));
+  EXPECT_LE(r.worst_ms[0], 200);
+}
+
 TEST_F(InssBatchingTest, BulkQueueWaitLetsBatchesGrow) {
   // The workload above with shared.bulk_queue_wait: a batch takes up to b
   // waiting tasks, so the wait is about 1.6 batch times instead of 3.7

@@ -1,5 +1,7 @@
 #include "scheduler/planning_rules.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -48,6 +50,18 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.gpulet().interference_within_headroom());
   EXPECT_TRUE(tessera.igniter().latency_floor());
   EXPECT_TRUE(tessera.inss().bda_repair());
+  // The queueing tails: the paper's 0.005 everywhere (unused there), and
+  // each family's calibrated one under tessera.
+  for (const PlanningRules* r : {&paper}) {
+    EXPECT_EQ(r->shared().queueing_tail(), 0.005);
+    EXPECT_EQ(r->igniter().queueing_tail(), 0.005);
+    EXPECT_EQ(r->las().queueing_tail(), 0.005);
+    EXPECT_EQ(r->inss().queueing_tail(), 0.005);
+  }
+  EXPECT_EQ(tessera.shared().queueing_tail(), 0.01);
+  EXPECT_EQ(tessera.igniter().queueing_tail(), 0.0075);
+  EXPECT_EQ(tessera.las().queueing_tail(), 0.005);
+  EXPECT_EQ(tessera.inss().queueing_tail(), 0.0075);
   EXPECT_EQ(DescribeRules(paper), "paper");
   EXPECT_EQ(DescribeRules(tessera), "tessera");
 }
@@ -88,6 +102,18 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
             std::string::npos);
   auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
   EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);
+  for (const char* family : {"igniter", "las", "inss"}) {
+    for (const char* value : {"0", "0.5"}) {
+      auto t = RulesFromFlags(
+          "tessera", std::string(family) + " { queueing_tail: " + value + " }");
+      EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument)
+          << family << " " << value;
+      EXPECT_NE(
+          t.status().message().find(std::string(family) + ".queueing_tail"),
+          std::string::npos)
+          << t.status();
+    }
+  }
   auto burst = RulesFromFlags("tessera", "shared { burst_tail: 0.5 }");
   EXPECT_EQ(burst.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(burst.status().message().find("shared.burst_tail"),

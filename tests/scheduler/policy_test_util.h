@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "profile.pb.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/queue_wait.h"
 #include "scheduler/scheduling_policy.h"
 
 namespace tessera {
@@ -82,6 +83,11 @@ inline PolicyOptions PaperRules(
   options.rules.mutable_igniter()->set_queueing_check(false);
   options.rules.mutable_las()->set_tail_wait(false);
   options.rules.mutable_inss()->set_fill_wait(false);
+  // The paper preset's tails (the hand-computed answers use them).
+  shared->set_queueing_tail(kQueueingTail);
+  options.rules.mutable_igniter()->set_queueing_tail(kQueueingTail);
+  options.rules.mutable_las()->set_queueing_tail(kQueueingTail);
+  options.rules.mutable_inss()->set_queueing_tail(kQueueingTail);
   return options;
 }
 

@@ -109,18 +109,57 @@ double QuantileInServiceTimes(double rho, double tail) {
   return hi;
 }
 
-// The default-tail quantile, tabulated as q(rho) (1 - rho), which stays
-// finite and smooth as rho -> 1 (heavy traffic: -> ln(1 / tail) / 2).
+// The tails the planning rules use (SharedRules.queueing_tail and each
+// family's) are few: each of the first kMaxTabulatedTails distinct ones
+// gets a slot, and its quantiles are tabulated on first use (MD1WaitMs,
+// BulkQueueWaitMs); any later tail is computed directly. Lock-free: a
+// slot is claimed once and never changes.
+constexpr int kMaxTabulatedTails = 8;
+
+// The slot of `tail` (> 0), claiming a free one; -1 when all are taken.
+int TabulatedTailSlot(double tail) {
+  static std::array<std::atomic<double>, kMaxTabulatedTails>* const tails =
+      new std::array<std::atomic<double>, kMaxTabulatedTails>();
+  for (int i = 0; i < kMaxTabulatedTails; ++i) {
+    std::atomic<double>& slot = (*tails)[i];
+    double t = slot.load(std::memory_order_acquire);
+    if (t == 0 &&
+        !slot.compare_exchange_strong(t, tail, std::memory_order_acq_rel)) {
+      // Another thread claimed it first: `t` is now its tail.
+    } else if (t == 0) {
+      return i;  // claimed
+    }
+    if (t == tail) return i;
+  }
+  return -1;
+}
+
+// Builds T(args...) into `slot` on first use (a thread that loses the race
+// discards its copy).
+template <typename T, typename... Args>
+const T& BuiltOnce(std::atomic<const T*>& slot, Args... args) {
+  const T* t = slot.load(std::memory_order_acquire);
+  if (t != nullptr) return *t;
+  auto* built = new T(args...);
+  if (slot.compare_exchange_strong(t, built, std::memory_order_acq_rel)) {
+    return *built;
+  }
+  delete built;
+  return *t;
+}
+
+// One tail's quantile, tabulated as q(rho) (1 - rho), which stays finite
+// and smooth as rho -> 1 (heavy traffic: -> ln(1 / tail) / 2).
 constexpr int kTableSize = 1024;
 
-class DefaultQuantileTable {
+class Md1QuantileTable {
  public:
-  DefaultQuantileTable() {
+  explicit Md1QuantileTable(double tail) {
     for (int i = 0; i <= kTableSize; ++i) {
       const double rho = static_cast<double>(i) / kTableSize;
       values_[i] = i == kTableSize
-                       ? 0.5 * std::log(1 / kQueueingTail)
-                       : QuantileInServiceTimes(rho, kQueueingTail) * (1 - rho);
+                       ? 0.5 * std::log(1 / tail)
+                       : QuantileInServiceTimes(rho, tail) * (1 - rho);
     }
   }
   double Quantile(double rho) const {
@@ -133,6 +172,18 @@ class DefaultQuantileTable {
  private:
   std::array<double, kTableSize + 1> values_;
 };
+
+// The table of `tail`, or null when it has no slot.
+const Md1QuantileTable* Md1TableOf(double tail) {
+  if (!(tail > 0)) return nullptr;
+  const int slot = TabulatedTailSlot(tail);
+  if (slot < 0) return nullptr;
+  static std::array<std::atomic<const Md1QuantileTable*>,
+                    kMaxTabulatedTails>* const tables =
+      new std::array<std::atomic<const Md1QuantileTable*>,
+                     kMaxTabulatedTails>();
+  return &BuiltOnce((*tables)[slot], tail);
+}
 
 }  // namespace
 
@@ -149,9 +200,10 @@ double MD1WaitMs(double rho, double service_ms, double tail) {
   if (rho <= tail || service_ms <= 0) return 0.0;
   // The last table interval interpolates towards the heavy-traffic limit;
   // compute the quantile directly there.
-  if (tail == kQueueingTail && rho < 1 - 1.0 / kTableSize) {
-    static const DefaultQuantileTable* const table = new DefaultQuantileTable();
-    return service_ms * table->Quantile(rho);
+  if (rho < 1 - 1.0 / kTableSize) {
+    if (const Md1QuantileTable* table = Md1TableOf(tail)) {
+      return service_ms * table->Quantile(rho);
+    }
   }
   return service_ms * QuantileInServiceTimes(rho, tail);
 }
@@ -287,24 +339,23 @@ double BulkSojournQuantile(double rho, int cap, double tail) {
   return hi;
 }
 
-// The default-tail quantile of one cap, tabulated as q(rho) (1 - rho)
-// over rho = i / kBulkTableSize (finite as rho -> 1) and interpolated:
-// the policies ask for it in their inner loops (LAS: every (b, p) of
-// every service on every GPU). Built on first use of the cap.
+// One tail's quantile of one cap, tabulated as q(rho) (1 - rho) over
+// rho = i / kBulkTableSize (finite as rho -> 1) and interpolated: the
+// policies ask for it in their inner loops (LAS: every (b, p) of every
+// service on every GPU). Built on first use of the (tail, cap).
 constexpr int kBulkTableSize = 256;
 constexpr int kBulkTableMaxCap = 128;
 
 class BulkQuantileTable {
  public:
-  explicit BulkQuantileTable(int cap) {
+  BulkQuantileTable(int cap, double tail) {
     for (int i = 0; i < kBulkTableSize; ++i) {
       const double rho = static_cast<double>(i) / kBulkTableSize;
-      values_[i] = BulkSojournQuantile(rho, cap, kQueueingTail) * (1 - rho);
+      values_[i] = BulkSojournQuantile(rho, cap, tail) * (1 - rho);
     }
     // The last interval ends at rho = 1 - 1 / (4 size), computed.
     const double rho = 1 - 0.25 / kBulkTableSize;
-    values_[kBulkTableSize] =
-        BulkSojournQuantile(rho, cap, kQueueingTail) * (1 - rho);
+    values_[kBulkTableSize] = BulkSojournQuantile(rho, cap, tail) * (1 - rho);
   }
   double Quantile(double rho) const {
     const double x = rho * kBulkTableSize;
@@ -317,22 +368,16 @@ class BulkQuantileTable {
   std::array<double, kBulkTableSize + 1> values_;
 };
 
-// One table per cap, built lock-free on first use (a thread that loses
-// the race discards its copy).
-const BulkQuantileTable& TableOf(int cap) {
-  static std::array<std::atomic<const BulkQuantileTable*>,
-                    kBulkTableMaxCap + 1>* const tables =
-      new std::array<std::atomic<const BulkQuantileTable*>,
-                     kBulkTableMaxCap + 1>();
-  std::atomic<const BulkQuantileTable*>& slot = (*tables)[cap];
-  const BulkQuantileTable* t = slot.load(std::memory_order_acquire);
-  if (t != nullptr) return *t;
-  auto* built = new BulkQuantileTable(cap);
-  if (slot.compare_exchange_strong(t, built, std::memory_order_acq_rel)) {
-    return *built;
-  }
-  delete built;
-  return *t;
+// The table of (cap, tail), or null when the tail has no slot.
+const BulkQuantileTable* BulkTableOf(int cap, double tail) {
+  if (!(tail > 0)) return nullptr;
+  const int slot = TabulatedTailSlot(tail);
+  if (slot < 0) return nullptr;
+  using Row =
+      std::array<std::atomic<const BulkQuantileTable*>, kBulkTableMaxCap + 1>;
+  static std::array<Row, kMaxTabulatedTails>* const tables =
+      new std::array<Row, kMaxTabulatedTails>();
+  return &BuiltOnce((*tables)[slot][cap], cap, tail);
 }
 
 }  // namespace
@@ -340,9 +385,10 @@ const BulkQuantileTable& TableOf(int cap) {
 double BulkQueueWaitMs(double rho, double batch_ms, int cap, double tail) {
   if (rho >= 1 - 1e-9) return std::numeric_limits<double>::infinity();
   if (rho <= 0 || batch_ms <= 0) return 0.0;
-  if (tail == kQueueingTail && cap >= 2 && cap <= kBulkTableMaxCap &&
-      rho < 1 - 0.25 / kBulkTableSize) {
-    return std::max(0.0, TableOf(cap).Quantile(rho) - 1) * batch_ms;
+  if (cap >= 2 && cap <= kBulkTableMaxCap && rho < 1 - 0.25 / kBulkTableSize) {
+    if (const BulkQuantileTable* table = BulkTableOf(cap, tail)) {
+      return std::max(0.0, table->Quantile(rho) - 1) * batch_ms;
+    }
   }
   return (BulkSojournQuantile(rho, cap, tail) - 1) * batch_ms;
 }

@@ -21,6 +21,7 @@
 #include "learner/torch_inss_actor.h"
 #include "scheduler/inss_environment.h"
 #include "scheduler/mlp_inss_actor.h"
+#include "scheduler/planning_rules.h"
 #include "sim/emulated_workload.h"
 #include "sim/inss_v100_setup.h"
 #include "sim/simulated_inss_judge.h"
@@ -137,6 +138,13 @@ ABSL_FLAG(int, teacher_draws, 128,
           "search.");
 ABSL_FLAG(int, teacher_threads, 2,
           "--teacher=search: threads that run the teacher.");
+ABSL_FLAG(std::string, rules, "tessera",
+          "Planning rules of the training environment's BDA: tessera "
+          "(calibrated defaults) or paper (docs/planning-rules.md).");
+ABSL_FLAG(std::string, rules_override, "",
+          "PlanningRules text overriding single fields of --rules, e.g. "
+          "'inss { queueing_tail: 0.005 }' (the rules the shipped actors "
+          "were trained under; proto/policy_rules.proto).");
 ABSL_FLAG(int, hidden1, 512, "First hidden layer.");
 ABSL_FLAG(int, hidden2, 256, "Second hidden layer.");
 ABSL_FLAG(int, threads, 1, "Torch intra-op threads.");
@@ -265,6 +273,9 @@ absl::StatusOr<Pool> LoadPool(int gpus, double slo_factor) {
   } else {
     return absl::InvalidArgumentError("--setup must be v100 or emulated");
   }
+  ASSIGN_OR_RETURN(pool.policy.rules,
+                   RulesFromFlags(absl::GetFlag(FLAGS_rules),
+                                  absl::GetFlag(FLAGS_rules_override)));
   return pool;
 }
 
@@ -491,6 +502,7 @@ int Run(const std::string& command) {
   info.set_hidden2_size(absl::GetFlag(FLAGS_hidden2));
   info.set_seed(absl::GetFlag(FLAGS_seed));
   info.set_command(command);
+  info.set_planning_rules(DescribeRules(pool->policy.rules));
   const std::string judge_name = absl::GetFlag(FLAGS_judge);
   if (judge_name != "simulator" && judge_name != "latency-model") {
     std::fprintf(stderr, "--judge must be simulator or latency-model\n");

@@ -123,11 +123,11 @@ int TabulatedTailSlot(double tail) {
   for (int i = 0; i < kMaxTabulatedTails; ++i) {
     std::atomic<double>& slot = (*tails)[i];
     double t = slot.load(std::memory_order_acquire);
-    if (t == 0 &&
-        !slot.compare_exchange_strong(t, tail, std::memory_order_acq_rel)) {
+    if (t == 0) {
+      if (slot.compare_exchange_strong(t, tail, std::memory_order_acq_rel)) {
+        return i;  // claimed
+      }
       // Another thread claimed it first: `t` is now its tail.
-    } else if (t == 0) {
-      return i;  // claimed
     }
     if (t == tail) return i;
   }

@@ -259,6 +259,23 @@ TEST(QueueWaitTest, BulkQueueBoundsASimulatedQueueTightly) {
   EXPECT_NEAR(BulkQueueWaitMs(0.7, 1, 8), 1.67, 0.01);
 }
 
+TEST(QueueWaitTest, EveryTailGetsItsQuantileTabulatedOrNot) {
+  // More distinct tails than get tables: each still inverts (the first
+  // few from their tables, the rest computed), in the M/D/1 and the bulk
+  // queue.
+  for (int i = 0; i < 12; ++i) {
+    const double tail = 0.001 * (i + 2);
+    for (double rho : {0.3, 0.7, 0.95}) {
+      const double w = MD1WaitMs(rho, 10, tail);
+      EXPECT_NEAR(MD1WaitTailProbability(rho, 10, w), tail, 2e-3 * tail)
+          << "rho " << rho << " tail " << tail;
+      const double q = 1 + BulkQueueWaitMs(rho, 1, 4, tail);
+      EXPECT_LE(BulkQueueSojournTail(rho * 4, 4, 1.01 * q), tail)
+          << "rho " << rho << " tail " << tail;
+    }
+  }
+}
+
 TEST(QueueWaitTest, BulkQueueTableIsTheQuantileWithinOnePercent) {
   // The tabulated wait W of each rules' tail against the bound it
   // tabulates: the tail at a sojourn 1 % above 1 + W is within it, 1 %

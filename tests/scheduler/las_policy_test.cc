@@ -139,6 +139,25 @@ TEST(LasPolicyTest, TailWaitInTheSloCheckOnlyKeepsThePapersDemandConstraint) {
   EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
 }
 
+TEST(LasPolicyTest, PlansItsTailWaitAtItsOwnTail) {
+  // The case above with the tail T in every check: at las.queueing_tail
+  // 0.005 no batch size passes (it needs rho <= 0.38); at 0.2 the
+  // whole-batch wait is 1 + ln(5) rho / (2 (1 - rho)) batch times, 1.8 at
+  // b = 32 (rho 0.5), within b / T >= lambda's 1 / rho = 2. The shared
+  // tail does not enter las's checks.
+  const ClusterSnapshot s = OneLinearService(2162);
+  auto run = [&](double las_tail, double shared_tail) {
+    PolicyOptions o = OneServiceTailWait();
+    o.rules.mutable_las()->set_queueing_tail(las_tail);
+    o.rules.mutable_shared()->set_queueing_tail(shared_tail);
+    return testing::RunPolicyWith("las", s, o);
+  };
+  EXPECT_FALSE(run(0.005, 0.2).ok());
+  auto plan = run(0.2, 0.005);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->devices(0).gpulets(0).models(0).batch_size(), 32);
+}
+
 TEST(LasPolicyTest, BulkQueueWaitAdmitsWhatTheWholeBatchWaitRefuses) {
   // The profile above at 1,946 req/s: rho = 1.946 / b + 0.389, 0.45 at
   // b = 32. With the tail T in (14), b / T >= lambda needs T <= t / rho,

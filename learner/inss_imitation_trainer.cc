@@ -42,6 +42,14 @@ std::vector<int> Target(const InssPlacementSearch::Result& r) {
   return target;
 }
 
+// The geometric mean of room ratios (a 0 counts as 0.001); 0 for none.
+double GeometricMean(const std::vector<double>& ratios) {
+  if (ratios.empty()) return 0;
+  double log_sum = 0;
+  for (double x : ratios) log_sum += std::log(std::max(x, 1e-3));
+  return std::exp(log_sum / ratios.size());
+}
+
 void Progress(std::FILE* out, const std::string& what, int done, int total,
               double seconds) {
   if (out == nullptr) return;
@@ -224,17 +232,10 @@ absl::StatusOr<std::vector<InssImitationEpoch>> InssImitationTrainer::Run() {
     InssImitationEpoch r;
     r.epoch = e;
     r.loss = steps > 0 ? loss / steps : 0;
-    double log_sum = 0;
-    int at_95 = 0;
-    for (double x : ratios) {
-      log_sum += std::log(std::max(x, 1e-3));
-      at_95 += x >= 0.95 ? 1 : 0;
-    }
-    r.room_ratio = ratios.empty() ? 0 : std::exp(log_sum / ratios.size());
-    double fitted_log_sum = 0;
-    for (double x : fitted) fitted_log_sum += std::log(std::max(x, 1e-3));
-    r.train_room_ratio =
-        fitted.empty() ? 0 : std::exp(fitted_log_sum / fitted.size());
+    r.room_ratio = GeometricMean(ratios);
+    r.train_room_ratio = GeometricMean(fitted);
+    const auto at_95 = std::count_if(ratios.begin(), ratios.end(),
+                                     [](double x) { return x >= 0.95; });
     r.at_95 = ratios.empty() ? 0 : static_cast<double>(at_95) / ratios.size();
     r.seconds = elapsed();
     epochs.push_back(r);

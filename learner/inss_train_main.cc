@@ -570,8 +570,9 @@ int main(int argc, char** argv) {
       "learner/checkpoints/inss_v100_search (the -best of):\n"
       "  tessera_inss_train --teacher=search --imitation_samples=60000 "
       "--imitation_validation=600 --imitation_epochs=60 "
-      "--learning_rate=0.001 --out=/tmp/inss/inss_v100_search "
-      "--csv=/tmp/inss/search.csv\n"
+      "--learning_rate=0.001 --rules_override='inss { queueing_tail: 0.005 }' "
+      "--out=/tmp/inss/inss_v100_search --csv=/tmp/inss/search.csv (the "
+      "override: the fill-wait tail it was trained under)\n"
       "Baseline: tessera_inss_train --evaluate=round-robin");
   const std::vector<std::string> args(argv, argv + argc);
   absl::ParseCommandLine(argc, argv);

@@ -113,8 +113,7 @@ ABSL_FLAG(std::string, reproduce, "gpulet,igniter,inss,las,abacus",
           "shipped actor), inss-held-out (not by default: the actor on the "
           "workloads kept out of its training against inss-ni, inss-rr, "
           "bda-gpulet, bda-random, bda-search and gpulet), las (three services "
-          "on one "
-          "device, Fig. 7; "
+          "on one device, Fig. 7; "
           "--cpu_models, --profile_dir), abacus (operator-group "
           "scheduling on the emulated A100 against FCFS, SJF and EDF, "
           "Figs. 14-19; --abacus_*); docs/reproduction.md.");

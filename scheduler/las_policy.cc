@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -282,6 +283,14 @@ class Planner {
                                           gpus_.size(), " GPUs"));
       }
     }
+    // The paper's loop runs "until convergence or max iterations". Best
+    // responses can cycle (each service's best (b, p) changes its
+    // neighbours' interference, and theirs its own), and a round-end state
+    // whose later services grew can leave an earlier one infeasible. So
+    // every feasible round-end state is kept, and a repeated state (a
+    // cycle) or the last round returns the latest of them.
+    std::vector<std::vector<Service>> seen;
+    std::optional<std::vector<Service>> feasible;
     for (int round = 0; round < kMaxRounds; ++round) {
       bool changed = false;
       for (size_t i = 0; i < all.size(); ++i) {
@@ -307,19 +316,46 @@ class Planner {
         }
       }
       if (!changed) return all;
+      const int infeasible = FirstInfeasible(all);
+      if (infeasible < 0) feasible = all;
+      const bool cycle = std::any_of(
+          seen.begin(), seen.end(),
+          [&](const std::vector<Service>& s) { return Same(s, all); });
+      if (cycle) break;
+      seen.push_back(all);
     }
-    // Not settled: accept only if every service still meets (13)-(14).
+    if (feasible.has_value()) return *std::move(feasible);
+    const int infeasible = FirstInfeasible(all);
+    return Unschedulable(demands_[all[std::max(0, infeasible)].demand],
+                         "the configuration search did not settle");
+  }
+
+  // The first service whose configuration breaks (13)-(14) beside its
+  // current co-runners, or whose GPU is over-committed; -1 if none.
+  int FirstInfeasible(const std::vector<Service>& all) const {
     for (size_t i = 0; i < all.size(); ++i) {
       const Service& s = all[i];
       const double over = Overhead(s, s.config.batch, s.config.share, s.gpu,
                                    all, static_cast<int>(i));
       if (!std::isfinite(Latency(s, s.config.batch, s.config.share, over)) ||
           Used(all, s.gpu, -1) > 100 + 1e-9) {
-        return Unschedulable(demands_[s.demand],
-                             "the configuration search did not settle");
+        return static_cast<int>(i);
       }
     }
-    return all;
+    return -1;
+  }
+
+  // Whether two states place and configure every service alike.
+  static bool Same(const std::vector<Service>& a,
+                   const std::vector<Service>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].gpu != b[i].gpu || a[i].config.batch != b[i].config.batch ||
+          a[i].config.share != b[i].config.share) {
+        return false;
+      }
+    }
+    return true;
   }
 
  private:

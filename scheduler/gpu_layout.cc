@@ -168,6 +168,8 @@ absl::StatusOr<std::unique_ptr<PolicyInputs>> PolicyInputs::FromSnapshot(
     d.round_robin_arrivals = rules.round_robin_arrivals();
     d.lone_batch_queue = rules.lone_batch_queue();
     d.lone_queue_expiry = rules.lone_queue_expiry();
+    d.lone_queue_dispatcher =
+        rules.lone_queue_expiry() && rules.lone_queue_dispatcher();
     d.slo_ms = m.config.slo_ms();
     const LatencyModel& lm = *inputs->models_.at(d.name);
     d.max_batch =

@@ -52,6 +52,10 @@ struct ModelDemand {
   // it, expiring requests that cannot make their deadlines
   // (DispatchedQueueLateFraction).
   bool lone_queue_expiry = false;
+  // SharedRules.lone_queue_dispatcher: from cap 2 as well, the shared
+  // solver's whole-GPU lone gpulets as the dispatcher runs them
+  // (ExpiringBatchQueueLateFraction).
+  bool lone_queue_dispatcher = false;
   // Memo of SaturatedThroughput by (share, spacing) (filled lazily while
   // planning).
   mutable std::map<std::pair<double, int>, double> saturated_cache;

@@ -9,6 +9,14 @@
 namespace tessera {
 namespace {
 
+// Raises each batch time to at least the one before it: a larger batch
+// never finishes sooner than a smaller one could.
+void RaiseToMonotone(std::vector<double>* batch_ms) {
+  for (size_t z = 1; z < batch_ms->size(); ++z) {
+    (*batch_ms)[z] = std::max((*batch_ms)[z], (*batch_ms)[z - 1]);
+  }
+}
+
 // The exact sum is evaluated while three bounds hold:
 //  * rho u <= kExactLimit: its alternating terms grow like exp(2 rho u),
 //    so long double keeps ~1e-13 absolute accuracy there (1e-7 at
@@ -573,10 +581,7 @@ double ArrivalsInBatch(double mean, int k, int phase, double* none) {
 double BatchQueueLateFraction(double rate_rps, std::vector<double> batch_ms,
                               double sojourn_ms, int arrival_spacing,
                               double stop_above) {
-  // A larger batch never finishes sooner than a smaller one could.
-  for (size_t z = 1; z < batch_ms.size(); ++z) {
-    batch_ms[z] = std::max(batch_ms[z], batch_ms[z - 1]);
-  }
+  RaiseToMonotone(&batch_ms);
   const int cap = static_cast<int>(batch_ms.size());
   if (cap == 0) return 1;
   if (batch_ms[0] > sojourn_ms) return 1;
@@ -794,9 +799,7 @@ double DispatchedQueueLateFraction(double rate_rps,
                                    std::vector<double> batch_ms,
                                    double sojourn_ms, int arrival_spacing,
                                    double exec_margin) {
-  for (size_t z = 1; z < batch_ms.size(); ++z) {
-    batch_ms[z] = std::max(batch_ms[z], batch_ms[z - 1]);
-  }
+  RaiseToMonotone(&batch_ms);
   const int cap = static_cast<int>(batch_ms.size());
   if (cap == 0 || exec_margin * batch_ms[0] > sojourn_ms) return 1;
   if (rate_rps <= 0 || batch_ms.back() <= 0) return 0;
@@ -849,11 +852,201 @@ double DispatchedQueueLateFraction(double rate_rps,
   return total > 0 ? std::min(1.0, late / total) : 0;
 }
 
+namespace {
+
+// P(Poisson(x) < n).
+double PoissonBelow(int n, double x) {
+  if (n <= 0) return 0;
+  double term = std::exp(-x), sum = 0;
+  for (int i = 0; i < n; ++i) {
+    sum += term;
+    term *= x / (i + 1);
+  }
+  return std::min(1.0, sum);
+}
+
+// ExpiringBatchQueueLateFraction's parameters, fixed for a call: the phase
+// stream (mu phases per ms, an arrival every k-th), the batch times, the
+// oldest age a batch may start at (a1 = sojourn - margin s(1)) and the
+// grid of ages (step h; epoch states 0..nodes - 1, i.e. ages 0..a1).
+struct OldestAgeChain {
+  double mu;
+  int k;
+  const std::vector<double>& batch_ms;
+  double sojourn_ms;
+  double margin;
+  double a1;
+  double h;
+  int nodes;
+
+  // The largest batch the dispatcher starts with the oldest at age `a`:
+  // at most the cap, and the largest whose predicted completion meets the
+  // oldest's deadline (at least 1: ages up to a1 only).
+  int Batch(double age) const {
+    int z = 1;
+    const int cap = static_cast<int>(batch_ms.size());
+    while (z < cap && margin * batch_ms[z] <= sojourn_ms - age) ++z;
+    return z;
+  }
+
+  // The node of age x (rounded; past a1 the pre-expiry nodes above).
+  int Node(double x) const {
+    return static_cast<int>(std::floor(std::max(0.0, x) / h + 0.5));
+  }
+
+  // Adds to `to` (by node) the law of a' = base - G for G with CDF
+  // `cdf` over [lo, hi) (weight `weight` per unit of probability).
+  template <typename Cdf>
+  void Spread(double base, double lo, double hi, double weight, const Cdf& cdf,
+              std::vector<double>* to) const {
+    if (hi <= lo) return;
+    // a' runs over (base - hi, base - lo]; cut at the node boundaries.
+    const int first = Node(base - hi);
+    const int last = Node(base - lo);
+    double prev = cdf(lo);
+    for (int j = last; j >= first; --j) {
+      const double g = std::min(hi, base - (j - 0.5) * h);
+      const double next = g >= hi ? cdf(hi) : cdf(g);
+      if (j < static_cast<int>(to->size())) {
+        (*to)[j] += weight * std::max(0.0, next - prev);
+      }
+      prev = next;
+      if (g >= hi) break;
+    }
+  }
+};
+
+}  // namespace
+
+double ExpiringBatchQueueLateFraction(double rate_rps,
+                                      std::vector<double> batch_ms,
+                                      double sojourn_ms, int arrival_spacing,
+                                      double exec_margin, int grid) {
+  RaiseToMonotone(&batch_ms);
+  const int cap = static_cast<int>(batch_ms.size());
+  if (cap == 0 || exec_margin * batch_ms[0] > sojourn_ms) return 1;
+  if (rate_rps <= 0 || batch_ms.back() <= 0) return 0;
+  const int k = std::clamp(arrival_spacing, 1, kBatchQueueMaxSpacing);
+  const double a1 = sojourn_ms - exec_margin * batch_ms[0];
+  const int nodes = std::max(2, grid) + 1;
+  const OldestAgeChain chain{rate_rps / 1000.0 * k,
+                             k,
+                             batch_ms,
+                             sojourn_ms,
+                             exec_margin,
+                             a1,
+                             std::max(a1, 1e-9) / (nodes - 1),
+                             nodes};
+  const double mu = chain.mu;
+  // Ages after a batch reach a1 + s(cap); those past a1 expire.
+  const int all_nodes = chain.Node(a1 + batch_ms.back()) + 2;
+  // The expiry of an oldest at node j > a1's: the dropped (1 + the
+  // arrivals of the excess e = x - a1, floor(M / k), M ~ Poisson(mu e)
+  // phases), then the next arrival, r = k - (M mod k) phases on, at age
+  // a1 - R, R ~ Gamma(r, mu) (past a1 ahead: none waits, and the next
+  // epoch is its arrival at an idle server, age 0).
+  // Where the next arrival lands depends on j only through r: landing[r
+  // - 1] is the law of a1 - R over the nodes (node 0 with the idle case).
+  std::vector<std::vector<double>> landing(k, std::vector<double>(nodes, 0.0));
+  for (int r = 1; r <= k; ++r) {
+    const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
+    chain.Spread(a1, 0, a1, 1, cdf, &landing[r - 1]);
+    landing[r - 1][0] += PoissonBelow(r, mu * a1);  // idle, then one
+  }
+  // Per node past a1: P(r) (by index r - 1) and the expected drops.
+  std::vector<std::vector<double>> expiry_r(all_nodes);
+  std::vector<double> expiry_drops(all_nodes, 0.0);
+  for (int j = nodes; j < all_nodes; ++j) {
+    const double e = j * chain.h - a1;
+    std::vector<double>& by_r = expiry_r[j];
+    by_r.assign(k, 0.0);
+    double term = std::exp(-mu * e), more = 0;
+    const double likely = mu * e + 12 * std::sqrt(mu * e) + 12 + k;
+    for (int m = 0; m <= likely; ++m) {
+      by_r[k - 1 - m % k] += term;  // r = k - (m mod k)
+      more += term * (m / k);
+      term *= mu * e / (m + 1);
+    }
+    expiry_drops[j] = 1 + more;
+  }
+  // The epoch chain: from the oldest at node i, the batch, the ages after
+  // it, then expiry.
+  std::vector<double> p(static_cast<size_t>(nodes) * nodes, 0.0);
+  std::vector<double> served(nodes, 0.0), dropped(nodes, 0.0);
+  std::vector<double> after(all_nodes);
+  for (int i = 0; i < nodes; ++i) {
+    const double a = i * chain.h;
+    const int zc = chain.Batch(a);
+    std::fill(after.begin(), after.end(), 0.0);
+    double idle = 0;
+    // The arrivals after the oldest are a fresh stream (the dispatcher's
+    // past decisions depend only on arrivals up to the oldest's). With M
+    // of its phases before now: N = floor(M / k) arrivals wait behind it.
+    // N + 1 <= zc: all leave in a batch of N + 1; the next arrival is r =
+    // k (N + 1) - M phases on, at age s - R if before the batch ends.
+    double below = 0;
+    {
+      double term = std::exp(-mu * a);
+      for (int m = 0; m < k * zc; ++m) {
+        below += term;
+        const int n = m / k;
+        const double s = batch_ms[n];
+        const int r = k * (n + 1) - m;
+        const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
+        chain.Spread(s, 0, s, term, cdf, &after);
+        idle += term * PoissonBelow(r, mu * s);
+        served[i] += term * (n + 1);
+        term *= mu * a / (m + 1);
+      }
+    }
+    // N >= zc: a batch of zc; the zc-th arrival after the oldest, at
+    // offset G ~ Erlang(k zc) below a, is the next oldest, at a + s - G.
+    const double full = std::max(0.0, 1 - below);
+    if (full > 1e-15) {
+      const double s = batch_ms[zc - 1];
+      const auto cdf = [&](double g) {
+        return 1 - PoissonBelow(k * zc, mu * g);
+      };
+      chain.Spread(a + s, 0, a, 1, cdf, &after);
+      served[i] += full * zc;
+    }
+    double* row = &p[static_cast<size_t>(i) * nodes];
+    row[0] += idle;
+    std::vector<double> lands(k, 0.0);
+    for (int j = 0; j < all_nodes; ++j) {
+      if (after[j] == 0) continue;
+      if (j < nodes) {
+        row[j] += after[j];
+        continue;
+      }
+      dropped[i] += after[j] * expiry_drops[j];
+      for (int r = 0; r < k; ++r) lands[r] += after[j] * expiry_r[j][r];
+    }
+    for (int r = 0; r < k; ++r) {
+      if (lands[r] == 0) continue;
+      for (int t = 0; t < nodes; ++t) row[t] += lands[r] * landing[r][t];
+    }
+    // Truncation and rounding leave rows a little off 1.
+    double sum = 0;
+    for (int t = 0; t < nodes; ++t) sum += row[t];
+    if (sum > 0) {
+      for (int t = 0; t < nodes; ++t) row[t] /= sum;
+    }
+  }
+  const std::vector<double> pi = StationaryByGth(std::move(p), nodes, 1, nodes);
+  double late = 0, total = 0;
+  for (int i = 0; i < nodes; ++i) {
+    late += pi[i] * dropped[i];
+    total += pi[i] * (dropped[i] + served[i]);
+  }
+  return total > 0 ? std::min(1.0, late / total) : 0;
+}
+
 double LoneQueueLateFraction(bool expiry, double rate_rps,
                              std::vector<double> batch_ms, double sojourn_ms,
                              int arrival_spacing, double stop_above) {
   const int cap = static_cast<int>(batch_ms.size());
-  return expiry && cap <= kDispatchedQueueMaxCap
+  return expiry && cap <= 1
              ? DispatchedQueueLateFraction(rate_rps, std::move(batch_ms),
                                            sojourn_ms, arrival_spacing)
              : BatchQueueLateFraction(rate_rps, std::move(batch_ms), sojourn_ms,

@@ -411,9 +411,17 @@ std::optional<GpuletSchedule> SolveLoneBatchQueue(const Slice& slice,
   auto it = m.lone_queue_cache.find(key);
   if (it == m.lone_queue_cache.end()) {
     const auto& [rate, spacing, ms] = key;
-    const bool fits =
-        LoneQueueLateFraction(m.lone_queue_expiry, rate, ms, m.slo_ms, spacing,
-                              m.queueing_tail) <= m.queueing_tail;
+    // SharedRules.lone_queue_dispatcher: from cap 2 the dispatcher's queue
+    // on a whole GPU, each batch predicted at its planned latency (whose
+    // whole-GPU headroom covers the dispatcher's margin over its
+    // estimates). Split gpulets keep the plain queue: they are most of the
+    // solver's calls, and the chain costs more than it.
+    const double late =
+        m.lone_queue_dispatcher && ms.size() >= 2 && share_percent >= 100
+            ? ExpiringBatchQueueLateFraction(rate, ms, m.slo_ms, spacing, 1.0)
+            : LoneQueueLateFraction(m.lone_queue_expiry, rate, ms, m.slo_ms,
+                                    spacing, m.queueing_tail);
+    const bool fits = late <= m.queueing_tail;
     it = m.lone_queue_cache.emplace(std::move(key), fits).first;
   }
   if (!it->second) return std::nullopt;

@@ -18,6 +18,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.shared().bulk_queue_wait());
   EXPECT_FALSE(paper.shared().round_robin_arrivals());
   EXPECT_FALSE(paper.shared().lone_batch_queue());
+  EXPECT_FALSE(paper.shared().lone_queue_dispatcher());
   EXPECT_EQ(paper.gpulet().interference_check(),
             GPULET_INTERFERENCE_CHECK_PAPER);
   EXPECT_EQ(paper.gpulet().knee_rule(), GPULET_KNEE_RULE_ARTIFACT);
@@ -39,6 +40,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_TRUE(tessera.shared().bulk_queue_wait());
   EXPECT_TRUE(tessera.shared().round_robin_arrivals());
   EXPECT_TRUE(tessera.shared().lone_batch_queue());
+  EXPECT_TRUE(tessera.shared().lone_queue_dispatcher());
   EXPECT_FALSE(tessera.las().tail_wait_slo_only());
   EXPECT_EQ(tessera.shared().burst_tail(), 0.0002);
   EXPECT_EQ(tessera.shared().whole_gpu_latency_headroom(), 1.05);

@@ -306,6 +306,41 @@ TEST_F(TimeShareSolverTest, LoneGpuletDealtEveryKthRequestIsItsBatchQueue) {
   EXPECT_FALSE(SolveTimeShare({Slice{&m, r, 3}}, 100, SoloLatency));
 }
 
+TEST_F(TimeShareSolverTest, LoneGpuletFromCapTwoIsTheDispatchersQueue) {
+  // A model alone on a whole GPU, L(b) = 0.5 + 2b ms (batching barely
+  // pays, as vgg19's), SLO 15 ms, dealt every k-th request. Where no
+  // round is feasible the gpulet is its batch queue; with
+  // SharedRules.lone_queue_dispatcher that queue is checked as the
+  // dispatcher runs it (ExpiringBatchQueueLateFraction, predicted at the
+  // planned latency on a whole GPU) instead of the plain one, which
+  // serves every late request and overstates the late share here.
+  const LatencyModel steep =
+      *LatencyModel::FromProfile(testing::LinearProfile("c", 0.5, 2));
+  ModelDemand m = Demand(steep, 0, 15, /*queueing=*/true);
+  m.round_robin_arrivals = true;
+  m.lone_batch_queue = true;
+  m.lone_queue_expiry = true;
+  ModelDemand d = m;
+  d.lone_queue_dispatcher = true;
+  int only_dispatched = 0;
+  for (int k : {1, 2, 3}) {
+    for (double r = 100; r <= 1200; r += 20) {
+      const auto plain = SolveTimeShare({Slice{&m, r, k}}, 100, SoloLatency);
+      const auto with = SolveTimeShare({Slice{&d, r, k}}, 100, SoloLatency);
+      if (!with.has_value()) continue;
+      if (!plain.has_value()) ++only_dispatched;
+      if (with->occupancy < 1 || with->caps[0] < 2) continue;  // a round
+      // The lone batch queue at the schedule's cap is within the tail.
+      std::vector<double> batch_ms;
+      for (int c = 1; c <= with->caps[0]; ++c) batch_ms.push_back(0.5 + 2 * c);
+      EXPECT_LE(ExpiringBatchQueueLateFraction(r, batch_ms, 15, k, 1.0),
+                d.queueing_tail)
+          << "k " << k << " rate " << r;
+    }
+  }
+  EXPECT_GT(only_dispatched, 0);
+}
+
 TEST_F(TimeShareSolverTest, RotationSpacingCountsTheEqualGpuletsARateFills) {
   ModelDemand m = Demand(a_, 0, 20, /*queueing=*/true);
   m.round_robin_arrivals = true;

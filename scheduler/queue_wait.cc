@@ -914,6 +914,75 @@ struct OldestAgeChain {
       if (g >= hi) break;
     }
   }
+
+  // Where the next arrival lands after an expiry, by r, the phases left
+  // to it (1..k): landing[r - 1] is the law over the nodes of a1 - R, R ~
+  // Gamma(r, mu), with node 0 also taking the case R > a1 (none waits:
+  // the next epoch is that arrival at an idle server, age 0).
+  std::vector<std::vector<double>> Landing() const {
+    std::vector<std::vector<double>> landing(k,
+                                             std::vector<double>(nodes, 0.0));
+    for (int r = 1; r <= k; ++r) {
+      const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
+      Spread(a1, 0, a1, 1, cdf, &landing[r - 1]);
+      landing[r - 1][0] += PoissonBelow(r, mu * a1);
+    }
+    return landing;
+  }
+
+  // The expiry of an oldest at age x > a1: it and the arrivals of the
+  // excess e = x - a1 (floor(M / k), M ~ Poisson(mu e) phases) are
+  // dropped, and the next arrival is r = k - (M mod k) phases on. Sets
+  // P(r) (by r - 1) and returns the expected drops.
+  double Expire(double x, std::vector<double>* by_r) const {
+    const double e = x - a1;
+    by_r->assign(k, 0.0);
+    double term = std::exp(-mu * e), more = 0;
+    const double likely = mu * e + 12 * std::sqrt(mu * e) + 12 + k;
+    for (int m = 0; m <= likely; ++m) {
+      (*by_r)[k - 1 - m % k] += term;
+      more += term * (m / k);
+      term *= mu * e / (m + 1);
+    }
+    return 1 + more;
+  }
+
+  // One batch from the oldest at age a: adds the law of the next oldest's
+  // age before expiry to `after` (by node) and that of an idle server to
+  // `idle`; returns the expected batch size. The arrivals after the
+  // oldest are a fresh stream (the dispatcher's past decisions depend only
+  // on arrivals up to the oldest's); with M of its phases before now, N =
+  // floor(M / k) arrivals wait behind it.
+  double Step(double a, std::vector<double>* after, double* idle) const {
+    const int zc = Batch(a);
+    double served = 0, below = 0;
+    // N + 1 <= zc: all leave in a batch of N + 1; the next arrival is r =
+    // k (N + 1) - M phases on, at age s - R if before the batch ends.
+    double term = std::exp(-mu * a);
+    for (int m = 0; m < k * zc; ++m) {
+      below += term;
+      const int n = m / k;
+      const double s = batch_ms[n];
+      const int r = k * (n + 1) - m;
+      const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
+      Spread(s, 0, s, term, cdf, after);
+      *idle += term * PoissonBelow(r, mu * s);
+      served += term * (n + 1);
+      term *= mu * a / (m + 1);
+    }
+    // N >= zc: a batch of zc; the zc-th arrival after the oldest, at
+    // offset G ~ Erlang(k zc) below a, is the next oldest, at a + s - G.
+    const double full = std::max(0.0, 1 - below);
+    if (full > 1e-15) {
+      const double s = batch_ms[zc - 1];
+      const auto cdf = [&](double g) {
+        return 1 - PoissonBelow(k * zc, mu * g);
+      };
+      Spread(a + s, 0, a, 1, cdf, after);
+      served += full * zc;
+    }
+    return served;
+  }
 };
 
 }  // namespace
@@ -937,82 +1006,25 @@ double ExpiringBatchQueueLateFraction(double rate_rps,
                              a1,
                              std::max(a1, 1e-9) / (nodes - 1),
                              nodes};
-  const double mu = chain.mu;
   // Ages after a batch reach a1 + s(cap); those past a1 expire.
   const int all_nodes = chain.Node(a1 + batch_ms.back()) + 2;
-  // The expiry of an oldest at node j > a1's: the dropped (1 + the
-  // arrivals of the excess e = x - a1, floor(M / k), M ~ Poisson(mu e)
-  // phases), then the next arrival, r = k - (M mod k) phases on, at age
-  // a1 - R, R ~ Gamma(r, mu) (past a1 ahead: none waits, and the next
-  // epoch is its arrival at an idle server, age 0).
-  // Where the next arrival lands depends on j only through r: landing[r
-  // - 1] is the law of a1 - R over the nodes (node 0 with the idle case).
-  std::vector<std::vector<double>> landing(k, std::vector<double>(nodes, 0.0));
-  for (int r = 1; r <= k; ++r) {
-    const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
-    chain.Spread(a1, 0, a1, 1, cdf, &landing[r - 1]);
-    landing[r - 1][0] += PoissonBelow(r, mu * a1);  // idle, then one
-  }
-  // Per node past a1: P(r) (by index r - 1) and the expected drops.
+  const std::vector<std::vector<double>> landing = chain.Landing();
   std::vector<std::vector<double>> expiry_r(all_nodes);
   std::vector<double> expiry_drops(all_nodes, 0.0);
   for (int j = nodes; j < all_nodes; ++j) {
-    const double e = j * chain.h - a1;
-    std::vector<double>& by_r = expiry_r[j];
-    by_r.assign(k, 0.0);
-    double term = std::exp(-mu * e), more = 0;
-    const double likely = mu * e + 12 * std::sqrt(mu * e) + 12 + k;
-    for (int m = 0; m <= likely; ++m) {
-      by_r[k - 1 - m % k] += term;  // r = k - (m mod k)
-      more += term * (m / k);
-      term *= mu * e / (m + 1);
-    }
-    expiry_drops[j] = 1 + more;
+    expiry_drops[j] = chain.Expire(j * chain.h, &expiry_r[j]);
   }
   // The epoch chain: from the oldest at node i, the batch, the ages after
-  // it, then expiry.
+  // it, then expiry (where the next arrival lands depends on the node
+  // past a1 only through r: folded by r).
   std::vector<double> p(static_cast<size_t>(nodes) * nodes, 0.0);
   std::vector<double> served(nodes, 0.0), dropped(nodes, 0.0);
-  std::vector<double> after(all_nodes);
+  std::vector<double> after(all_nodes), lands(k);
   for (int i = 0; i < nodes; ++i) {
-    const double a = i * chain.h;
-    const int zc = chain.Batch(a);
     std::fill(after.begin(), after.end(), 0.0);
-    double idle = 0;
-    // The arrivals after the oldest are a fresh stream (the dispatcher's
-    // past decisions depend only on arrivals up to the oldest's). With M
-    // of its phases before now: N = floor(M / k) arrivals wait behind it.
-    // N + 1 <= zc: all leave in a batch of N + 1; the next arrival is r =
-    // k (N + 1) - M phases on, at age s - R if before the batch ends.
-    double below = 0;
-    {
-      double term = std::exp(-mu * a);
-      for (int m = 0; m < k * zc; ++m) {
-        below += term;
-        const int n = m / k;
-        const double s = batch_ms[n];
-        const int r = k * (n + 1) - m;
-        const auto cdf = [&](double x) { return 1 - PoissonBelow(r, mu * x); };
-        chain.Spread(s, 0, s, term, cdf, &after);
-        idle += term * PoissonBelow(r, mu * s);
-        served[i] += term * (n + 1);
-        term *= mu * a / (m + 1);
-      }
-    }
-    // N >= zc: a batch of zc; the zc-th arrival after the oldest, at
-    // offset G ~ Erlang(k zc) below a, is the next oldest, at a + s - G.
-    const double full = std::max(0.0, 1 - below);
-    if (full > 1e-15) {
-      const double s = batch_ms[zc - 1];
-      const auto cdf = [&](double g) {
-        return 1 - PoissonBelow(k * zc, mu * g);
-      };
-      chain.Spread(a + s, 0, a, 1, cdf, &after);
-      served[i] += full * zc;
-    }
+    std::fill(lands.begin(), lands.end(), 0.0);
     double* row = &p[static_cast<size_t>(i) * nodes];
-    row[0] += idle;
-    std::vector<double> lands(k, 0.0);
+    served[i] = chain.Step(i * chain.h, &after, &row[0]);
     for (int j = 0; j < all_nodes; ++j) {
       if (after[j] == 0) continue;
       if (j < nodes) {

@@ -7,6 +7,7 @@
 #include "perfmodel/interference_model.h"
 #include "scheduler/gpulet_policy.h"
 #include "scheduler/plan_ids.h"
+#include "scheduler/planning_rules.h"
 #include "scheduler/policy_registry.h"
 #include "scheduler/time_share_solver.h"
 #include "tests/scheduler/policy_test_util.h"
@@ -227,6 +228,33 @@ TEST(PolicyInputsTest, CarryTheOptionsHeadroom) {
   auto low = PolicyInputs::FromSnapshot(s, options);
   ASSERT_TRUE(low.ok()) << low.status();
   EXPECT_DOUBLE_EQ(PlannedLatency((*low)->demands()[0], 1, 100), 3.06);
+}
+
+// SharedRules.lone_queue_dispatcher reaches the demands only with
+// lone_queue_expiry, which it extends from cap 1 to every cap.
+TEST(PolicyInputsTest, LoneQueueDispatcherNeedsTheExpiryRule) {
+  ClusterSnapshot s = Snapshot(1);
+  AddModel(&s, LinearProfile("m", 2, 1), 100, 40);
+  auto demand_of = [&](const PlanningRules& rules) {
+    PolicyOptions options;
+    options.rules = rules;
+    auto inputs = PolicyInputs::FromSnapshot(s, options);
+    EXPECT_TRUE(inputs.ok()) << inputs.status();
+    EXPECT_EQ((*inputs)->demands().size(), 1u);
+    return (*inputs)->demands().front();
+  };
+  const ModelDemand tessera = demand_of(PresetRules(RULES_PRESET_TESSERA));
+  EXPECT_TRUE(tessera.lone_queue_expiry);
+  EXPECT_TRUE(tessera.lone_queue_dispatcher);
+  PlanningRules no_expiry = PresetRules(RULES_PRESET_TESSERA);
+  no_expiry.mutable_shared()->set_lone_queue_expiry(false);
+  EXPECT_FALSE(demand_of(no_expiry).lone_queue_dispatcher);
+  PlanningRules off = PresetRules(RULES_PRESET_TESSERA);
+  off.mutable_shared()->set_lone_queue_dispatcher(false);
+  EXPECT_TRUE(demand_of(off).lone_queue_expiry);
+  EXPECT_FALSE(demand_of(off).lone_queue_dispatcher);
+  EXPECT_FALSE(
+      demand_of(PresetRules(RULES_PRESET_PAPER)).lone_queue_dispatcher);
 }
 
 TEST(PolicyInputsTest, PoliciesGiveTheSamePlanFromSharedInputs) {

@@ -339,6 +339,15 @@ TEST_F(TimeShareSolverTest, LoneGpuletFromCapTwoIsTheDispatchersQueue) {
     }
   }
   EXPECT_GT(only_dispatched, 0);
+  // A split gpulet keeps the plain queue (the chain costs too much for the
+  // solver's many split candidates).
+  for (int k : {1, 2, 3}) {
+    for (double r = 50; r <= 600; r += 10) {
+      EXPECT_EQ(SolveTimeShare({Slice{&m, r, k}}, 50, SoloLatency).has_value(),
+                SolveTimeShare({Slice{&d, r, k}}, 50, SoloLatency).has_value())
+          << "k " << k << " rate " << r;
+    }
+  }
 }
 
 TEST_F(TimeShareSolverTest, RotationSpacingCountsTheEqualGpuletsARateFills) {

@@ -183,6 +183,9 @@ absl::StatusOr<Plan> IgniterPolicy::PlanFrom(const PolicyInputs& inputs) const {
       };
     }
     q.replicas = rules.replicas();
+    q.whole_gpu_batch1_factor =
+        std::min(rules.whole_gpu_batch1_latency_headroom(), d.latency_scale) /
+        d.latency_scale;
     requests.push_back(std::move(q));
   }
   ASSIGN_OR_RETURN(

@@ -50,6 +50,25 @@ double Floored(const IgniterRequest& q, const IgniterPlacement& p,
              : predicted_ms;
 }
 
+// IgniterRequest.whole_gpu_batch1_factor where gpu[i] runs batch 1 alone on its
+// GPU at the whole share, else 1.
+double AloneFactor(const IgniterRequest& q,
+                   const std::vector<IgniterPlacement>& gpu, size_t i,
+                   double r_max) {
+  return gpu.size() == 1 && gpu[i].share_percent >= r_max - 1e-9 &&
+                 gpu[i].batch == 1
+             ? q.whole_gpu_batch1_factor
+             : 1.0;
+}
+
+// gpu[i]'s latency as ALLOC plans it: `predicted_ms` floored and, at
+// batch 1 alone at the whole share, with the whole-GPU headroom.
+double Planned(const IgniterRequest& q,
+               const std::vector<IgniterPlacement>& gpu, size_t i, double r_max,
+               double predicted_ms) {
+  return Floored(q, gpu[i], predicted_ms) * AloneFactor(q, gpu, i, r_max);
+}
+
 // SharedRules.lone_batch_queue: whether a partition of `batch` is also
 // checked as its batch queue (from batch 2; batch 1 too with
 // lone_queue_expiry, the dispatcher's queue).
@@ -83,10 +102,12 @@ bool LoneQueueFits(const IgniterModel& model,
   const IgniterRequest& q = requests[gpu[i].request];
   const int cap = gpu[i].batch;
   std::vector<double> batch_ms(cap, t_ms);
+  const double r_max = model.hardware().max_share_percent;
   for (int k = 1; k < cap; ++k) {
     gpu[i].batch = k;
-    batch_ms[k - 1] = Floored(
-        q, gpu[i], model.Predict(Residents(requests, gpu))[i].inference_ms);
+    batch_ms[k - 1] =
+        Planned(q, gpu, i, r_max,
+                model.Predict(Residents(requests, gpu))[i].inference_ms);
   }
   return LoneQueueLateFraction(q.lone_queue_expiry, gpu[i].rate_rps, batch_ms,
                                q.slo_ms, 1, q.queueing_tail) <= q.queueing_tail;
@@ -104,7 +125,7 @@ std::vector<IgniterPlacement> Alloc(const IgniterModel& model,
     bool violated = false;
     for (size_t i = 0; i < gpu.size(); ++i) {
       const IgniterRequest& q = requests[gpu[i].request];
-      const double t = Floored(q, gpu[i], pred[i].inference_ms);
+      const double t = Planned(q, gpu, i, r_max, pred[i].inference_ms);
       gpu[i].predicted_ms = t;
       if (t > q.slo_ms / 2 ||
           (q.queueing_check && t + PlanningWait(q, gpu[i], t) > q.slo_ms &&
@@ -224,16 +245,20 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     // queue: near its capacity, a replica's Erlang queue admits a load
     // that the fit's error at a large batch would break.
     std::vector<double> batch_ms, floored_ms;
+    // Each replica is alone on its GPU: at batch 1, the whole-GPU headroom.
     for (int bb = 1; bb <= q.max_batch; ++bb) {
       const auto p = model.Predict({{&w, bb, r_max}})[0];
-      batch_ms.push_back(p.inference_ms);
+      const double f = bb == 1 ? q.whole_gpu_batch1_factor : 1.0;
+      const double ms = p.inference_ms * f;
+      batch_ms.push_back(ms);
       floored_ms.push_back(
-          q.solo_floor_ms ? std::max(p.inference_ms, q.solo_floor_ms(bb, r_max))
-                          : p.inference_ms);
-      if (p.inference_ms <= q.slo_ms / 2) {
+          q.solo_floor_ms
+              ? std::max(p.inference_ms, q.solo_floor_ms(bb, r_max)) * f
+              : ms);
+      if (ms <= q.slo_ms / 2) {
         best_b = bb;
-        best_h = p.throughput_rps;
-        best_ms = p.inference_ms;
+        best_h = p.throughput_rps / f;
+        best_ms = ms;
       }
     }
     if (best_b == 0) {
@@ -343,8 +368,8 @@ absl::StatusOr<IgniterProvision> ProvisionIgniter(
     for (auto& gpu : out.gpus) {
       const auto pred = model.Predict(Residents(requests, gpu));
       for (size_t i = 0; i < gpu.size(); ++i) {
-        gpu[i].predicted_ms =
-            Floored(requests[gpu[i].request], gpu[i], pred[i].inference_ms);
+        gpu[i].predicted_ms = Planned(requests[gpu[i].request], gpu, i, r_max,
+                                      pred[i].inference_ms);
       }
     }
   }

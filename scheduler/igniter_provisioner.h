@@ -48,6 +48,12 @@ struct IgniterRequest {
   // to profiles undershoots at small shares and batches (docs/
   // scheduling.md), exactly where light loads are planned.
   std::function<double(int batch, double share_percent)> solo_floor_ms;
+  // Tessera's addition (IgniterRules.whole_gpu_batch1_latency_headroom): the
+  // predictions of a batch-1 placement alone on its GPU at the whole
+  // share (no neighbour, no interference to cover) are multiplied by
+  // this, the whole-GPU headroom over the latency headroom (<= 1; 1: the
+  // same headroom everywhere).
+  double whole_gpu_batch1_factor = 1;
   // The authors' code (IgniterRules.replicas): a workload no one GPU can
   // carry gets whole-GPU replicas plus a residue. Off (the paper): such a
   // workload is unschedulable.

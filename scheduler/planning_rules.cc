@@ -93,6 +93,7 @@ PlanningRules TesseraDefaults() {
   // Calibrated on the rules suite: 0.01 held on the calibration half but
   // broke a held-out limit (docs/planning-rules.md).
   i->set_queueing_tail(0.0075);
+  i->set_whole_gpu_batch1_latency_headroom(1.05);
   LasRules* l = r.mutable_las();
   l->set_tail_wait(true);
   // Off as the paper: plans held without them on both halves of the
@@ -163,6 +164,7 @@ PlanningRules PaperDefaults() {
   i->set_latency_headroom(1.0);
   i->set_rate_headroom(1.0);
   i->set_queueing_tail(0.005);
+  i->set_whole_gpu_batch1_latency_headroom(1.0);
   LasRules* l = r.mutable_las();
   l->set_tail_wait(false);
   l->set_collection_time(false);
@@ -279,6 +281,8 @@ absl::StatusOr<PlanningRules> ResolvePlanningRules(const PlanningRules& rules) {
     RETURN_IF_ERROR(Check(tail > 0 && tail < 0.5,
                           absl::StrCat(name, ".queueing_tail"), "in (0, 0.5)"));
   }
+  RETURN_IF_ERROR(Check(out.igniter().whole_gpu_batch1_latency_headroom() >= 1,
+                        "igniter.whole_gpu_batch1_latency_headroom", ">= 1"));
   const GpuletRules& g = out.gpulet();
   RETURN_IF_ERROR(
       Check(GpuletInterferenceCheck_IsValid(g.interference_check()) &&

@@ -432,5 +432,45 @@ TEST(IgniterProvisionerTest, BatchOneReplicasAreSizedAsTheDispatcherRunsThem) {
   EXPECT_GT(DispatchedQueueLateFraction(1.01 * r2, {10.0}, 39), kQueueingTail);
   EXPECT_LT(dispatched[3][0].share_percent, 100);
 }
+TEST(IgniterProvisionerTest, BatchOneReplicasTakeTheWholeGpuHeadroom) {
+  // The dispatcher-queue case above with the whole-GPU headroom at 1.05
+  // over a latency headroom of 1.1: each batch-1 replica is sized with
+  // its prediction scaled by 1.05 / 1.1, 9.545 ms instead of 10.
+  const IgniterWorkload a = Linear("a");
+  const IgniterModel model(Plain());
+  IgniterRequest q{&a, 39, 150, 32, /*queueing_check=*/true};
+  q.lone_batch_queue = true;
+  q.lone_queue_expiry = true;
+  q.whole_gpu_batch1_factor = 1.05 / 1.1;
+  auto p = ProvisionIgniter(model, {q}, 8);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const double ms = 10 * q.whole_gpu_batch1_factor;
+  const double r = p->gpus[0][0].rate_rps;
+  EXPECT_EQ(p->gpus[0][0].batch, 1);
+  EXPECT_DOUBLE_EQ(p->gpus[0][0].share_percent, 100);
+  EXPECT_NEAR(p->gpus[0][0].predicted_ms, ms, 1e-9);
+  EXPECT_LE(DispatchedQueueLateFraction(r, {ms}, 39), kQueueingTail);
+  EXPECT_GT(DispatchedQueueLateFraction(1.01 * r, {ms}, 39), kQueueingTail);
+  // A batched replica keeps the latency headroom: the replicated case
+  // above (b = 5 at 90 req/s) is planned the same with any factor.
+  IgniterRequest batched{&a, 100, 150, 32};
+  batched.whole_gpu_batch1_factor = 0.5;
+  p = ProvisionIgniter(model, {batched}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->gpus.size(), 2u);
+  EXPECT_EQ(p->gpus[0][0].batch, 5);
+  EXPECT_NEAR(p->gpus[0][0].rate_rps, 90, 1e-9);
+  EXPECT_DOUBLE_EQ(p->gpus[1][0].share_percent, 60);
+  // A batch-1 partition that shares its GPU keeps it too: two models at
+  // 20 % each (r_lower = 1000 / 50) predict 50 ms whatever the factor.
+  const IgniterWorkload b = Linear("b");
+  IgniterRequest x{&a, 100, 20, 32}, y{&b, 100, 20, 32};
+  x.whole_gpu_batch1_factor = y.whole_gpu_batch1_factor = 0.5;
+  p = ProvisionIgniter(model, {x, y}, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->gpus.size(), 1u);
+  ASSERT_EQ(p->gpus[0].size(), 2u);
+  EXPECT_NEAR(p->gpus[0][0].predicted_ms, 50, 1e-9);
+}
 }  // namespace
 }  // namespace tessera

@@ -26,6 +26,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   EXPECT_FALSE(paper.igniter().replicas());
   EXPECT_FALSE(paper.igniter().queueing_check());
   EXPECT_FALSE(paper.igniter().latency_floor());
+  EXPECT_EQ(paper.igniter().whole_gpu_batch1_latency_headroom(), 1.0);
   EXPECT_FALSE(paper.las().tail_wait());
   EXPECT_FALSE(paper.las().collection_time());
   EXPECT_FALSE(paper.las().replicas());
@@ -62,6 +63,7 @@ TEST(PlanningRulesTest, PresetsSetEveryAdditionOnOrOff) {
   }
   EXPECT_EQ(tessera.shared().queueing_tail(), 0.01);
   EXPECT_EQ(tessera.igniter().queueing_tail(), 0.0075);
+  EXPECT_EQ(tessera.igniter().whole_gpu_batch1_latency_headroom(), 1.05);
   EXPECT_EQ(tessera.las().queueing_tail(), 0.005);
   EXPECT_EQ(tessera.inss().queueing_tail(), 0.0075);
   EXPECT_EQ(DescribeRules(paper), "paper");
@@ -101,6 +103,12 @@ TEST(PlanningRulesTest, BadValuesAreRejectedWithTheField) {
       RulesFromFlags("tessera", "shared { whole_gpu_latency_headroom: 0.95 }");
   EXPECT_EQ(whole.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(whole.status().message().find("shared.whole_gpu_latency_headroom"),
+            std::string::npos);
+  auto igniter_whole = RulesFromFlags(
+      "tessera", "igniter { whole_gpu_batch1_latency_headroom: 0.95 }");
+  EXPECT_EQ(igniter_whole.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(igniter_whole.status().message().find(
+                "igniter.whole_gpu_batch1_latency_headroom"),
             std::string::npos);
   auto tail = RulesFromFlags("tessera", "shared { queueing_tail: 0 }");
   EXPECT_EQ(tail.status().code(), absl::StatusCode::kInvalidArgument);

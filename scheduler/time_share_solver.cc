@@ -157,7 +157,12 @@ int EvenSplitForResidue(const ModelDemand& m, double t) {
   int whole = 0;
   double residue = m.rate_rps;
   for (; residue > t; residue -= t) ++whole;
-  if (residue <= 1e-9 || SoloFits(m, residue, 100)) return 0;
+  if (residue <= 1e-9) return 0;
+  // A residue that fits alone still takes a partition: an even split over
+  // no more GPUs than the whole ones carries the model with none.
+  if (SoloFits(m, residue, 100)) {
+    return whole >= 2 ? EvenSplitCount(m, m.rate_rps, 100, whole) : 0;
+  }
   return EvenSplitCount(m, m.rate_rps, 100, whole + 1);
 }
 

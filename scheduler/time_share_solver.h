@@ -122,10 +122,14 @@ int RotationSpacing(const ModelDemand& m, double rate_rps, double share,
 // of at most `most` gpulets does (or without PlansRotation).
 int EvenSplitCount(const ModelDemand& m, double rate_rps, double share,
                    int most);
-// sbp's and greedy's rule: the model's rate split into whole GPUs at t
+// sbp's and greedy's rule: the model's rate split into w whole GPUs at t
 // (RotationSpacing's rate) leaves a residue; where no whole GPU carries it
-// on its own stream, the even split over one GPU more (EvenSplitCount).
-// 0 otherwise (no residue, one that fits, or no such split).
+// on its own stream, the even split over at most w + 1 GPUs; where one
+// does, the even split over at most w GPUs, if one carries the rate
+// (EvenSplitCount: equal gpulets, each dealt every n-th request, can carry
+// more than t, the rate of a gpulet on its own stream or of k equal ones
+// with floor(rate / t_k) >= k). 0 otherwise (no residue, or no such
+// split).
 int EvenSplitForResidue(const ModelDemand& m, double t);
 // Whether SolveTimeShare finds a schedule for this model alone at `rate_rps`
 // on a gpulet of `share`, planned solo. Memoised in the demand: gpulet's

@@ -127,6 +127,34 @@ TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereTheResidueFitsNoGpu) {
   EXPECT_FALSE(testing::RunPolicyWith("greedy", s, o).ok());
 }
 
+TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereThatTakesFewerGpus) {
+  // The model above at 400 req/s. No spacing k >= 2 has k gpulets of its
+  // rate within 400 (213.6 and 266.0 fit once each), so the saturated
+  // GPUs are planned on their own streams: three at 120.4 and a residue
+  // of 38.8 req/s that fits alone, four GPUs in all. Split evenly, two
+  // GPUs at 200 req/s, each dealt every other request, hold.
+  ClusterSnapshot s = Snapshot(4);
+  AddModel(&s, LinearProfile("a", 2, 1), 400, 7.5);
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_shared()->set_queueing_check(true);
+  o.rules.mutable_shared()->set_round_robin_arrivals(true);
+  o.rules.mutable_shared()->set_lone_batch_queue(true);
+  for (const char* policy : {"sbp", "greedy"}) {
+    auto plan = testing::RunPolicyWith(policy, s, o);
+    ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
+    std::vector<double> rates;
+    for (const DevicePlan& d : plan->devices()) {
+      for (const GpuletPlan& g : d.gpulets()) {
+        EXPECT_EQ(g.share_percent(), 100) << policy;
+        rates.push_back(g.models(0).rate_rps());
+      }
+    }
+    EXPECT_THAT(rates, ::testing::ElementsAre(::testing::DoubleEq(200),
+                                              ::testing::DoubleEq(200)))
+        << policy;
+  }
+}
+
 TEST(PoliciesTest, ImpossibleSloIsUnschedulableWithModelNamed) {
   ClusterSnapshot s = Snapshot(4);
   AddModel(&s, LinearProfile("fine", 2, 1), 10, 100);

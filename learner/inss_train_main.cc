@@ -152,7 +152,8 @@ ABSL_FLAG(bool, progress, true, "Progress bar on stderr.");
 ABSL_FLAG(bool, resume, false,
           "Go on from <out>-resume.pt/.pbtxt (same flags otherwise): the "
           "replay, optimisers, generators and episode count are restored "
-          "and the CSV is appended to.");
+          "and the CSV is appended to. Refused when the state was saved "
+          "under other planning rules (--rules, --rules_override).");
 ABSL_FLAG(int, resume_every, 25,
           "Episodes between training-state checkpoints (<out>-resume.*).");
 ABSL_FLAG(int, plateau_evals, 0,

@@ -134,6 +134,7 @@ absl::Status InssTrainer::SaveResume() const {
   std::filesystem::rename(stem + ".pt.tmp", stem + ".pt");
   InssTrainingState state = state_;
   state.set_environment_rng(env_->RngState());
+  state.set_planning_rules(info_.planning_rules());
   RETURN_IF_ERROR(WriteTextProto(stem + ".pbtxt", state));
   Wrote(stem);
   return absl::OkStatus();
@@ -142,6 +143,14 @@ absl::Status InssTrainer::SaveResume() const {
 absl::Status InssTrainer::LoadResume() {
   const std::string stem = options_.out_stem + "-resume";
   RETURN_IF_ERROR(ReadTextProto(stem + ".pbtxt", &state_));
+  if (state_.planning_rules() != info_.planning_rules()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        stem, ".pbtxt was trained under the planning rules '",
+        state_.planning_rules(), "', this run plans under '",
+        info_.planning_rules(),
+        "': the replay's rewards would not be this run's (pass the "
+        "same --rules and --rules_override, or start afresh)"));
+  }
   RETURN_IF_ERROR(agent_->LoadTraining(stem + ".pt"));
   return env_->SetRngState(state_.environment_rng());
 }

@@ -657,6 +657,7 @@ TEST_F(InssToyTest, AResumedRunContinuesWhereItStopped) {
       std::filesystem::temp_directory_path() /
       ("inss_resume_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  info_.set_planning_rules("tessera");
   InssTrainerOptions options;
   options.eval_every = 3;
   options.eval_episodes = 1;
@@ -710,6 +711,20 @@ TEST_F(InssToyTest, AResumedRunContinuesWhereItStopped) {
   auto status = (*odd)->LoadTraining((dir / "split-resume.pt").string());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("split-resume.pt"));
+  // Nor does a run under other planning rules go on from it.
+  InssCheckpointInfo paper = info_;
+  paper.set_planning_rules("paper");
+  InssEnvironment env(*cluster_, env_options_, 11);
+  InssTrainerOptions o = options;
+  o.episodes = 10;
+  o.resume = true;
+  o.out_stem = (dir / "split").string();
+  auto third = SacDiscreteAgent::Create(Options());
+  ASSERT_TRUE(third.ok());
+  auto refused = InssTrainer(&env, third->get(), paper, o).Run();
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("'tessera'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("'paper'"));
   std::filesystem::remove_all(dir);
 }
 

@@ -432,6 +432,7 @@ TEST(IgniterProvisionerTest, BatchOneReplicasAreSizedAsTheDispatcherRunsThem) {
   EXPECT_GT(DispatchedQueueLateFraction(1.01 * r2, {10.0}, 39), kQueueingTail);
   EXPECT_LT(dispatched[3][0].share_percent, 100);
 }
+
 TEST(IgniterProvisionerTest, BatchOneReplicasTakeTheWholeGpuHeadroom) {
   // The dispatcher-queue case above with the whole-GPU headroom at 1.05
   // over a latency headroom of 1.1: each batch-1 replica is sized with
@@ -472,5 +473,6 @@ TEST(IgniterProvisionerTest, BatchOneReplicasTakeTheWholeGpuHeadroom) {
   ASSERT_EQ(p->gpus[0].size(), 2u);
   EXPECT_NEAR(p->gpus[0][0].predicted_ms, 50, 1e-9);
 }
+
 }  // namespace
 }  // namespace tessera

@@ -93,6 +93,31 @@ TEST(PoliciesTest, HeavyModelNeedsTwoGpus) {
   }
 }
 
+// The paper's rules with the queueing bound and the rotation rules on.
+PolicyOptions RotationRules() {
+  PolicyOptions o = testing::PaperRules();
+  o.rules.mutable_shared()->set_queueing_check(true);
+  o.rules.mutable_shared()->set_round_robin_arrivals(true);
+  o.rules.mutable_shared()->set_lone_batch_queue(true);
+  return o;
+}
+
+// The rates of `policy`'s gpulets, each expected to take a whole GPU.
+std::vector<double> WholeGpuRates(const char* policy, const ClusterSnapshot& s,
+                                  const PolicyOptions& o) {
+  auto plan = testing::RunPolicyWith(policy, s, o);
+  EXPECT_TRUE(plan.ok()) << policy << ": " << plan.status();
+  std::vector<double> rates;
+  if (!plan.ok()) return rates;
+  for (const DevicePlan& d : plan->devices()) {
+    for (const GpuletPlan& g : d.gpulets()) {
+      EXPECT_EQ(g.share_percent(), 100) << policy;
+      rates.push_back(g.models(0).rate_rps());
+    }
+  }
+  return rates;
+}
+
 TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereTheResidueFitsNoGpu) {
   // L(b) = 2 + b ms, SLO 7.5 ms (batch 1 only), 600 req/s, the queueing
   // bound and the rotation rules on. A whole GPU carries 120.4 req/s on
@@ -102,23 +127,12 @@ TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereTheResidueFitsNoGpu) {
   // three GPUs at 200 req/s, each dealt every third request, hold.
   ClusterSnapshot s = Snapshot(4);
   AddModel(&s, LinearProfile("a", 2, 1), 600, 7.5);
-  PolicyOptions o = testing::PaperRules();
-  o.rules.mutable_shared()->set_queueing_check(true);
-  o.rules.mutable_shared()->set_round_robin_arrivals(true);
-  o.rules.mutable_shared()->set_lone_batch_queue(true);
+  PolicyOptions o = RotationRules();
   for (const char* policy : {"sbp", "greedy"}) {
-    auto plan = testing::RunPolicyWith(policy, s, o);
-    ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
-    std::vector<double> rates;
-    for (const DevicePlan& d : plan->devices()) {
-      for (const GpuletPlan& g : d.gpulets()) {
-        EXPECT_EQ(g.share_percent(), 100) << policy;
-        rates.push_back(g.models(0).rate_rps());
-      }
-    }
-    EXPECT_THAT(rates, ::testing::ElementsAre(::testing::DoubleEq(200),
-                                              ::testing::DoubleEq(200),
-                                              ::testing::DoubleEq(200)))
+    EXPECT_THAT(WholeGpuRates(policy, s, o),
+                ::testing::ElementsAre(::testing::DoubleEq(200),
+                                       ::testing::DoubleEq(200),
+                                       ::testing::DoubleEq(200)))
         << policy;
   }
   // Without the rotation rules, at 120.4 req/s per GPU, it needs five.
@@ -135,22 +149,10 @@ TEST(PoliciesTest, SbpAndGreedySplitEvenlyWhereThatTakesFewerGpus) {
   // GPUs at 200 req/s, each dealt every other request, hold.
   ClusterSnapshot s = Snapshot(4);
   AddModel(&s, LinearProfile("a", 2, 1), 400, 7.5);
-  PolicyOptions o = testing::PaperRules();
-  o.rules.mutable_shared()->set_queueing_check(true);
-  o.rules.mutable_shared()->set_round_robin_arrivals(true);
-  o.rules.mutable_shared()->set_lone_batch_queue(true);
   for (const char* policy : {"sbp", "greedy"}) {
-    auto plan = testing::RunPolicyWith(policy, s, o);
-    ASSERT_TRUE(plan.ok()) << policy << ": " << plan.status();
-    std::vector<double> rates;
-    for (const DevicePlan& d : plan->devices()) {
-      for (const GpuletPlan& g : d.gpulets()) {
-        EXPECT_EQ(g.share_percent(), 100) << policy;
-        rates.push_back(g.models(0).rate_rps());
-      }
-    }
-    EXPECT_THAT(rates, ::testing::ElementsAre(::testing::DoubleEq(200),
-                                              ::testing::DoubleEq(200)))
+    EXPECT_THAT(WholeGpuRates(policy, s, RotationRules()),
+                ::testing::ElementsAre(::testing::DoubleEq(200),
+                                       ::testing::DoubleEq(200)))
         << policy;
   }
 }
